@@ -1,0 +1,1 @@
+"""politecrawl: a polite, adaptive web crawler."""

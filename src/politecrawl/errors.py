@@ -1,0 +1,67 @@
+"""The one exception tree of politecrawl.
+
+::
+
+    PolitecrawlError
+     ├── ConfigError (also ValueError)   bad option, bad seed, bad User-Agent
+     ├── UrlError (also ValueError)      a URL that cannot be crawled
+     ├── FetchError                      mapped from aiohttp in one place (fetch)
+     │    ├── FetchTimeout
+     │    ├── ConnectFailed
+     │    ├── AddressRefused             private/loopback target without permission
+     │    └── BodyTooLarge
+     ├── RobotsError
+     ├── FrontierError
+     └── StorageError
+
+Outcomes of requests are values (see ``outcome``), never exceptions; these are for
+misuse and for the fetch boundary only.
+"""
+
+from __future__ import annotations
+
+
+class PolitecrawlError(Exception):
+    """Root of every error politecrawl raises."""
+
+
+class ConfigError(PolitecrawlError, ValueError):
+    """A setting, seed or User-Agent the crawler refuses to run with."""
+
+
+class UrlError(PolitecrawlError, ValueError):
+    """A URL that cannot be crawled (bad syntax, scheme, host or port)."""
+
+
+class FetchError(PolitecrawlError):
+    """A request that produced no usable HTTP response."""
+
+    kind = "network"
+
+
+class FetchTimeout(FetchError):
+    kind = "timeout"
+
+
+class ConnectFailed(FetchError):
+    kind = "connect"
+
+
+class AddressRefused(FetchError):
+    kind = "address_refused"
+
+
+class BodyTooLarge(FetchError):
+    kind = "too_large"
+
+
+class RobotsError(PolitecrawlError):
+    """robots.txt could not be obtained or used."""
+
+
+class FrontierError(PolitecrawlError):
+    """The frontier store failed."""
+
+
+class StorageError(PolitecrawlError):
+    """WARC or log output failed (disk full, permissions...)."""
