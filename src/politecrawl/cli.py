@@ -1,0 +1,180 @@
+"""The command line. Misuse ends in one clear line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from politecrawl.config import (
+    CrawlConfig,
+    FetchConfig,
+    PolitenessConfig,
+    load_toml,
+    read_lines_file,
+    read_seeds,
+)
+from politecrawl.errors import ConfigError, PolitecrawlError
+
+DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+# name, type, help; every one may also be written in the TOML file (``min-delay = 15``).
+_CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
+    ("seeds", Path, "file of seed URLs, one a line, # comments"),
+    ("user-agent", str, "bot name and info URL, e.g. 'acmebot/1.0 (+https://acme.example/bot)'"),
+    ("out", Path, "output folder (state, WARC, logs); the same folder resumes the crawl"),
+    ("min-delay", float, "per-site floor between request starts, seconds (default 15)"),
+    ("delay-factor", float, "delay >= factor x mean of the site's last 5 response times (30)"),
+    ("concurrency", int, "sites in flight at once (default 64)"),
+    ("max-pages", int, "stop after this many page requests in this run"),
+    ("max-time", float, "stop after this many seconds"),
+    ("scope", str, "host | domain | any (default domain: the seeds' registered domains)"),
+    ("allow", Path, "allow-list file: domains, or regexes written re:..."),
+    ("exclude-file", Path, "never-crawl list: one domain a line (subdomains included), reloaded live"),
+    ("exclude-check", float, "seconds between checks of the never-crawl file (default 60)"),
+    ("max-size", int, "body cap in bytes (default 2 MiB); longer bodies are cut and marked"),
+    ("politeness-key", str, "host | domain | ip: what one 'site' is for politeness (default host)"),
+    ("robots-ttl", float, "seconds a robots.txt stays fresh (default 86400)"),
+    ("retry-base", float, "first retry wait after a 5xx or network error, seconds (default 30)"),
+]
+
+
+def _add_crawl_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", type=Path, help="TOML file with any of these options; flags win")
+    for name, typ, help_ in _CRAWL_OPTIONS:
+        p.add_argument(f"--{name}", type=typ, default=None, help=help_)
+    p.add_argument("--resolve", action="append", default=None, metavar="HOST:PORT:ADDR",
+                   help="pin a host to an address like curl (repeatable; *.example wildcards)")
+    p.add_argument("--allow-private-addresses", action="store_true", default=None,
+                   help="allow loopback/private/link-local targets (refused by default)")
+    p.add_argument("--no-progress", action="store_true", default=None,
+                   help="no live progress line")
+    p.add_argument("-v", "--verbose", action="store_true", help="log more")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="politecrawl", description="A polite, adaptive web crawler.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    crawl = sub.add_parser("crawl", help="crawl from seed URLs politely",
+                           description="Crawl from seed URLs; run again on the same --out to resume.")
+    _add_crawl_options(crawl)
+    demo = sub.add_parser("demo", help="crawl the bundled local test web and print the summary",
+                          description="Start the bundled multi-host test web on loopback, "
+                                      "crawl it, print the summary.")
+    demo.add_argument("--hosts", type=int, default=30, help="virtual hosts (default 30)")
+    demo.add_argument("--pages", type=int, default=12, help="pages per host (default 12)")
+    demo.add_argument("--min-delay", type=float, default=0.2, help="per-site delay (default 0.2)")
+    demo.add_argument("--out", type=Path, default=None, help="output folder (default: a temp dir)")
+    return parser
+
+
+def _merge(args: argparse.Namespace) -> dict[str, Any]:
+    """TOML values, overridden by the flags given."""
+    values: dict[str, Any] = {}
+    if args.config is not None:
+        values.update(load_toml(args.config))
+    for key, val in vars(args).items():
+        if val is not None and key not in ("config", "command", "verbose"):
+            values[key] = val
+    return values
+
+
+def config_from_values(v: dict[str, Any]) -> CrawlConfig:
+    """Build and validate a CrawlConfig from merged TOML/flag values."""
+    known = {n.replace("-", "_") for n, _, _ in _CRAWL_OPTIONS} | {
+        "resolve", "allow_private_addresses", "no_progress"}
+    unknown = set(v) - known
+    if unknown:
+        raise ConfigError(f"unknown option(s) in config: {', '.join(sorted(unknown))}")
+    for required in ("seeds", "user_agent", "out"):
+        if v.get(required) in (None, ""):
+            raise ConfigError(f"--{required.replace('_', '-')} is required")
+    seeds = read_seeds(Path(v["seeds"]))
+    politeness = PolitenessConfig(
+        min_delay_s=float(v.get("min_delay", 15.0)),
+        response_time_factor=float(v.get("delay_factor", 30.0)),
+        key_mode=v.get("politeness_key", "host"),
+    )
+    resolve = v.get("resolve") or ()
+    fetch = FetchConfig(
+        user_agent=str(v["user_agent"]),
+        max_size_bytes=int(v.get("max_size", 2 * 1024 * 1024)),
+        allow_private_addresses=bool(v.get("allow_private_addresses", False)),
+        resolve=tuple([resolve] if isinstance(resolve, str) else resolve),
+        retry_base_s=float(v.get("retry_base", 30.0)),
+    )
+    allow = read_lines_file(Path(v["allow"]), "allow-list") if v.get("allow") else ()
+    exclude = Path(v["exclude_file"]) if v.get("exclude_file") else None
+    return CrawlConfig(
+        seeds=seeds, out_dir=Path(v["out"]), fetch=fetch, politeness=politeness,
+        concurrency=int(v.get("concurrency", 64)),
+        max_pages=int(v["max_pages"]) if v.get("max_pages") is not None else None,
+        max_time_s=float(v["max_time"]) if v.get("max_time") is not None else None,
+        scope=v.get("scope", "domain"), allow=allow, exclude_file=exclude,
+        exclude_check_s=float(v.get("exclude_check", 60.0)),
+        robots_ttl_s=float(v.get("robots_ttl", 86400.0)),
+        progress=not v.get("no_progress", False),
+    )
+
+
+def _print_summary(summary: dict[str, Any], out: Path) -> None:
+    print(f"crawl finished ({summary['stopped_by']}) in {summary['seconds']:.1f} s")
+    for name in ("pages_fetched", "requests", "stored", "robots_disallowed", "excluded",
+                 "extension_filtered", "redirects", "hosts", "queued_left"):
+        print(f"  {name.replace('_', ' '):20} {summary[name]}")
+    if summary["errors"]:
+        print("  errors               " + ", ".join(f"{k} {v}" for k, v in summary["errors"].items()))
+    print(f"  output               {out} (summary.json, warc/, log/, state.sqlite)")
+
+
+def cmd_crawl(args: argparse.Namespace) -> int:
+    from politecrawl.crawler import Crawler
+
+    cfg = config_from_values(_merge(args))
+    summary = asyncio.run(Crawler(cfg).run())
+    _print_summary(summary.to_json(), cfg.out_dir)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from politecrawl.demo import run_demo
+
+    if args.hosts < 1 or args.pages < 1 or args.min_delay < 0:
+        raise ConfigError("--hosts and --pages must be >= 1, --min-delay >= 0")
+    out = args.out or Path(tempfile.mkdtemp(prefix="politecrawl-demo-"))
+    summary = asyncio.run(run_demo(out, args.hosts, args.pages, args.min_delay))
+    _print_summary(summary, out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    handlers = {"crawl": cmd_crawl, "demo": cmd_demo}
+    try:
+        return handlers[args.command](args)
+    except ConfigError as exc:
+        print(f"politecrawl: error: {exc}", file=sys.stderr)
+        return 2
+    except PolitecrawlError as exc:
+        print(f"politecrawl: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

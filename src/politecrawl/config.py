@@ -1,0 +1,207 @@
+"""Crawl settings: frozen dataclasses per area, validated once, built from TOML + flags.
+
+Every setting a user can give on the command line can also be given in a TOML file
+(``--config``) under the same name with ``-`` written as ``_`` or ``-``; flags win.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from politecrawl.errors import ConfigError
+
+Scope = Literal["host", "domain", "any"]
+KeyMode = Literal["host", "domain", "ip"]
+
+_BROWSER_TOKENS = re.compile(r"\b(mozilla|chrome|safari|applewebkit|gecko|firefox|edg|opera|msie)/", re.I)
+_URL_IN_UA = re.compile(r"https?://[^\s)\];,]+", re.I)
+_PRODUCT = re.compile(r"^([A-Za-z_-][A-Za-z0-9_.-]*)(/[^\s]+)?")
+
+
+def validate_user_agent(user_agent: str) -> str:
+    """Return the product token; refuse a UA a site operator could not identify us by.
+
+    The seeds' first rule of politeness: name the bot, link to a page about it, and never
+    pretend to be a browser.
+    """
+    ua = user_agent.strip()
+    if not ua:
+        raise ConfigError("--user-agent is blank: name the bot and give an info URL, e.g. "
+                          "'acmebot/1.0 (+https://acme.example/bot)'")
+    if _BROWSER_TOKENS.search(ua):
+        raise ConfigError(f"--user-agent {ua!r} pretends to be a browser (Mozilla/, Chrome/, "
+                          "Safari/...): name the bot honestly")
+    if not _URL_IN_UA.search(ua):
+        raise ConfigError(f"--user-agent {ua!r} carries no info URL (http:// or https://) "
+                          "where site operators can read about the bot")
+    m = _PRODUCT.match(ua)
+    if not m:
+        raise ConfigError(f"--user-agent {ua!r} does not start with a bot name (product token)")
+    return m.group(1)
+
+
+def _positive(name: str, value: float, *, zero_ok: bool = False) -> None:
+    if value < 0 or (value == 0 and not zero_ok):
+        raise ConfigError(f"{name} must be {'>= 0' if zero_ok else '> 0'}, got {value}")
+
+
+@dataclass(frozen=True, slots=True)
+class PolitenessConfig:
+    """How often one site may be asked (see ``politeness``)."""
+
+    min_delay_s: float = 15.0
+    response_time_factor: float = 30.0
+    response_time_window: int = 5
+    jitter_s: float = 0.5
+    max_backoff_s: float = 3600.0
+    max_retry_after_s: float = 3600.0
+    key_mode: KeyMode = "host"
+
+    def __post_init__(self) -> None:
+        _positive("--min-delay", self.min_delay_s, zero_ok=True)
+        _positive("response_time_factor", self.response_time_factor, zero_ok=True)
+        _positive("jitter", self.jitter_s, zero_ok=True)
+        if self.response_time_window < 1:
+            raise ConfigError("response_time_window must be >= 1")
+        if self.key_mode not in ("host", "domain", "ip"):
+            raise ConfigError(f"--politeness-key must be host, domain or ip, got {self.key_mode!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class FetchConfig:
+    """One HTTP request's limits."""
+
+    user_agent: str
+    max_size_bytes: int = 2 * 1024 * 1024
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 20.0
+    total_timeout_s: float = 60.0
+    html_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
+    allow_private_addresses: bool = False
+    resolve: tuple[str, ...] = ()
+    max_attempts: int = 3
+    retry_base_s: float = 30.0
+    max_redirect_hops: int = 3
+
+    def __post_init__(self) -> None:
+        validate_user_agent(self.user_agent)
+        _positive("--max-size", self.max_size_bytes)
+        for name in ("connect_timeout_s", "read_timeout_s", "total_timeout_s"):
+            _positive(name, getattr(self, name))
+        if self.max_attempts < 1:
+            raise ConfigError("max_attempts must be >= 1")
+        for rule in self.resolve:
+            parse_resolve_rule(rule)
+
+    @property
+    def product_token(self) -> str:
+        return validate_user_agent(self.user_agent)
+
+
+def parse_resolve_rule(rule: str) -> tuple[str, int, str]:
+    """``HOST:PORT:ADDR`` like curl's --resolve; HOST may be ``*.example``; ADDR may be [v6]."""
+    parts = rule.split(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[2]:
+        raise ConfigError(f"--resolve {rule!r} is not HOST:PORT:ADDR")
+    host, port_s, addr = parts
+    if not port_s.isdigit() or not 0 < int(port_s) < 65536:
+        raise ConfigError(f"--resolve {rule!r}: port must be 1-65535")
+    addr = addr.strip("[]")
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(addr)
+    except ValueError:
+        raise ConfigError(f"--resolve {rule!r}: {addr!r} is not an IP address") from None
+    return host.lower(), int(port_s), addr
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlConfig:
+    """Everything one crawl needs; see README for each option."""
+
+    seeds: tuple[str, ...]
+    out_dir: Path
+    fetch: FetchConfig
+    politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
+    concurrency: int = 64
+    max_pages: int | None = None
+    max_time_s: float | None = None
+    scope: Scope = "domain"
+    allow: tuple[str, ...] = ()
+    exclude_file: Path | None = None
+    exclude_check_s: float = 60.0
+    blocked_extensions: tuple[str, ...] | None = None
+    robots_ttl_s: float = 24 * 3600.0
+    warc_max_bytes: int = 1024**3
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.seeds:
+            raise ConfigError("no seed URLs")
+        if self.concurrency < 1:
+            raise ConfigError(f"--concurrency must be >= 1, got {self.concurrency}")
+        if self.max_pages is not None and self.max_pages < 1:
+            raise ConfigError(f"--max-pages must be >= 1, got {self.max_pages}")
+        if self.max_time_s is not None:
+            _positive("--max-time", self.max_time_s)
+        if self.scope not in ("host", "domain", "any"):
+            raise ConfigError(f"--scope must be host, domain or any, got {self.scope!r}")
+        _positive("exclude_check", self.exclude_check_s)
+
+
+def read_seeds(path: Path) -> tuple[str, ...]:
+    """One URL a line, ``#`` comments; each must be an http(s) URL (checked by ``urls``)."""
+    from politecrawl.urls import canonicalize
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"seeds file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read seeds file {path}: {exc}") from None
+    seeds: list[str] = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            seeds.append(canonicalize(line))
+        except ValueError as exc:
+            raise ConfigError(f"{path}:{lineno}: bad seed URL {line!r}: {exc}") from None
+    if not seeds:
+        raise ConfigError(f"seeds file {path} holds no URL")
+    return tuple(seeds)
+
+
+def read_lines_file(path: Path, what: str) -> tuple[str, ...]:
+    """Lines of an allow-list style file, comments and blanks dropped."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc}") from None
+    out = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
+    return tuple(x for x in out if x)
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Read a TOML config; keys are the long flag names (``min-delay`` or ``min_delay``)."""
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    table = data.get("crawl", data)
+    if not isinstance(table, dict):
+        raise ConfigError(f"config file {path}: [crawl] must be a table")
+    return {str(k).replace("-", "_"): v for k, v in table.items()}
+
+
+def dataclass_field_names(cls: type) -> set[str]:
+    return {f.name for f in fields(cls)}

@@ -1,0 +1,454 @@
+"""The asyncio engine: lease a ready site, take one step for it, give it back with its next time.
+
+One URL's path is one function naming its steps (``_turn``): never-crawl check, robots,
+fetch, classify, then store/parse/admit, re-queue, or drop. Each turn makes at most one
+request for its politeness key, and the key is not leased again before the time
+``politeness.schedule_next`` gave it, so nothing here sleeps per URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from politecrawl import politeness
+from politecrawl.admission import Admission
+from politecrawl.config import CrawlConfig
+from politecrawl.exclusions import NeverCrawlList
+from politecrawl.fetch import Fetcher, FetchResult
+from politecrawl.frontier import UrlEntry
+from politecrawl.frontier.sqlite import SqliteFrontier
+from politecrawl.outcome import Drop, DropReason, Redirect, Retry, Store, classify, outcome_label
+from politecrawl.page_directives import from_x_robots_tag
+from politecrawl.parse import parse_page
+from politecrawl.robotscache import RobotsCache, is_usable
+from politecrawl.storage import JsonlLog, WarcWriter
+from politecrawl.urls import (
+    DEFAULT_BLOCKED_EXTENSIONS,
+    ExtensionFilter,
+    Scope,
+    TrapLimits,
+    host_of,
+    join,
+    origin_of,
+    robots_url,
+)
+
+log = logging.getLogger("politecrawl")
+
+_ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2
+_ROBOTS_GIVE_UP = 3   # unreachable robots.txt this many times: the site's URLs are dropped
+_FLUSH_S = 1.0
+
+
+@dataclass(slots=True)
+class Summary:
+    """What ``summary.json`` holds."""
+
+    pages_fetched: int
+    requests: int
+    stored: int
+    robots_disallowed: int
+    excluded: int
+    extension_filtered: int
+    redirects: int
+    errors: dict[str, int]
+    hosts: int
+    seconds: float
+    queued_left: int
+    counters: dict[str, int]
+    stopped_by: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+class Crawler:
+    """A polite crawl of ``config``; ``await Crawler(config).run()`` returns its summary."""
+
+    def __init__(self, config: CrawlConfig, *, clock: Callable[[], float] = time.time) -> None:
+        self.cfg = config
+        self.clock = clock
+        self.token = config.fetch.product_token
+        out = config.out_dir
+        out.mkdir(parents=True, exist_ok=True)
+        self.frontier = SqliteFrontier(out / "state.sqlite")
+        saved = self.frontier.counters()
+        self.counters: Counter[str] = Counter(saved)
+        self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)
+        self.admission = Admission(
+            self.frontier,
+            Scope(config.scope, config.seeds, config.allow),
+            self.never,
+            ExtensionFilter(config.blocked_extensions
+                            if config.blocked_extensions is not None
+                            else DEFAULT_BLOCKED_EXTENSIONS),
+            TrapLimits(),
+            config.politeness.key_mode,
+            self.counters,
+        )
+        self.robots = RobotsCache(self.frontier, config.robots_ttl_s,
+                                  retry_s=max(4 * config.politeness.min_delay_s, 0.5))
+        self.request_log = JsonlLog(out / "log" / "requests.jsonl")
+        self.robots_log = JsonlLog(out / "log" / "robots.jsonl")
+        from politecrawl import __version__
+
+        self.warc = WarcWriter(out / "warc", f"politecrawl/{__version__}",
+                               config.fetch.user_agent, config.warc_max_bytes)
+        self._robots_redirect: dict[str, tuple[str, int]] = {}
+        self._stop = asyncio.Event()
+        self._wake: asyncio.Event | None = None
+        self._stopped_by = "done"
+        self._started = 0.0
+        self._pages_this_run = 0
+
+    # -- the loop -------------------------------------------------------------------------
+    def stop(self, why: str = "interrupted") -> None:
+        """Finish in-flight requests, save, and return (Ctrl-C, SIGTERM, limits)."""
+        if not self._stop.is_set():
+            self._stopped_by = why
+            self._stop.set()
+            if self._wake is not None:
+                self._wake.set()
+
+    async def run(self) -> Summary:
+        self._started = self.clock()
+        self._wake = asyncio.Event()
+        for seed in self.cfg.seeds:
+            self.admission.admit(seed)
+        refetch = self.frontier.resumed_refetches()
+        if refetch:
+            log.info("resuming: %d URLs were in flight at the last stop and will be re-fetched",
+                     refetch)
+        tasks: set[asyncio.Task[None]] = set()
+        last_flush = time.monotonic()
+        progress = _Progress(self) if self.cfg.progress and sys.stderr.isatty() else None
+        async with Fetcher(self.cfg.fetch) as self.fetcher:
+            with _signals(self):
+                while not self._stop.is_set():
+                    now = self.clock()
+                    self._check_limits(now)
+                    if self.never.maybe_reload(now):
+                        self.counters["never_crawl_reloads"] += 1
+                    while len(tasks) < self.cfg.concurrency and not self._stop.is_set():
+                        key = self.frontier.lease(now)
+                        if key is None:
+                            break
+                        task = asyncio.create_task(self._turn(key))
+                        tasks.add(task)
+                        task.add_done_callback(self._task_done(tasks))
+                    wake = self.frontier.next_wake()
+                    if not tasks and wake is None:
+                        break
+                    timeout = _FLUSH_S if wake is None else min(_FLUSH_S, max(0.0, wake - now))
+                    self._wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), timeout)
+                    if time.monotonic() - last_flush >= _FLUSH_S:
+                        self._flush()
+                        last_flush = time.monotonic()
+                        if progress:
+                            progress.show()
+                if tasks:
+                    await asyncio.gather(*tasks, return_exceptions=True)
+        if progress:
+            progress.done()
+        return self._finish()
+
+    def _task_done(self, tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+        def done(task: asyncio.Task[None]) -> None:
+            tasks.discard(task)
+            if self._wake is not None:
+                self._wake.set()
+        return done
+
+    def _check_limits(self, now: float) -> None:
+        if self.cfg.max_pages is not None and self._pages_this_run >= self.cfg.max_pages:
+            self.stop("max_pages")
+        elif self.cfg.max_time_s is not None and now - self._started >= self.cfg.max_time_s:
+            self.stop("max_time")
+
+    def _flush(self) -> None:
+        self.frontier.save_counters(dict(self.counters))
+        self.frontier.flush()
+        self.warc.flush()
+
+    def _finish(self) -> Summary:
+        self._flush()
+        c = self.counters
+        summary = Summary(
+            pages_fetched=c["pages_fetched"], requests=c["requests"], stored=c["stored"],
+            robots_disallowed=c[DropReason.ROBOTS.value], excluded=c[DropReason.EXCLUDED.value],
+            extension_filtered=c[DropReason.EXTENSION.value], redirects=c["redirects"],
+            errors={k[6:]: v for k, v in sorted(c.items()) if k.startswith("error:")},
+            hosts=c["hosts_contacted"], seconds=round(self.clock() - self._started, 3),
+            queued_left=self.frontier.queued(), counters=dict(sorted(c.items())),
+            stopped_by=self._stopped_by,
+        )
+        path = self.cfg.out_dir / "summary.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+        tmp.replace(path)
+        self.frontier.close()
+        self.warc.close()
+        self.request_log.close()
+        self.robots_log.close()
+        return summary
+
+    # -- one turn of one site ---------------------------------------------------------------
+    async def _turn(self, key: str) -> None:
+        """At most one request for ``key``; always releases the lease."""
+        host = self.frontier.host(key)
+        made_request = False
+        try:
+            made_request = await self._step(key)
+        except Exception:  # the one broad catch: log, classify, keep crawling
+            log.exception("internal error on %s", key)
+            self.counters["error:internal"] += 1
+        nxt = politeness.schedule_next(host, self.cfg.politeness) if made_request \
+            else host.next_allowed
+        self.frontier.release(key, nxt)
+
+    async def _step(self, key: str) -> bool:
+        now = self.clock()
+        while (entry := self.frontier.pop_url(key, now)) is not None:
+            url = entry.url
+            if self.never.excludes(host_of(url)):
+                self._drop(entry, DropReason.EXCLUDED)
+                continue
+            origin = origin_of(url)
+            rules = self.robots.rules_for(origin, now)
+            if rules is None:
+                self.frontier.push_back(entry, front=True)
+                await self._fetch_robots(key, origin)
+                return True
+            if not rules.is_allowed(self.token, url):
+                if not is_usable(self._robots_status(origin)):
+                    self.frontier.push_back(entry, front=True)
+                    host = self.frontier.host(key)
+                    host.next_allowed = max(host.next_allowed, self.robots.retry_at(origin))
+                    if self.robots.unreachable_count(origin) >= _ROBOTS_GIVE_UP:
+                        dropped = self.frontier.drop_queued(key, "dropped:robots_unavailable")
+                        self.counters[DropReason.ROBOTS_UNAVAILABLE.value] += len(dropped)
+                    return False
+                self._drop(entry, DropReason.ROBOTS)
+                continue
+            if self.cfg.max_pages is not None and self._pages_this_run >= self.cfg.max_pages:
+                self.frontier.push_back(entry, front=True)
+                self.stop("max_pages")
+                return False
+            self._pages_this_run += 1
+            try:
+                await self._fetch_page(key, entry)
+            except Exception:
+                # nothing is lost: the URL is recorded with the failure, then we go on
+                self.frontier.finish(entry.url, "dropped:internal_error")
+                raise
+            return True
+        return False
+
+    def _robots_status(self, origin: str) -> int:
+        rec = self.frontier.robots(origin)
+        return rec.status if rec is not None else 0
+
+    def _drop(self, entry: UrlEntry, reason: DropReason) -> None:
+        self.counters[reason.value] += 1
+        self.frontier.finish(entry.url, f"dropped:{reason.value}")
+
+    async def _fetch_robots(self, key: str, origin: str) -> None:
+        """robots.txt under the site's own lease and delay; redirects followed up to 5 hops."""
+        target, hops = self._robots_redirect.pop(origin, (robots_url(origin + "/"), 0))
+        host = self.frontier.host(key)
+        res = await self._request(host, target, html_only=False)
+        status = res.status if res.error is None and res.status is not None else 0
+        if 300 <= status < 400 and res.header("location") and hops < _ROBOTS_MAX_HOPS:
+            nxt = join(target, res.header("location") or "")
+            if nxt is not None:
+                self._robots_redirect[origin] = (nxt, hops + 1)
+                self._log_request(res, "robots:redirect", 1, host)
+                self._log_robots(origin, res, "redirect")
+                return
+        if 300 <= status < 400:
+            status = 404  # too many hops: RFC 9309 2.3.1.2 treats it as unavailable
+        if status in (429,) or status >= 500 or status == 0:
+            politeness.record_overload(host, self.cfg.politeness, self.clock(), None)
+        rules = self.robots.record(origin, status, res.body, self.clock())
+        if is_usable(status):
+            politeness.set_crawl_delay(host, rules.crawl_delay(self.token))
+        label = "robots:ok" if 200 <= status < 300 else (
+            "robots:none" if is_usable(status) else "robots:unreachable")
+        self.counters[label] += 1
+        self._log_request(res, label, 1, host)
+        self._log_robots(origin, res, label)
+
+    async def _request(self, host: politeness.HostState, url: str, *,
+                       html_only: bool) -> FetchResult:
+        if host.last_start == 0.0:
+            self.counters["hosts_contacted"] += 1
+        politeness.record_start(host, self.clock())
+        res = await self.fetcher.fetch(url, html_only=html_only)
+        self.counters["requests"] += 1
+        if res.status is not None and res.status >= 400:
+            self.counters[f"error:http_{res.status}"] += 1
+        if res.error is not None:
+            self.counters[f"error:{res.error}"] += 1
+        elif res.status is not None:
+            politeness.record_response(host, self.cfg.politeness, res.duration_s)
+        return res
+
+    async def _fetch_page(self, key: str, entry: UrlEntry) -> None:
+        host = self.frontier.host(key)
+        res = await self._request(host, entry.url, html_only=True)
+        entry.attempt += 1
+        if res.status is not None:
+            self.counters["pages_fetched"] += 1
+        outcome = classify(res, entry.attempt, self.cfg.fetch.max_attempts,
+                           max_retry_after_s=self.cfg.politeness.max_retry_after_s,
+                           retry_base_s=self.cfg.fetch.retry_base_s)
+        label = outcome_label(outcome)
+        if isinstance(outcome, Store):
+            label = self._store(entry, res)
+        elif isinstance(outcome, Redirect):
+            self.counters["redirects"] += 1
+            self.warc.write_exchange(res)
+            self._redirect(entry, outcome)
+        elif isinstance(outcome, Retry):
+            if outcome.overload:
+                ra = outcome.after_s if res.header("retry-after") else None
+                politeness.record_overload(host, self.cfg.politeness, self.clock(), ra)
+            entry.not_before = self.clock() + outcome.after_s
+            self.counters["retries"] += 1
+            self.frontier.push_back(entry)
+        else:
+            assert isinstance(outcome, Drop)
+            self.counters[outcome.reason.value] += 1
+            if res.status is not None and not res.abandoned:
+                self.warc.write_exchange(res)
+        if not isinstance(outcome, Retry):
+            self.frontier.finish(entry.url, label)
+        self._log_request(res, label, entry.attempt, host, refetch=entry.refetch)
+
+    def _store(self, entry: UrlEntry, res: FetchResult) -> str:
+        xrt = res.header_all("x-robots-tag")
+        header_dirs = from_x_robots_tag(xrt, self.token) if xrt else None
+        page = parse_page(res.body, entry.url, self.token, header_dirs)
+        if page.directives.noindex:
+            self.counters[DropReason.NOINDEX.value] += 1
+        else:
+            self.warc.write_exchange(res)
+            self.counters["stored"] += 1
+        if res.truncated:
+            self.counters["truncated"] += 1
+        if page.links_cut:
+            self.counters["links_cut"] += page.links_cut
+        if page.directives.nofollow:
+            self.counters["nofollow_pages"] += 1
+        admit = self.admission.admit
+        depth = entry.depth + 1
+        for link in page.links:
+            if link.nofollow:
+                self.counters["nofollow_links"] += 1
+                continue
+            admit(link.url, depth)
+        return "stored" if not page.directives.noindex else "dropped:noindex"
+
+    def _redirect(self, entry: UrlEntry, outcome: Redirect) -> None:
+        target = join(entry.url, outcome.location)
+        if target is None:
+            self.counters[DropReason.BAD_REDIRECT.value] += 1
+            return
+        if entry.hops + 1 > self.cfg.fetch.max_redirect_hops:
+            self.counters[DropReason.TOO_MANY_REDIRECTS.value] += 1
+            return
+        self.admission.admit(target, entry.depth, entry.hops + 1)
+
+    # -- logs -------------------------------------------------------------------------------
+    def _log_request(self, res: FetchResult, outcome: str, attempt: int,
+                     host: politeness.HostState, *, refetch: bool = False) -> None:
+        rec: dict[str, Any] = {
+            "time": _iso(res.started), "url": res.url, "ip": res.ip, "status": res.status,
+            "content_type": res.header("content-type"),
+            "content_length": res.header("content-length"),
+            "location": res.header("location"), "duration_ms": round(res.duration_s * 1000, 1),
+            "bytes": res.bytes_received, "outcome": outcome, "attempt": attempt,
+            "delay_s": round(politeness.delay_s(host, self.cfg.politeness), 3),
+            "key": host.key,
+        }
+        if res.error:
+            rec["error"] = res.error
+            rec["error_detail"] = res.error_detail
+        if res.truncated:
+            rec["truncated"] = True
+        if refetch:
+            rec["refetch"] = True
+        self.request_log.write(rec)
+
+    def _log_robots(self, origin: str, res: FetchResult, outcome: str) -> None:
+        self.robots_log.write({
+            "time": _iso(res.started), "host": host_of(origin + "/"), "origin": origin,
+            "url": res.url, "status": res.status, "outcome": outcome, "error": res.error,
+            "content_type": res.header("content-type"),
+            "body": res.body.decode("utf-8", "replace"),
+        })
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
+
+
+class _Progress:
+    """One live line on a terminal: pages/s, queued, hosts ready / waiting, errors."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.c = crawler
+        self.t0 = time.monotonic()
+
+    def show(self) -> None:
+        c = self.c.counters
+        el = max(1e-6, time.monotonic() - self.t0)
+        errors = sum(v for k, v in c.items() if k.startswith("error:"))
+        line = (f"\r{c['pages_fetched']} pages ({c['pages_fetched'] / el:.1f}/s) "
+                f"{c['requests']} requests  queued {self.c.frontier.queued()}  "
+                f"hosts in flight {self.c.frontier.in_flight()} waiting "
+                f"{self.c.frontier.hosts_waiting()}  errors {errors}   ")
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        self.show()
+        sys.stderr.write("\n")
+
+
+@contextlib.contextmanager
+def _signals(crawler: Crawler) -> Any:
+    """First Ctrl-C/SIGTERM: graceful stop. Second Ctrl-C: stop at once (state is committed)."""
+    loop = asyncio.get_running_loop()
+    installed = []
+
+    def first(sig: signal.Signals) -> None:
+        if crawler._stop.is_set():
+            crawler._flush()
+            raise SystemExit(130)
+        log.warning("%s: finishing in-flight requests and saving state", sig.name)
+        crawler.stop("interrupted")
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, first, sig)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)

@@ -1,0 +1,148 @@
+"""The one table of HTTP outcomes: a ``FetchResult`` in, what to do next out.
+
+Pure and table-driven, so it reads like the policy it is:
+
+=========================================  =======================================
+2xx HTML                                   Store
+2xx not HTML                               Drop(NOT_HTML) (abandoned after headers)
+301 302 303 307 308 + Location             Redirect (target re-admitted, hop + 1)
+400 401 403 404 406 410 451, other 4xx     Drop(HTTP_PERMANENT), never retried
+429 503                                    Retry after Retry-After (capped), host slowed
+other 5xx, timeout, connect, network       Retry with exponential backoff, 3 attempts
+private / loopback target                  Drop(ADDRESS_REFUSED)
+=========================================  =======================================
+"""
+
+from __future__ import annotations
+
+import email.utils
+import enum
+import time
+from dataclasses import dataclass
+
+from politecrawl.fetch import FetchResult
+
+
+class DropReason(enum.StrEnum):
+    """Why a URL was not (or no longer) crawled; written to logs and counted."""
+
+    OUT_OF_SCOPE = "out_of_scope"
+    EXCLUDED = "excluded"
+    EXTENSION = "extension"
+    TRAP = "trap"
+    INVALID_URL = "invalid_url"
+    ROBOTS = "robots_disallowed"
+    ROBOTS_UNAVAILABLE = "robots_unavailable"
+    NOT_HTML = "not_html"
+    HTTP_PERMANENT = "http_permanent"
+    UNEXPECTED_STATUS = "unexpected_status"
+    TOO_MANY_REDIRECTS = "too_many_redirects"
+    BAD_REDIRECT = "bad_redirect"
+    RETRIES_EXHAUSTED = "retries_exhausted"
+    ADDRESS_REFUSED = "address_refused"
+    BAD_ENCODING = "bad_encoding"
+    NOINDEX = "noindex"
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    location: str
+    permanent: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Try the URL again no earlier than ``after_s``; ``overload`` slows the whole host."""
+
+    after_s: float
+    overload: bool
+    error_class: str
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    reason: DropReason
+    detail: str = ""
+
+
+Outcome = Store | Redirect | Retry | Drop
+
+_PERMANENT_4XX = frozenset({400, 401, 403, 404, 406, 410, 451})
+_REDIRECTS = {301: True, 308: True, 302: False, 303: False, 307: False}
+_OVERLOAD = frozenset({429, 503})
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """Retry-After as seconds (``120``) or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _backoff(attempt: int, base_s: float) -> float:
+    return base_s * (2 ** max(0, attempt - 1))
+
+
+def classify(result: FetchResult, attempt: int, max_attempts: int, *,
+             max_retry_after_s: float = 3600.0, retry_base_s: float = 30.0) -> Outcome:
+    """Decide what ``result`` means. ``attempt`` counts from 1."""
+    can_retry = attempt < max_attempts
+    if result.error is not None:
+        if result.error == "address_refused":
+            return Drop(DropReason.ADDRESS_REFUSED, result.error_detail)
+        if result.error == "invalid_url":
+            return Drop(DropReason.INVALID_URL, result.error_detail)
+        if result.error == "bad_encoding":
+            return Drop(DropReason.BAD_ENCODING, result.error_detail)
+        if can_retry:
+            return Retry(_backoff(attempt, retry_base_s), overload=result.error == "timeout",
+                         error_class=result.error)
+        return Drop(DropReason.RETRIES_EXHAUSTED, result.error)
+    status = result.status or 0
+    if 200 <= status < 300:
+        if result.abandoned:
+            return Drop(DropReason.NOT_HTML, result.content_type)
+        return Store(truncated=result.truncated)
+    if status in _REDIRECTS:
+        loc = result.header("location")
+        if not loc or not loc.strip():
+            return Drop(DropReason.BAD_REDIRECT, f"{status} without Location")
+        return Redirect(loc.strip(), permanent=_REDIRECTS[status])
+    if status in _OVERLOAD:
+        if not can_retry:
+            return Drop(DropReason.RETRIES_EXHAUSTED, f"http_{status}")
+        ra = retry_after_s(result.header("retry-after"))
+        after = min(ra, max_retry_after_s) if ra is not None else _backoff(attempt, retry_base_s)
+        return Retry(after, overload=True, error_class=f"http_{status}")
+    if 500 <= status < 600:
+        if can_retry:
+            return Retry(_backoff(attempt, retry_base_s), overload=True, error_class="http_5xx")
+        return Drop(DropReason.RETRIES_EXHAUSTED, f"http_{status}")
+    if status in _PERMANENT_4XX or 400 <= status < 500:
+        return Drop(DropReason.HTTP_PERMANENT, f"http_{status}")
+    return Drop(DropReason.UNEXPECTED_STATUS, f"http_{status}")
+
+
+def outcome_label(outcome: Outcome) -> str:
+    """The request log's ``outcome`` field: stored / redirect / retry / dropped:reason."""
+    if isinstance(outcome, Store):
+        return "stored"
+    if isinstance(outcome, Redirect):
+        return "redirect"
+    if isinstance(outcome, Retry):
+        return "retry"
+    return f"dropped:{outcome.reason.value}"

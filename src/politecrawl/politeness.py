@@ -1,0 +1,87 @@
+"""The one place where politeness arithmetic lives.
+
+Given what we know of a site (robots Crawl-delay, its recent response times, backoff after
+429/503/timeouts), say when the next request to it may start. The frontier asks; nothing
+else sleeps or computes a delay.
+
+The rule (the seeds' "Politeness" article): the next request starts no earlier than
+``last start + delay`` where ``delay = max(Crawl-delay, floor, factor x mean of the last 5
+response times)``, multiplied by the backoff factor, plus a small random addition that is
+never negative: the floor is a floor (unlike Scrapy's 0.5-1.5x randomisation).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+from politecrawl.config import PolitenessConfig
+
+
+@dataclass(slots=True)
+class HostState:
+    """What the crawler remembers of one politeness key; persisted with the crawl."""
+
+    key: str
+    last_start: float = 0.0
+    next_allowed: float = 0.0
+    response_times_s: deque[float] = field(default_factory=lambda: deque(maxlen=5))
+    crawl_delay_s: float | None = None
+    backoff_factor: float = 1.0
+    retry_after_until: float = 0.0
+    consecutive_failures: int = 0
+
+
+def base_delay_s(state: HostState, cfg: PolitenessConfig) -> float:
+    """Delay between request starts before backoff and jitter."""
+    rt = state.response_times_s
+    from_rt = cfg.response_time_factor * (sum(rt) / len(rt)) if rt else 0.0
+    return max(state.crawl_delay_s or 0.0, cfg.min_delay_s, from_rt)
+
+
+def delay_s(state: HostState, cfg: PolitenessConfig) -> float:
+    """Delay after the last start, backoff included, capped at ``max_backoff_s``."""
+    base = base_delay_s(state, cfg)
+    if state.backoff_factor > 1.0:
+        return max(base, min(base * state.backoff_factor, cfg.max_backoff_s))
+    return base
+
+
+def schedule_next(
+    state: HostState, cfg: PolitenessConfig, rng: random.Random | None = None
+) -> float:
+    """Set and return the earliest start of the next request to this key."""
+    jitter = (rng or random).random() * cfg.jitter_s
+    earliest = state.last_start + delay_s(state, cfg) + jitter
+    state.next_allowed = max(earliest, state.retry_after_until)
+    return state.next_allowed
+
+
+def record_start(state: HostState, now: float) -> None:
+    state.last_start = now
+
+
+def record_response(state: HostState, cfg: PolitenessConfig, duration_s: float) -> None:
+    """A normal answer: learn its time, let any backoff decay by half."""
+    if state.response_times_s.maxlen != cfg.response_time_window:
+        state.response_times_s = deque(state.response_times_s, maxlen=cfg.response_time_window)
+    state.response_times_s.append(max(0.0, duration_s))
+    state.consecutive_failures = 0
+    state.backoff_factor = max(1.0, state.backoff_factor / 2)
+
+
+def record_overload(
+    state: HostState, cfg: PolitenessConfig, now: float, retry_after_s: float | None
+) -> None:
+    """429/503, a timeout or a 5xx: double the delay (capped) and honour Retry-After."""
+    state.consecutive_failures += 1
+    base = max(base_delay_s(state, cfg), 1e-3)
+    state.backoff_factor = min(state.backoff_factor * 2, max(1.0, cfg.max_backoff_s / base))
+    if retry_after_s is not None:
+        wait = min(max(0.0, retry_after_s), cfg.max_retry_after_s)
+        state.retry_after_until = max(state.retry_after_until, now + wait)
+
+
+def set_crawl_delay(state: HostState, crawl_delay_s: float | None) -> None:
+    state.crawl_delay_s = crawl_delay_s

@@ -1,0 +1,88 @@
+"""robots.txt decisions per origin: what the last fetch said and how long it stays true.
+
+RFC 9309 section 2.3.1: 2xx -> parse (whatever the Content-Type, the seeds say); 4xx other
+than 429 -> no rules ("unavailable": allow all); 429, 5xx, network failure -> "unreachable":
+disallow everything and ask again later, with backoff. Good answers are cached ``ttl_s``
+(24 h by default, section 2.4); failures only until the next retry. The raw copies live in
+the frontier's store, so a resumed crawl does not ask again while they are fresh.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from politecrawl.frontier import RobotsRecord
+from politecrawl.frontier.sqlite import SqliteFrontier
+from politecrawl.robots import RobotsRules
+
+MAX_ROBOTS_BYTES = 512_000  # RFC 9309 2.5: parse at least 500 KiB
+FAILED = 0  # status stored for a network failure
+
+
+def is_usable(status: int) -> bool:
+    """True when the answer settles the rules (2xx or 4xx but 429)."""
+    return 200 <= status < 300 or (400 <= status < 500 and status != 429)
+
+
+class RobotsCache:
+    def __init__(self, store: SqliteFrontier, ttl_s: float, retry_s: float,
+                 parsed_cap: int = 10_000) -> None:
+        self._store = store
+        self.ttl_s = ttl_s
+        self.retry_s = retry_s
+        self._parsed: OrderedDict[str, tuple[float, int, RobotsRules]] = OrderedDict()
+        self._cap = parsed_cap
+        self.failures: dict[str, int] = {}
+
+    def rules_for(self, origin: str, now: float) -> RobotsRules | None:
+        """The rules in force for ``origin``, or None when robots.txt must be fetched now."""
+        hit = self._parsed.get(origin)
+        if hit is None:
+            rec = self._store.robots(origin)
+            if rec is None:
+                return None
+            hit = (rec.fetched_at, rec.status, self._rules(rec))
+            self._remember(origin, hit)
+        fetched_at, status, rules = hit
+        fresh_for = self.ttl_s if is_usable(status) else self._retry_after(origin)
+        if now - fetched_at >= fresh_for:
+            return None
+        self._parsed.move_to_end(origin)
+        return rules
+
+    def _retry_after(self, origin: str) -> float:
+        return self.retry_s * (2 ** max(0, self.failures.get(origin, 1) - 1))
+
+    @staticmethod
+    def _rules(rec: RobotsRecord) -> RobotsRules:
+        if 200 <= rec.status < 300:
+            return RobotsRules.parse(rec.body[:MAX_ROBOTS_BYTES])
+        if is_usable(rec.status):
+            return RobotsRules.allow_all()
+        return RobotsRules.disallow_all()
+
+    def _remember(self, origin: str, hit: tuple[float, int, RobotsRules]) -> None:
+        self._parsed[origin] = hit
+        self._parsed.move_to_end(origin)
+        while len(self._parsed) > self._cap:
+            self._parsed.popitem(last=False)
+
+    def record(self, origin: str, status: int, body: bytes, now: float) -> RobotsRules:
+        """Store a fetch's answer; a failure keeps the last good copy's body for the log."""
+        if is_usable(status):
+            self.failures.pop(origin, None)
+        else:
+            self.failures[origin] = self.failures.get(origin, 0) + 1
+        rec = RobotsRecord(origin, now, status, body[:MAX_ROBOTS_BYTES])
+        self._store.save_robots(rec)
+        rules = self._rules(rec)
+        self._remember(origin, (now, rec.status, rules))
+        return rules
+
+    def retry_at(self, origin: str) -> float:
+        """When an unreachable robots.txt may be asked again (backoff doubles per failure)."""
+        hit = self._parsed.get(origin)
+        return (hit[0] if hit else 0.0) + self._retry_after(origin)
+
+    def unreachable_count(self, origin: str) -> int:
+        return self.failures.get(origin, 0)

@@ -1,0 +1,646 @@
+"""URL parsing, normalisation and keys: the one place politecrawl handles URLs.
+
+Every extracted link goes through :func:`join` and then the filters, so this is
+the crawler's hot path.  Canonical URLs are the frontier's dedup keys: two links
+that a server answers identically should canonicalise to the same string, and
+canonicalisation must be idempotent or the same page gets queued twice.
+
+Which library does what
+-----------------------
+* Splitting uses the regular expression of RFC 3986 Appendix B (scheme restricted
+  to WHATWG scheme characters), run by ``re``; reference resolution and
+  dot-segment removal follow RFC 3986 §5.2.2 and §5.2.4 word for word.
+* Host names: non-ASCII hosts are IDNA-encoded by yarl (``URL.build``: UTS #46
+  mapping with IDNA 2008 via the ``idna`` package, IDNA 2003 fallback); IP literals
+  are checked and normalised by ``ipaddress``; the result is then checked against
+  a strict LDH(+underscore) pattern, because yarl accepts ``a*b``, ``a..b`` and
+  64-character labels.
+* Percent-encoding of runs of illegal characters uses ``urllib.parse.quote``.
+* Registered domains (eTLD+1) come from publicsuffixlist, offline (ICANN and
+  private sections, unknown TLDs treated as public suffixes).
+
+What the libraries got wrong when measured (yarl 1.25.1, w3lib 2.5.0, CPython 3.11)
+----------------------------------------------------------------------------------
+* ``yarl.URL.join`` builds the merged path from the *decoded* base path:
+  ``URL("http://a/%25zz/x%2Fy/z").join(URL("g"))`` gives ``http://a/%zz/x/y/g``,
+  which is a different resource.  So joining is done here, not by yarl.
+* ``yarl.URL(str)`` decodes reserved characters (``%3A`` -> ``:``, ``%2F`` in the
+  query -> ``/``), encodes a space in the query as ``+`` (so ``a b`` and ``a%20b``
+  give different keys), accepts ports ``+80`` and `` 80``, hosts ``a b`` and
+  ``a<b>``, and keeps ``user:pw@`` and a trailing dot on the host.
+* ``w3lib.url.canonicalize_url`` keeps ``:80``, raises a bare ``ValueError`` on
+  port 99999 or ``8x``, sorts the query (changes meaning for order-sensitive
+  apps), keeps ``user:pw@``, the host's trailing dot and session ids, and costs
+  ~23 µs per URL here (see ``bench/urls.py`` for the figure against this module).
+* ``urllib.parse.urlsplit`` costs 4-7 µs per uncached URL here and its
+  ``lru_cache`` holds 128 entries, useless for a stream of unique links; the
+  Appendix B regex does the same split in well under 1 µs.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import re
+import string
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import quote, unquote
+
+from publicsuffixlist import PublicSuffixList
+from yarl import URL
+
+from politecrawl.errors import ConfigError, UrlError
+
+__all__ = [
+    "DEFAULT_BLOCKED_EXTENSIONS",
+    "ExtensionFilter",
+    "Scope",
+    "TrapLimits",
+    "canonicalize",
+    "host_of",
+    "is_subdomain_of",
+    "join",
+    "origin_of",
+    "parse_allow_file",
+    "parse_domain_list",
+    "path_extension",
+    "politeness_key",
+    "registered_domain",
+    "robots_url",
+    "trap_reason",
+]
+
+DEFAULT_BLOCKED_EXTENSIONS: frozenset[str] = frozenset(
+    (
+        # From the seed crawler's list...
+        *(".asx", ".bmp", ".css", ".doc", ".docx", ".flv", ".gif", ".jpeg", ".jpg", ".mid"),
+        *(".mov", ".mp3", ".ogg", ".pdf", ".png", ".ppt", ".ra", ".ram", ".rm", ".swf"),
+        *(".txt", ".wav", ".wma", ".wmv", ".xml", ".zip", ".m4a", ".m4v", ".mp4", ".m4b"),
+        # ...plus the obvious other non-HTML media, archives, binaries, fonts, feeds.
+        *(".ico", ".svg", ".webp", ".tif", ".tiff", ".js", ".json", ".gz", ".tgz", ".bz2"),
+        *(".7z", ".rar", ".tar", ".exe", ".dmg", ".iso", ".apk", ".msi", ".woff", ".woff2"),
+        *(".ttf", ".eot", ".avi", ".mkv", ".webm", ".mpg", ".mpeg", ".xls", ".xlsx", ".pptx"),
+        *(".odt", ".ods", ".csv", ".rss", ".atom", ".epub"),
+    )
+)
+
+_DEFAULT_PORT = {"http": 80, "https": 443}
+
+# RFC 3986 Appendix B, with the scheme limited to what browsers accept as one so
+# that "a b:c" is a relative path.  Always matches; the fragment is never needed.
+_SPLIT = re.compile(
+    r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?", re.S
+).match
+
+# Browsers strip leading/trailing C0 controls and spaces and drop tabs and
+# newlines anywhere (WHATWG URL "basic URL parser"); pages rely on that.
+_C0_SPACE = "".join(map(chr, range(0x21)))
+_DROP_TAB_NL = str.maketrans("", "", "\t\n\r")
+
+# Characters legal as-is in a path or query: RFC 3986 unreserved, sub-delims,
+# ":" "@" "/" "?".  Everything else (including "%") needs a look.
+_LEGAL = r"A-Za-z0-9\-._~!$&'()*+,;=:@/?"
+_NEEDS_PCT_WORK = re.compile(f"[^{_LEGAL}]").search
+_PCT_TOKEN = re.compile(f"%[0-9A-Fa-f]{{2}}|%|[^{_LEGAL}%]+").sub
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+
+
+def _build_pct_map() -> dict[str, str]:
+    """Every "%xx" spelling -> its normal form (decode unreserved, upper-case hex)."""
+    table = {"%": "%25"}  # a lone "%" is a literal percent sign
+    for code in range(256):
+        hex_ = f"{code:02X}"
+        char = chr(code)
+        normal = char if char in _UNRESERVED else "%" + hex_
+        for hi in {hex_[0], hex_[0].lower()}:
+            for lo in {hex_[1], hex_[1].lower()}:
+                table["%" + hi + lo] = normal
+    return table
+
+
+_PCT_MAP = _build_pct_map()
+
+
+def _pct_repl(match: re.Match[str]) -> str:
+    token = match.group()
+    normal = _PCT_MAP.get(token)
+    # A run of illegal characters: UTF-8 and percent-encode (raises
+    # UnicodeEncodeError, a ValueError, on lone surrogates).
+    return normal if normal is not None else quote(token, safe="")
+
+
+# Session ids make every visit look like a new URL (an infinite frontier of
+# duplicates) and leak one visitor's session into the crawl; servers fall back
+# to cookies or a fresh session without them.
+_JSESSIONID_PARAM = re.compile(r";jsessionid=[^/;]*", re.I).sub
+_SESSION_NAMES = (
+    r"(?:phpsessid|sid|sessionid|session_id|jsessionid|aspsessionid[a-z0-9]*|cfid|cftoken)"
+)
+_HAS_SESSION_PARAM = re.compile(rf"(?:^|&){_SESSION_NAMES}(?:[=&]|$)", re.I).search
+_IS_SESSION_NAME = re.compile(_SESSION_NAMES, re.I).fullmatch
+
+_HOST_OK = re.compile(r"[a-z0-9_\-]{1,63}(?:\.[a-z0-9_\-]{1,63})*").fullmatch
+
+
+def _clean(text: str) -> str:
+    """Strip what browsers strip; turn backslashes before ?/# into slashes as they do."""
+    text = text.strip(_C0_SPACE)
+    if "\n" in text or "\t" in text or "\r" in text:
+        text = text.translate(_DROP_TAB_NL)
+    if "\\" in text:
+        end = len(text)
+        for mark in "?#":
+            pos = text.find(mark)
+            if 0 <= pos < end:
+                end = pos
+        text = text[:end].replace("\\", "/") + text[end:]
+    return text
+
+
+def _host(raw: str) -> str:
+    """Canonical host (lower-case, punycode, no trailing dot) or UrlError."""
+    if "%" in raw:
+        raw = unquote(raw, errors="strict")
+    host = raw.lower() if raw.isascii() else URL.build(scheme="http", host=raw).raw_host or ""
+    if host.endswith("."):
+        host = host[:-1]
+    if not host:
+        raise UrlError("empty host")
+    if len(host) > 253 or not _HOST_OK(host):
+        raise UrlError("bad host")
+    if host[-1].isdigit() and host.rpartition(".")[2].isdigit():
+        # A host ending in a number is an IPv4 address to browsers; insist on
+        # the dotted-quad form rather than guess at octal/short forms.
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise UrlError("bad IPv4 address") from None
+    return host
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _authority(scheme: str, netloc: str) -> str:
+    """Canonical "host[:port]" for a raw authority; userinfo dropped, default port dropped.
+
+    Cached: a page's links mostly share a handful of authorities.
+    """
+    hostport = netloc.rpartition("@")[2]  # credentials never belong in a crawl key
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        if end < 0:
+            raise UrlError("bad IPv6 literal")
+        literal, rest = hostport[1:end], hostport[end + 1 :]
+        if rest and rest[0] != ":":
+            raise UrlError("bad authority")
+        port = rest[1:]
+        if "%" in literal:  # zone ids mean nothing off the local machine
+            raise UrlError("bad IPv6 literal")
+        try:
+            host = f"[{ipaddress.IPv6Address(literal).compressed}]"
+        except ValueError:
+            raise UrlError("bad IPv6 literal") from None
+    else:
+        name, colon, port = hostport.rpartition(":")
+        if not colon:
+            name, port = hostport, ""
+        host = _host(name)
+    if port:
+        if not (port.isascii() and port.isdigit()):
+            raise UrlError("bad port")
+        number = int(port)
+        if number > 65535:
+            raise UrlError("port out of range")
+        if number == 0:
+            raise UrlError("port 0")
+        if number != _DEFAULT_PORT[scheme]:
+            return f"{host}:{number}"
+    return host
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 §5.2.4 for an absolute path ("/..." in, "/..." out)."""
+    segments = path.split("/")
+    out: list[str] = []
+    for seg in segments[1:]:
+        if seg == "..":
+            if out:
+                out.pop()
+        elif seg != ".":
+            out.append(seg)
+    if segments[-1] in (".", ".."):
+        out.append("")  # "/a/b/.." names the directory "/a/"
+    return "/" + "/".join(out)
+
+
+def _assemble(scheme: str, netloc: str, path: str, query: str | None) -> str:
+    """Canonical URL from split parts (scheme already lower-case http/https)."""
+    authority = _authority(scheme, netloc)
+    if not path:
+        path = "/"
+    else:
+        if _NEEDS_PCT_WORK(path):
+            path = _PCT_TOKEN(_pct_repl, path)
+        if ";" in path:
+            path = _JSESSIONID_PARAM("", path)
+        if "/." in path:
+            path = _remove_dot_segments(path)
+    if query:
+        if _NEEDS_PCT_WORK(query):
+            query = _PCT_TOKEN(_pct_repl, query)
+        if _HAS_SESSION_PARAM(query):
+            query = "&".join(
+                p for p in query.split("&") if not _IS_SESSION_NAME(p.partition("=")[0])
+            )
+        if query:
+            return f"{scheme}://{authority}{path}?{query}"
+    return f"{scheme}://{authority}{path}"
+
+
+def canonicalize(url: str) -> str:
+    """The crawl key of an absolute http(s) URL; UrlError (short reason) if it has none.
+
+    Lower-case scheme and host, punycode host, no default port, no userinfo,
+    no fragment, no dot segments, normalised percent-encoding, no session ids,
+    query order kept (order can matter to the application).
+    """
+    try:
+        parts = _SPLIT(_clean(url))
+        assert parts is not None  # the pattern matches every string
+        scheme, netloc, path, query = parts.groups()
+        if scheme is None:
+            raise UrlError("relative URL")
+        scheme = scheme.lower()
+        if scheme not in _DEFAULT_PORT:
+            raise UrlError(f"unsupported scheme {scheme[:20]!r}")
+        if netloc is None:
+            raise UrlError("missing host")
+        return _assemble(scheme, netloc, path, query)
+    except UrlError:
+        raise
+    except ValueError as exc:  # IDNA, ipaddress, lone surrogates...
+        raise UrlError("malformed URL") from exc
+
+
+@functools.lru_cache(maxsize=1024)
+def _base_parts(base: str) -> tuple[str, str, str, str | None, str]:
+    """(scheme, authority, path, query, directory) of a base URL, canonicalised once per page."""
+    parts = _SPLIT(canonicalize(base))
+    assert parts is not None
+    scheme, netloc, path, query = parts.groups()
+    assert scheme is not None and netloc is not None
+    return scheme, netloc, path, query, path[: path.rfind("/") + 1]
+
+
+def join(base: str, href: str) -> str | None:
+    """Resolve a link against its page URL and canonicalise it; None if not crawlable.
+
+    Resolution is RFC 3986 §5.2.2 (non-strict: "http:g" is relative, as in
+    browsers), after the whitespace clean-up browsers do.  Never raises.
+    """
+    if not isinstance(href, str):  # defensive: HTML parsers hand out None for bare attrs
+        return None
+    try:
+        b_scheme, b_netloc, b_path, b_query, b_dir = _base_parts(base)
+        parts = _SPLIT(_clean(href))
+        assert parts is not None
+        scheme, netloc, path, query = parts.groups()
+        if scheme is not None:
+            scheme = scheme.lower()
+            if scheme not in _DEFAULT_PORT:
+                return None
+            if netloc is None:
+                if scheme != b_scheme:
+                    return None
+            else:
+                return _assemble(scheme, netloc, path, query)
+        if netloc is not None:
+            return _assemble(b_scheme, netloc, path, query)
+        if not path:
+            return _assemble(b_scheme, b_netloc, b_path, b_query if query is None else query)
+        if path[0] != "/":
+            path = b_dir + path
+        return _assemble(b_scheme, b_netloc, path, query)
+    except ValueError:  # UrlError included
+        return None
+
+
+def _authority_of(url: str) -> tuple[int, int]:
+    """(start, end) of the authority in an absolute URL."""
+    start = url.find("://") + 3
+    end = url.find("/", start)
+    if end < 0:
+        end = len(url)
+    return start, end
+
+
+def host_of(url: str) -> str:
+    """Host of a canonical URL, without port; IPv6 literals keep their brackets."""
+    start, end = _authority_of(url)
+    hostport = url[start:end]
+    if hostport.startswith("["):
+        return hostport[: hostport.find("]") + 1]
+    return hostport.partition(":")[0]
+
+
+def origin_of(url: str) -> str:
+    """The origin, scheme://host[:port], of a canonical URL; robots.txt rules are per origin."""
+    return url[: _authority_of(url)[1]]
+
+
+def robots_url(url: str) -> str:
+    """The robots.txt URL governing a canonical URL."""
+    return url[: _authority_of(url)[1]] + "/robots.txt"
+
+
+@functools.cache
+def _psl() -> PublicSuffixList:
+    """The public suffix list, parsed on first use (~60 ms) rather than at import."""
+    return PublicSuffixList(accept_unknown=True)
+
+
+def _is_ip_literal(host: str) -> bool:
+    if host.startswith("["):
+        return True
+    if not host[-1:].isdigit():
+        return False
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def registered_domain(host: str) -> str:
+    """eTLD+1 of a host ("a.b.example.co.uk" -> "example.co.uk").
+
+    IP literals, single labels and public suffixes themselves come back unchanged;
+    an unknown TLD counts as a public suffix ("a.b.test" -> "b.test").
+    """
+    if "." not in host or _is_ip_literal(host):
+        return host
+    domain: str | None = _psl().privatesuffix(host)
+    return domain or host
+
+
+def is_subdomain_of(host: str, domain: str) -> bool:
+    """True if host is domain or below it (label-wise, so "xa.com" is not under "a.com")."""
+    return host == domain or host.endswith("." + domain)
+
+
+def path_extension(url: str) -> str:
+    """Lower-case extension of the last path segment (".jpg"), "" when none.
+
+    Path parameters (";v=2") are ignored; a leading dot (".htaccess") is not an extension.
+    """
+    start = url.find("://")
+    start = url.find("/", start + 3) if start >= 0 else 0
+    if start < 0:
+        return ""
+    end = len(url)
+    for mark in "?#":
+        pos = url.find(mark, start)
+        if 0 <= pos < end:
+            end = pos
+    segment = url[url.rfind("/", start, end) + 1 : end]
+    if ";" in segment:
+        segment = segment.partition(";")[0]
+    dot = segment.rfind(".")
+    return segment[dot:].lower() if dot > 0 else ""
+
+
+class ExtensionFilter:
+    """Blocks URLs whose path ends in a non-HTML extension, so they are never fetched."""
+
+    __slots__ = ("_compound", "_extensions")
+
+    def __init__(self, extensions: Iterable[str] = DEFAULT_BLOCKED_EXTENSIONS) -> None:
+        exts = set()
+        for ext in extensions:
+            ext = ext.strip().lower()
+            if ext:
+                exts.add(ext if ext.startswith(".") else "." + ext)
+        self._extensions = frozenset(exts)
+        # ".tar.gz" style entries cannot be found by path_extension alone.
+        self._compound = tuple(e for e in exts if "." in e[1:])
+
+    def blocks(self, url: str) -> bool:
+        ext = path_extension(url)
+        if not ext:
+            return False
+        if ext in self._extensions:
+            return True
+        if self._compound:
+            path = url.partition("?")[0].partition("#")[0].partition(";")[0].lower()
+            return path.endswith(self._compound)
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class TrapLimits:
+    """Shapes of URL that in practice come from crawler traps (calendars, loops)."""
+
+    max_url_length: int = 2048
+    max_path_depth: int = 20
+    max_segment_repeats: int = 3
+    max_query_params: int = 20
+
+
+def trap_reason(url: str, limits: TrapLimits) -> str | None:
+    """Why a canonical URL looks like a crawler trap, or None.
+
+    Depth counts path segments, a trailing "/" not opening a new one ("/a/b/" is 2);
+    empty segments ("//") count, since repeated slashes are a common loop.
+    """
+    if len(url) > limits.max_url_length:
+        return "url_too_long"
+    path, _, query = url[_authority_of(url)[1] :].partition("?")
+    if path.count("/") > min(limits.max_path_depth, limits.max_segment_repeats):
+        segments = path[1:].split("/")
+        if segments and segments[-1] == "":
+            segments.pop()
+        if len(segments) > limits.max_path_depth:
+            return "path_too_deep"
+        if len(segments) > limits.max_segment_repeats:
+            counts: dict[str, int] = {}
+            for seg in segments:
+                counts[seg] = n = counts.get(seg, 0) + 1
+                if n > limits.max_segment_repeats:
+                    return "repeated_segments"
+    if (
+        query
+        and query.count("&") >= limits.max_query_params
+        and sum(1 for p in query.split("&") if p) > limits.max_query_params
+    ):
+        return "too_many_params"
+    return None
+
+
+def _domain_entry(entry: str) -> str:
+    """A list entry as a canonical host: "Example.COM", "*.example.com", a URL..."""
+    if "/" in entry or ":" in entry:
+        url = entry if "://" in entry else "http://" + entry.lstrip("/")
+        return host_of(canonicalize(url))
+    if entry.startswith("*."):
+        entry = entry[2:]
+    try:
+        return _host(entry.lstrip("."))
+    except UrlError:
+        raise
+    except ValueError as exc:
+        raise UrlError("bad host") from exc
+
+
+_SCOPE_REJECT, _SCOPE_ADMIT, _SCOPE_REGEX = 0, 1, 2
+
+
+class Scope:
+    """Which hosts a crawl may visit.
+
+    mode "host": exactly the seeds' hosts; "domain": hosts under the seeds'
+    registered domains; "any": every host.  A non-empty allow-list further
+    restricts: a URL must be under one of its domains or match (re.search) one of
+    its "re:REGEX" entries.  The per-host part of the decision is cached.
+    """
+
+    __slots__ = ("_allow_domains", "_cache", "_domains", "_hosts", "_mode", "_regexes")
+
+    _CACHE_LIMIT = 1 << 17
+
+    def __init__(
+        self,
+        mode: Literal["host", "domain", "any"],
+        seed_urls: Iterable[str],
+        allow: Iterable[str] = (),
+    ) -> None:
+        if mode not in ("host", "domain", "any"):
+            raise ConfigError(f"unknown scope mode {mode!r}")
+        self._mode = mode
+        self._hosts = frozenset(host_of(canonicalize(u)) for u in seed_urls)
+        self._domains = frozenset(registered_domain(h) for h in self._hosts)
+        domains: set[str] = set()
+        regexes: list[re.Pattern[str]] = []
+        for entry in allow:
+            entry = entry.strip()
+            if entry.startswith("re:"):
+                try:
+                    regexes.append(re.compile(entry[3:]))
+                except re.error as exc:
+                    raise ConfigError(f"bad allow regex {entry!r}: {exc}") from None
+            elif entry:
+                try:
+                    domains.add(_domain_entry(entry))
+                except UrlError as exc:
+                    raise ConfigError(f"bad allow domain {entry!r}: {exc}") from None
+        self._allow_domains = frozenset(domains)
+        self._regexes = tuple(regexes)
+        self._cache: dict[str, int] = {}
+
+    def _decide_host(self, host: str) -> int:
+        if self._mode == "host":
+            in_mode = host in self._hosts
+        elif self._mode == "domain":
+            in_mode = registered_domain(host) in self._domains
+        else:
+            in_mode = True
+        if not in_mode:
+            return _SCOPE_REJECT
+        if not self._allow_domains and not self._regexes:
+            return _SCOPE_ADMIT
+        name = host
+        while True:  # host or any parent domain on the allow-list
+            if name in self._allow_domains:
+                return _SCOPE_ADMIT
+            dot = name.find(".")
+            if dot < 0:
+                break
+            name = name[dot + 1 :]
+        return _SCOPE_REGEX if self._regexes else _SCOPE_REJECT
+
+    def admits(self, url: str) -> bool:
+        """True if the crawl may visit this canonical URL."""
+        host = host_of(url)
+        verdict = self._cache.get(host)
+        if verdict is None:
+            if len(self._cache) >= self._CACHE_LIMIT:
+                self._cache.clear()
+            verdict = self._cache[host] = self._decide_host(host)
+        if verdict == _SCOPE_REGEX:
+            return any(r.search(url) for r in self._regexes)
+        return verdict == _SCOPE_ADMIT
+
+
+def politeness_key(url: str, mode: Literal["host", "domain", "ip"], ip: str | None = None) -> str:
+    """The key per which request rate is limited.
+
+    "host": the host (ports ignored: one machine, one budget); "domain": the
+    registered domain; "ip": the resolved address, the host until it is known.
+    """
+    if mode == "host":
+        return host_of(url)
+    if mode == "domain":
+        return registered_domain(host_of(url))
+    if mode == "ip":
+        return ip if ip else host_of(url)
+    raise ConfigError(f"unknown politeness mode {mode!r}")
+
+
+def _lines(text: str) -> Iterable[tuple[int, str]]:
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            yield number, line
+
+
+def parse_allow_file(text: str) -> list[str]:
+    """Allow-list entries from a file: domains (normalised) and "re:REGEX" lines.
+
+    "#" starts a comment, except on "re:" lines which are taken whole (a regex may
+    contain "#").  A malformed entry raises ConfigError naming the line, since a
+    silently dropped entry would change what the crawl may visit.
+    """
+    entries: list[str] = []
+    for number, line in _lines(text):
+        if line.startswith("re:"):
+            try:
+                re.compile(line[3:])
+            except re.error as exc:
+                raise ConfigError(f"line {number}: bad regex: {exc}") from None
+            entries.append(line)
+            continue
+        line = line.partition("#")[0].strip()
+        if any(c.isspace() for c in line):
+            raise ConfigError(f"line {number}: spaces inside entry {line!r}")
+        try:
+            entries.append(_domain_entry(line))
+        except UrlError as exc:
+            raise ConfigError(f"line {number}: bad domain {line!r}: {exc}") from None
+    return entries
+
+
+def parse_domain_list(text: str) -> tuple[list[str], list[tuple[int, str]]]:
+    """Parse a never-crawl file: one domain a line, "#" comments, blank lines.
+
+    Returns (domains lower-cased and punycoded, in order, without duplicates;
+    errors as (line number, message)).  A URL is accepted by taking its host.
+    Bad lines are reported rather than fatal so one typo does not stop a crawl.
+    """
+    domains: list[str] = []
+    seen: set[str] = set()
+    errors: list[tuple[int, str]] = []
+    for number, line in _lines(text):
+        line = line.partition("#")[0].strip()
+        if any(c.isspace() for c in line):
+            errors.append((number, f"spaces inside entry {line!r}"))
+            continue
+        try:
+            domain = _domain_entry(line)
+        except UrlError as exc:
+            errors.append((number, f"not a domain {line!r}: {exc}"))
+            continue
+        if domain not in seen:
+            seen.add(domain)
+            domains.append(domain)
+    return domains, errors

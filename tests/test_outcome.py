@@ -1,0 +1,63 @@
+import pytest
+
+from politecrawl.fetch import FetchResult
+from politecrawl.outcome import Drop, DropReason, Redirect, Retry, Store, classify, retry_after_s
+
+
+def res(status=None, headers=(), error=None, abandoned=False):
+    r = FetchResult(url="http://a.example/", started=0.0, status=status, headers=list(headers))
+    r.error = error
+    r.abandoned = abandoned
+    return r
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 406, 410, 451, 418])
+def test_permanent_client_errors_are_not_retried(status):
+    out = classify(res(status), attempt=1, max_attempts=3)
+    assert out == Drop(DropReason.HTTP_PERMANENT, f"http_{status}")
+
+
+@pytest.mark.parametrize("status,permanent", [(301, True), (308, True), (302, False),
+                                              (303, False), (307, False)])
+def test_redirects_carry_location_and_kind(status, permanent):
+    out = classify(res(status, [("Location", "/x")]), 1, 3)
+    assert out == Redirect("/x", permanent)
+
+
+def test_redirect_without_location_is_dropped():
+    assert isinstance(classify(res(302), 1, 3), Drop)
+
+
+def test_html_2xx_stored_non_html_dropped():
+    assert classify(res(200), 1, 3) == Store()
+    assert classify(res(200, abandoned=True), 1, 3).reason is DropReason.NOT_HTML
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_overload_honours_retry_after(status):
+    out = classify(res(status, [("Retry-After", "7")]), 1, 3)
+    assert out == Retry(7.0, overload=True, error_class=f"http_{status}")
+
+
+def test_retry_after_capped():
+    out = classify(res(503, [("Retry-After", "999999")]), 1, 3, max_retry_after_s=60)
+    assert isinstance(out, Retry) and out.after_s == 60
+
+
+def test_5xx_and_network_errors_back_off_exponentially_then_give_up():
+    a1 = classify(res(500), 1, 3, retry_base_s=10)
+    a2 = classify(res(error="timeout"), 2, 3, retry_base_s=10)
+    assert isinstance(a1, Retry) and a1.after_s == 10
+    assert isinstance(a2, Retry) and a2.after_s == 20
+    assert classify(res(500), 3, 3) == Drop(DropReason.RETRIES_EXHAUSTED, "http_500")
+
+
+def test_refused_address_is_final():
+    out = classify(res(error="address_refused"), 1, 3)
+    assert isinstance(out, Drop) and out.reason is DropReason.ADDRESS_REFUSED
+
+
+def test_retry_after_http_date():
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480.0) == 0.0
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
+    assert retry_after_s("soon") is None

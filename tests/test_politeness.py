@@ -1,0 +1,55 @@
+import random
+
+from politecrawl import politeness
+from politecrawl.config import PolitenessConfig
+from politecrawl.politeness import HostState
+
+
+def test_floor_is_a_floor_jitter_only_adds():
+    cfg = PolitenessConfig(min_delay_s=15.0, jitter_s=0.5)
+    rng = random.Random(1)
+    for _ in range(200):
+        h = HostState("a", last_start=100.0)
+        nxt = politeness.schedule_next(h, cfg, rng)
+        assert 115.0 <= nxt <= 115.5
+
+
+def test_delay_is_max_of_crawl_delay_floor_and_response_times():
+    cfg = PolitenessConfig(min_delay_s=15.0, response_time_factor=30.0, jitter_s=0.0)
+    h = HostState("a")
+    assert politeness.delay_s(h, cfg) == 15.0
+    politeness.set_crawl_delay(h, 20.5)
+    assert politeness.delay_s(h, cfg) == 20.5
+    for rt in (1.0, 1.5, 2.0, 1.5, 1.5):  # the seeds' example: mean 1.5 s x 30 = 45 s
+        politeness.record_response(h, cfg, rt)
+    assert politeness.delay_s(h, cfg) == 45.0
+
+
+def test_only_last_five_response_times_count():
+    cfg = PolitenessConfig(min_delay_s=0.0, response_time_factor=10.0, jitter_s=0.0)
+    h = HostState("a")
+    for rt in (100.0, 1.0, 1.0, 1.0, 1.0, 1.0):
+        politeness.record_response(h, cfg, rt)
+    assert politeness.delay_s(h, cfg) == 10.0
+
+
+def test_overload_doubles_capped_and_decays_on_success():
+    cfg = PolitenessConfig(min_delay_s=10.0, jitter_s=0.0, max_backoff_s=60.0)
+    h = HostState("a")
+    politeness.record_overload(h, cfg, now=0.0, retry_after_s=None)
+    assert politeness.delay_s(h, cfg) == 20.0
+    for _ in range(10):
+        politeness.record_overload(h, cfg, now=0.0, retry_after_s=None)
+    assert politeness.delay_s(h, cfg) == 60.0
+    for _ in range(10):
+        politeness.record_response(h, cfg, 0.01)
+    assert politeness.delay_s(h, cfg) == 10.0
+
+
+def test_retry_after_pushes_next_allowed_and_is_capped():
+    cfg = PolitenessConfig(min_delay_s=1.0, jitter_s=0.0, max_retry_after_s=100.0)
+    h = HostState("a", last_start=0.0)
+    politeness.record_overload(h, cfg, now=0.0, retry_after_s=50.0)
+    assert politeness.schedule_next(h, cfg) == 50.0
+    politeness.record_overload(h, cfg, now=0.0, retry_after_s=10_000.0)
+    assert politeness.schedule_next(h, cfg) == 100.0
