@@ -65,7 +65,7 @@ async def baseline(port: int, hosts: int, n: int, concurrency: int) -> tuple[flo
 
 
 async def politecrawl(port: int, hosts: int, delay: float, concurrency: int,
-                      out: Path) -> tuple[float, float, int, int]:
+                      out: Path) -> tuple[float, float, int, int, int]:
     cfg = CrawlConfig(
         seeds=tuple(f"http://h{i}.test:{port}/" for i in range(hosts)),
         out_dir=out,
@@ -76,7 +76,8 @@ async def politecrawl(port: int, hosts: int, delay: float, concurrency: int,
     )
     t0, c0 = time.perf_counter(), cpu_s()
     summary = await Crawler(cfg).run()
-    return time.perf_counter() - t0, cpu_s() - c0, summary.pages_fetched, summary.requests
+    return (time.perf_counter() - t0, cpu_s() - c0, summary.pages_fetched, summary.requests,
+            summary.stored)
 
 
 def main() -> int:
@@ -89,7 +90,7 @@ def main() -> int:
     server, port = start_server(args.hosts, args.pages)
     out = Path(tempfile.mkdtemp(prefix="pc-bench-"))
     try:
-        wall, cpu, pages, requests = asyncio.run(
+        wall, cpu, pages, requests, stored = asyncio.run(
             politecrawl(port, args.hosts, args.delay, args.concurrency, out))
         bwall, bcpu, bok = asyncio.run(baseline(port, args.hosts, pages, args.concurrency))
     finally:
@@ -103,7 +104,8 @@ def main() -> int:
           f"cpus {os.cpu_count()}")
     print(f"politecrawl : {pages} pages, {requests} requests (robots.txt included) in "
           f"{wall:.1f}s = {pages / wall:.0f} pages/s; {cpu:.2f} CPU-s = "
-          f"{per_k:.2f} CPU-s per 1000 pages")
+          f"{per_k:.2f} CPU-s per 1000 pages ({stored} stored HTML pages: "
+          f"{cpu / max(stored, 1) * 1000:.2f} CPU-s per 1000 stored)")
     print(f"baseline    : bare aiohttp loop, {bok} pages in {bwall:.1f}s; "
           f"{base_k:.2f} CPU-s per 1000 pages")
     print(f"ratio       : politecrawl / bare aiohttp = {per_k / base_k:.1f}x; "

@@ -123,7 +123,8 @@ def _pattern_piece(m: re.Match[str]) -> str:
 
 def _normalise_path(path: str) -> str:
     """Canonical form of a request path (RFC 9309 §2.2.2, §2.2.3)."""
-    if path.isascii() and "%" not in path and "*" not in path and "$" not in path and " " not in path:
+    clean = path.isascii() and "%" not in path and "*" not in path
+    if clean and "$" not in path and " " not in path:
         return path
     return _URL_PIECE.sub(_url_piece, path)
 
@@ -190,7 +191,7 @@ class _Rule:
     allow: bool
     pattern: str  # normalised, final '$' included when anchored
     line: int
-    text: str  # as written, for Verdict.rule
+    value: str  # as written (latin-1 decoded bytes), for Verdict.rule
 
 
 _CONTAINS: Final = 1  # head*lit: one literal after the head, anywhere
@@ -275,7 +276,8 @@ class _Matcher:
         priority = len(pattern)
         if priority == 0 or (anchored and not body):
             return  # RFC 9309 §2.2.2: an empty pattern is no rule.
-        verdict = Verdict(rule.allow, rule.text, rule.line)
+        text = f"{'Allow' if rule.allow else 'Disallow'}: {_text(rule.value)}"
+        verdict = Verdict(rule.allow, text, rule.line)
         rank = _rank(priority, rule.allow, rule.line)
         if "*" not in body:
             table = exact if anchored else lit
@@ -284,10 +286,7 @@ class _Matcher:
                 table[body] = _Hit(rank, verdict, (), anchored)
             return
         head, *rest = body.split("*")
-        if len(rest) > 1:
-            kind = _GENERAL
-        else:
-            kind = _ENDS_WITH if anchored else _CONTAINS
+        kind = _GENERAL if len(rest) > 1 else _ENDS_WITH if anchored else _CONTAINS
         hit = _Hit(rank, verdict, tuple(rest), anchored, kind, rest[-1])
         wild.setdefault(head, []).append(hit)
 
@@ -363,34 +362,10 @@ class _Selection:
 _EMPTY_SELECTION: Final = _Selection(None, None)
 
 
-def _split_line(line: str) -> tuple[str, str] | None:
-    """Key and value of a line, or None (Google's GetKeyAndValueFrom)."""
-    hash_at = line.find("#")
-    if hash_at >= 0:
-        line = line[:hash_at]
-    line = line.strip(_WS)
-    if not line:
-        return None
-    sep = line.find(":")
-    if sep >= 0:
-        key = line[:sep].rstrip(_WS)
-        value = line[sep + 1 :].lstrip(_WS)
-    else:
-        # Google: a missing colon is accepted when the line is exactly two words.
-        m = _BLANK_RUN.search(line)
-        if m is None:
-            return None
-        value = line[m.end() :]
-        if " " in value or "\t" in value:
-            return None
-        key = line[: m.start()]
-    if not key:
-        return None
-    return key, value
-
-
 def _text(latin: str) -> str:
     """Latin-1 decoded bytes back to text, for display and URLs."""
+    if latin.isascii():
+        return latin
     return latin.encode("latin-1").decode("utf-8", "replace")
 
 
@@ -464,14 +439,33 @@ class RobotsRules:
         group: _Group | None = None
         in_rules = False
         for number, line in enumerate(lines, 1):
+            if not line:
+                continue
             if len(line) > MAX_LINE:
                 line = line[:MAX_LINE]
             if has_nul:
                 line = line.split("\x00", 1)[0]  # Google reads lines as C strings
-            kv = _split_line(line)
-            if kv is None:
+            # Key and value, as Google's GetKeyAndValueFrom: comment cut, blanks stripped.
+            hash_at = line.find("#")
+            if hash_at >= 0:
+                line = line[:hash_at]
+            line = line.strip(_WS)
+            if not line:
                 continue
-            key, value = kv
+            sep = line.find(":")
+            if sep >= 0:
+                key = line[:sep].rstrip(_WS)
+                value = line[sep + 1 :].lstrip(_WS)
+            else:
+                # Google: a missing colon is accepted when the line is exactly two words.
+                blank = _BLANK_RUN.search(line)
+                if blank is None:
+                    continue
+                key, value = line[: blank.start()], line[blank.end() :]
+                if " " in value or "\t" in value:
+                    continue
+            if not key:
+                continue
             k = key[:11].lower()
             if k.startswith(_USER_AGENT_KEYS):
                 # §2.2.1: a user-agent line after rules starts a new group.
@@ -491,8 +485,7 @@ class RobotsRules:
                 anchored = value.endswith("$")
                 body_ = _normalise_pattern(value[:-1] if anchored else value)
                 pattern = body_ + "$" if anchored else body_
-                name = "Allow" if allow else "Disallow"
-                group.rules.append(_Rule(allow, pattern, number, f"{name}: {_text(value)}"))
+                group.rules.append(_Rule(allow, pattern, number, value))
             elif k.startswith(_SITEMAP_KEYS):
                 url = _text(value)
                 if _is_absolute_url(url):
