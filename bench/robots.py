@@ -152,12 +152,17 @@ def urls(rng: random.Random, n: int) -> list[str]:
     out = []
     for _ in range(n):
         depth = rng.randint(1, 4)
-        path = "/" + "/".join(rng.choice(segs) if rng.random() < 0.7 else f"item-{rng.randint(1, 5000)}" for _ in range(depth))
+        path = "/" + "/".join(
+            rng.choice(segs) if rng.random() < 0.7 else f"item-{rng.randint(1, 5000)}"
+            for _ in range(depth)
+        )
         path += rng.choice(exts)
         if rng.random() < 0.3:
             path += "/"
         if rng.random() < 0.4:
-            path += "?" + "&".join(f"{rng.choice(params)}={rng.randint(1, 999)}" for _ in range(rng.randint(1, 3)))
+            path += "?" + "&".join(
+                f"{rng.choice(params)}={rng.randint(1, 999)}" for _ in range(rng.randint(1, 3))
+            )
         out.append("https://www.example.com" + path)
     return out
 
@@ -257,7 +262,9 @@ def main() -> None:
     )
     print(f"  {'':<34}{'politecrawl':>12}{'protego':>12}   ratio (ours/protego)")
 
-    ours_small_parse = rate(lambda: [RobotsRules.parse(b) for b in small_bytes] and len(small_bytes))
+    ours_small_parse = rate(
+        lambda: [RobotsRules.parse(b) for b in small_bytes] and len(small_bytes)
+    )
     theirs_small_parse = rate(lambda: [Protego.parse(s) for s in SMALL_FILES] and len(SMALL_FILES))
     row("parses/s, small files", ours_small_parse, theirs_small_parse)
 
@@ -308,7 +315,10 @@ def main() -> None:
     row("checks/s, large file", rate(ours_big_checks), rate(theirs_big_checks))
 
     disagree = total = 0
-    for body, r, p in [(big, ours_big, theirs_big), *zip(SMALL_FILES, ours_small, theirs_small, strict=True)]:
+    for body, r, p in [
+        (big, ours_big, theirs_big),
+        *zip(SMALL_FILES, ours_small, theirs_small, strict=True),
+    ]:
         del body
         for u in test_urls[:500]:
             total += 1

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import aiohttp
 
-from politecrawl import Crawler, CrawlConfig, FetchConfig, PolitenessConfig
+from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
 
 UA = "benchbot/1.0 (+http://bench.example/bot)"
 SCRAPY_CPU_PER_1000 = 12.5
@@ -37,9 +37,20 @@ def cpu_s() -> float:
 
 def start_server(hosts: int, pages: int) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "politecrawl.testweb", "--hosts", str(hosts),
-         "--pages", str(pages), "--port", "0"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "politecrawl.testweb",
+            "--hosts",
+            str(hosts),
+            "--pages",
+            str(pages),
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     port = int(line.strip().rsplit(":", 1)[1])
@@ -64,20 +75,32 @@ async def baseline(port: int, hosts: int, n: int, concurrency: int) -> tuple[flo
     return time.perf_counter() - t0, cpu_s() - c0, ok
 
 
-async def politecrawl(port: int, hosts: int, delay: float, concurrency: int,
-                      out: Path) -> tuple[float, float, int, int, int]:
+async def politecrawl(
+    port: int, hosts: int, delay: float, concurrency: int, out: Path
+) -> tuple[float, float, int, int, int]:
     cfg = CrawlConfig(
         seeds=tuple(f"http://h{i}.test:{port}/" for i in range(hosts)),
         out_dir=out,
-        fetch=FetchConfig(user_agent=UA, resolve=(f"*.test:{port}:127.0.0.1",),
-                          allow_private_addresses=True, retry_base_s=0.5),
+        fetch=FetchConfig(
+            user_agent=UA,
+            resolve=(f"*.test:{port}:127.0.0.1",),
+            allow_private_addresses=True,
+            retry_base_s=0.5,
+        ),
         politeness=PolitenessConfig(min_delay_s=delay, jitter_s=0.01),
-        concurrency=concurrency, scope="any", progress=False,
+        concurrency=concurrency,
+        scope="any",
+        progress=False,
     )
     t0, c0 = time.perf_counter(), cpu_s()
     summary = await Crawler(cfg).run()
-    return (time.perf_counter() - t0, cpu_s() - c0, summary.pages_fetched, summary.requests,
-            summary.stored)
+    return (
+        time.perf_counter() - t0,
+        cpu_s() - c0,
+        summary.pages_fetched,
+        summary.requests,
+        summary.stored,
+    )
 
 
 def main() -> int:
@@ -91,7 +114,8 @@ def main() -> int:
     out = Path(tempfile.mkdtemp(prefix="pc-bench-"))
     try:
         wall, cpu, pages, requests, stored = asyncio.run(
-            politecrawl(port, args.hosts, args.delay, args.concurrency, out))
+            politecrawl(port, args.hosts, args.delay, args.concurrency, out)
+        )
         bwall, bcpu, bok = asyncio.run(baseline(port, args.hosts, pages, args.concurrency))
     finally:
         server.terminate()
@@ -100,20 +124,30 @@ def main() -> int:
     per_k = cpu / pages * 1000
     base_k = bcpu / max(bok, 1) * 1000
     ideal = args.hosts / args.delay
-    print(f"hosts {args.hosts}, delay {args.delay}s, concurrency {args.concurrency}, "
-          f"cpus {os.cpu_count()}")
-    print(f"politecrawl : {pages} pages, {requests} requests (robots.txt included) in "
-          f"{wall:.1f}s = {pages / wall:.0f} pages/s; {cpu:.2f} CPU-s = "
-          f"{per_k:.2f} CPU-s per 1000 pages ({stored} stored HTML pages: "
-          f"{cpu / max(stored, 1) * 1000:.2f} CPU-s per 1000 stored)")
-    print(f"baseline    : bare aiohttp loop, {bok} pages in {bwall:.1f}s; "
-          f"{base_k:.2f} CPU-s per 1000 pages")
-    print(f"ratio       : politecrawl / bare aiohttp = {per_k / base_k:.1f}x; "
-          f"Scrapy reference {SCRAPY_CPU_PER_1000} / politecrawl = "
-          f"{SCRAPY_CPU_PER_1000 / per_k:.1f}x; target <= 2.5 CPU-s: "
-          f"{'met' if per_k <= 2.5 else 'NOT met'}")
-    print(f"politeness  : ideal rate hosts/delay = {ideal:.0f} req/s; achieved "
-          f"{requests / wall:.0f} req/s")
+    print(
+        f"hosts {args.hosts}, delay {args.delay}s, concurrency {args.concurrency}, "
+        f"cpus {os.cpu_count()}"
+    )
+    print(
+        f"politecrawl : {pages} pages, {requests} requests (robots.txt included) in "
+        f"{wall:.1f}s = {pages / wall:.0f} pages/s; {cpu:.2f} CPU-s = "
+        f"{per_k:.2f} CPU-s per 1000 pages ({stored} stored HTML pages: "
+        f"{cpu / max(stored, 1) * 1000:.2f} CPU-s per 1000 stored)"
+    )
+    print(
+        f"baseline    : bare aiohttp loop, {bok} pages in {bwall:.1f}s; "
+        f"{base_k:.2f} CPU-s per 1000 pages"
+    )
+    print(
+        f"ratio       : politecrawl / bare aiohttp = {per_k / base_k:.1f}x; "
+        f"Scrapy reference {SCRAPY_CPU_PER_1000} / politecrawl = "
+        f"{SCRAPY_CPU_PER_1000 / per_k:.1f}x; target <= 2.5 CPU-s: "
+        f"{'met' if per_k <= 2.5 else 'NOT met'}"
+    )
+    print(
+        f"politeness  : ideal rate hosts/delay = {ideal:.0f} req/s; achieved "
+        f"{requests / wall:.0f} req/s"
+    )
     return 0
 
 

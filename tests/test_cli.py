@@ -8,14 +8,18 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import UA
+
 from politecrawl.testweb import TestWeb
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "politecrawl.cli", *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "politecrawl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def one_line_error(p: subprocess.CompletedProcess[str]) -> str:
@@ -26,38 +30,61 @@ def one_line_error(p: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_missing_seeds_file(tmp_path: Path) -> None:
-    err = one_line_error(run("crawl", "--seeds", str(tmp_path / "nope.txt"),
-                             "--user-agent", UA, "--out", str(tmp_path / "o")))
+    err = one_line_error(
+        run(
+            "crawl",
+            "--seeds",
+            str(tmp_path / "nope.txt"),
+            "--user-agent",
+            UA,
+            "--out",
+            str(tmp_path / "o"),
+        )
+    )
     assert "seeds file not found" in err
 
 
 def test_bad_url_in_seeds(tmp_path: Path) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("# seeds\nhttp://ok.example/\nftp://files.example/x\n")
-    err = one_line_error(run("crawl", "--seeds", str(seeds), "--user-agent", UA,
-                             "--out", str(tmp_path / "o")))
+    err = one_line_error(
+        run("crawl", "--seeds", str(seeds), "--user-agent", UA, "--out", str(tmp_path / "o"))
+    )
     assert "seeds.txt:3" in err
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--min-delay", "abc"], "invalid float"),
-    (["--concurrency", "0"], "concurrency"),
-    (["--scope", "planet"], "scope"),
-    (["--resolve", "nonsense"], "HOST:PORT:ADDR"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--min-delay", "abc"], "invalid float"),
+        (["--concurrency", "0"], "concurrency"),
+        (["--scope", "planet"], "scope"),
+        (["--resolve", "nonsense"], "HOST:PORT:ADDR"),
+    ],
+)
 def test_bad_option_values(tmp_path: Path, args: list[str], needle: str) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://ok.example/\n")
-    err = one_line_error(run("crawl", "--seeds", str(seeds), "--user-agent", UA,
-                             "--out", str(tmp_path / "o"), *args))
+    err = one_line_error(
+        run("crawl", "--seeds", str(seeds), "--user-agent", UA, "--out", str(tmp_path / "o"), *args)
+    )
     assert needle in err
 
 
 def test_browser_user_agent_refused(tmp_path: Path) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://ok.example/\n")
-    err = one_line_error(run("crawl", "--seeds", str(seeds), "--user-agent",
-                             "Mozilla/5.0 (Windows NT 10.0)", "--out", str(tmp_path / "o")))
+    err = one_line_error(
+        run(
+            "crawl",
+            "--seeds",
+            str(seeds),
+            "--user-agent",
+            "Mozilla/5.0 (Windows NT 10.0)",
+            "--out",
+            str(tmp_path / "o"),
+        )
+    )
     assert "browser" in err
 
 
@@ -72,16 +99,29 @@ async def test_crawl_with_toml_config_flags_win(tmp_path: Path) -> None:
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("\n".join(web.seed_urls()) + "\n")
         cfg = tmp_path / "crawl.toml"
-        cfg.write_text(f'seeds = "{seeds}"\nuser-agent = "{UA}"\nmin-delay = 0.1\n'
-                       f'resolve = ["{web.resolve_arg()}"]\nallow-private-addresses = true\n'
-                       'scope = "any"\nmax-pages = 1000\n')
+        cfg.write_text(
+            f'seeds = "{seeds}"\nuser-agent = "{UA}"\nmin-delay = 0.1\n'
+            f'resolve = ["{web.resolve_arg()}"]\nallow-private-addresses = true\n'
+            'scope = "any"\nmax-pages = 1000\n'
+        )
         out = tmp_path / "out"
         import asyncio
 
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "politecrawl.cli", "crawl", "--config", str(cfg),
-            "--out", str(out), "--max-pages", "5", "--no-progress",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-m",
+            "politecrawl.cli",
+            "crawl",
+            "--config",
+            str(cfg),
+            "--out",
+            str(out),
+            "--max-pages",
+            "5",
+            "--no-progress",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
         assert proc.returncode == 0, stderr.decode()
         summary = json.loads((out / "summary.json").read_text())

@@ -7,16 +7,21 @@ import dataclasses
 import json
 from pathlib import Path
 
+from conftest import DELAY, crawl_config
 from warcio.archiveiterator import ArchiveIterator
 
-from conftest import DELAY, crawl_config
 from politecrawl import Crawler
 from politecrawl.storage.logs import read_jsonl
 from politecrawl.testweb import politeness_violations
 
-NEVER_FETCHED = ("/hidden-comment.html", "/hidden-script.html", "/hidden-form.html",
-                 "/nofollow-target.html", "/only-from-meta-nofollow.html",
-                 "/only-from-xrobots.html")
+NEVER_FETCHED = (
+    "/hidden-comment.html",
+    "/hidden-script.html",
+    "/hidden-form.html",
+    "/nofollow-target.html",
+    "/only-from-meta-nofollow.html",
+    "/only-from-xrobots.html",
+)
 
 
 async def test_polite_crawl_end_to_end(web, tmp_path: Path) -> None:
@@ -98,9 +103,11 @@ async def test_resume_fetches_nothing_twice(web, tmp_path: Path) -> None:
     # retried on purpose: 5xx/429 pages, and robots.txt of sites whose robots.txt fails
     retried = {h for h, s in web.sites.items() if s.robots_status >= 500}
     seen = collections.Counter(
-        (e.host, e.path) for e in web.access_log
+        (e.host, e.path)
+        for e in web.access_log
         if not e.path.startswith(("/status/5", "/status/429"))
-        and not (e.path == "/robots.txt" and e.host in retried))
+        and not (e.path == "/robots.txt" and e.host in retried)
+    )
     twice = {k: v for k, v in seen.items() if v > 1}
     assert twice == {}
     assert politeness_violations(web.access_log, DELAY) == []
@@ -108,8 +115,9 @@ async def test_resume_fetches_nothing_twice(web, tmp_path: Path) -> None:
 
 async def test_private_addresses_refused_by_default(web, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    summary = await Crawler(crawl_config(web, out, seeds=2,
-                                         fetch={"allow_private_addresses": False})).run()
+    summary = await Crawler(
+        crawl_config(web, out, seeds=2, fetch={"allow_private_addresses": False})
+    ).run()
     assert web.access_log == []
     assert summary.counters.get("error:address_refused", 0) >= 1
 
@@ -130,7 +138,9 @@ async def test_scope_domain_stays_on_seed_domains(web, tmp_path: Path) -> None:
     assert {e.host for e in web.access_log} == {web.hosts[0]}
 
 
-async def test_redirects_requeued_through_gate_and_capped_at_three_hops(web, tmp_path: Path) -> None:
+async def test_redirects_requeued_through_gate_and_capped_at_three_hops(
+    web, tmp_path: Path
+) -> None:
     host = web.hosts[0]
     cfg = crawl_config(web, tmp_path / "out", scope="host")
     cfg = dataclasses.replace(cfg, seeds=(web.url(host, "/redirect/6"),))

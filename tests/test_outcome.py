@@ -17,8 +17,9 @@ def test_permanent_client_errors_are_not_retried(status):
     assert out == Drop(DropReason.HTTP_PERMANENT, f"http_{status}")
 
 
-@pytest.mark.parametrize("status,permanent", [(301, True), (308, True), (302, False),
-                                              (303, False), (307, False)])
+@pytest.mark.parametrize(
+    "status,permanent", [(301, True), (308, True), (302, False), (303, False), (307, False)]
+)
 def test_redirects_carry_location_and_kind(status, permanent):
     out = classify(res(status, [("Location", "/x")]), 1, 3)
     assert out == Redirect("/x", permanent)

@@ -36,7 +36,7 @@ from politecrawl.robots import (
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    """One EXPECT of robots_test.cc: ``google`` is its expectation, ``ours`` a documented deviation."""
+    """One EXPECT of robots_test.cc; ``ours`` is set only for a documented deviation."""
 
     robotstxt: str
     agent: str
@@ -229,10 +229,17 @@ GOOGLE_CASES: dict[str, list[Case]] = {
         Case(_FOO + "disallow: /x\nallow: /x/\n", "FooBot", "http://foo.bar/x", False),
         Case(_FOO + "disallow: /x\nallow: /x/\n", "FooBot", "http://foo.bar/x/", True),
         Case(_FOO + "disallow: /x/page.html\nallow: /x/page.html\n", "FooBot", _PAGE, True),
-        Case(_FOO + "allow: /page\ndisallow: /*.html\n", "FooBot", "http://foo.bar/page.html", False),
+        Case(
+            _FOO + "allow: /page\ndisallow: /*.html\n", "FooBot", "http://foo.bar/page.html", False
+        ),
         Case(_FOO + "allow: /page\ndisallow: /*.html\n", "FooBot", "http://foo.bar/page", True),
         Case(_FOO + "allow: /x/page.\ndisallow: /*.html\n", "FooBot", _PAGE, True),
-        Case(_FOO + "allow: /x/page.\ndisallow: /*.html\n", "FooBot", "http://foo.bar/x/y.html", False),
+        Case(
+            _FOO + "allow: /x/page.\ndisallow: /*.html\n",
+            "FooBot",
+            "http://foo.bar/x/y.html",
+            False,
+        ),
         Case(
             "User-agent: *\nDisallow: /x/\nUser-agent: FooBot\nDisallow: /y/\n",
             "FooBot",
@@ -255,7 +262,9 @@ GOOGLE_CASES: dict[str, list[Case]] = {
         ),
         Case(_ENC + "Allow: /foo/bar/ツ\n", "FooBot", "http://foo.bar/foo/bar/%E3%83%84", True),
         # Deviation (RFC 9309 §2.2.2): non-ASCII in the request path is percent-encoded.
-        Case(_ENC + "Allow: /foo/bar/ツ\n", "FooBot", "http://foo.bar/foo/bar/ツ", False, ours=True),
+        Case(
+            _ENC + "Allow: /foo/bar/ツ\n", "FooBot", "http://foo.bar/foo/bar/ツ", False, ours=True
+        ),
         Case(
             _ENC + "Allow: /foo/bar/%E3%83%84\n", "FooBot", "http://foo.bar/foo/bar/%E3%83%84", True
         ),
@@ -397,7 +406,12 @@ GOOGLE_CASES: dict[str, list[Case]] = {
             "http://example.com/folder/page",
             True,
         ),
-        Case(_FOO + "allow: /page\ndisallow: /*.htm\n", "FooBot", "http://example.com/page.htm", False),
+        Case(
+            _FOO + "allow: /page\ndisallow: /*.htm\n",
+            "FooBot",
+            "http://example.com/page.htm",
+            False,
+        ),
         Case(_FOO + "allow: /$\ndisallow: /\n", "FooBot", "http://example.com/", True),
         Case(_FOO + "allow: /$\ndisallow: /\n", "FooBot", "http://example.com/page.html", False),
     ],

@@ -29,7 +29,9 @@ _KEYS = st.sampled_from(
 )
 _PATH_ALPHABET = "/abc*$%?=&.-_~#:AaZ09ツé \t"
 _VALUES = st.text(alphabet=_PATH_ALPHABET, max_size=20)
-_LINES = st.builds(lambda k, sep, v: f"{k}{sep}{v}", _KEYS, st.sampled_from([":", ": ", " ", ""]), _VALUES)
+_LINES = st.builds(
+    lambda k, sep, v: f"{k}{sep}{v}", _KEYS, st.sampled_from([":", ": ", " ", ""]), _VALUES
+)
 _EOL = st.sampled_from(["\n", "\r\n", "\r"])
 _ROBOTS = st.lists(st.tuples(_LINES, _EOL), max_size=25).map(
     lambda xs: "".join(line + eol for line, eol in xs)
@@ -147,6 +149,43 @@ def test_longest_match_agrees_with_naive_scan(
     else:
         assert verdict.allowed is best[1]
         assert verdict.line == -best[2]
+
+
+@settings(deadline=1000, max_examples=200)
+@given(
+    st.lists(
+        st.tuples(
+            st.booleans(),
+            st.sampled_from(["/", "/", "/", "/", "/", "/*", "/a", "*"]),
+            st.text(alphabet="ab?=", min_size=3, max_size=5),
+            st.sampled_from([False, False, False, False, True]),
+        ),
+        min_size=40,
+        max_size=80,
+    ),
+    st.text(alphabet="ab?=/", max_size=16).map(lambda p: "/" + p),
+)
+def test_big_buckets_agree_with_naive_scan(
+    rules_spec: list[tuple[bool, str, str, bool]], path: str
+) -> None:
+    """Many "head*literal" rules (the gram-indexed case) still give the naive answer."""
+    patterns = [
+        (allow, f"{head}*{lit}{'$' if anchor else ''}") for allow, head, lit, anchor in rules_spec
+    ]
+    body = "User-agent: *\n" + "".join(
+        f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern in patterns
+    )
+    best: tuple[int, bool, int] | None = None
+    for number, (allow, pattern) in enumerate(patterns, 2):
+        if _oracle(pattern, path):
+            key = (len(pattern), allow, -number)
+            if best is None or key > best:
+                best = key
+    verdict = RobotsRules.parse(body).decide("bot", "http://e.com" + path)
+    if best is None:
+        assert verdict == Verdict(True, None, None)
+    else:
+        assert (verdict.allowed, verdict.line) == (best[1], -best[2])
 
 
 @settings(deadline=2000, max_examples=20)

@@ -5,9 +5,9 @@
 
 __version__ = "0.1.0"
 
-from politecrawl.config import CrawlConfig, FetchConfig, PolitenessConfig  # noqa: E402
-from politecrawl.crawler import Crawler, Summary  # noqa: E402
-from politecrawl.errors import ConfigError, PolitecrawlError  # noqa: E402
+from politecrawl.config import CrawlConfig, FetchConfig, PolitenessConfig
+from politecrawl.crawler import Crawler, Summary
+from politecrawl.errors import ConfigError, PolitecrawlError
 
 __all__ = [
     "ConfigError",

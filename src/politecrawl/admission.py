@@ -15,13 +15,27 @@ from politecrawl.exclusions import NeverCrawlList
 from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.sqlite import SqliteFrontier
 from politecrawl.outcome import DropReason
-from politecrawl.urls import ExtensionFilter, Scope, TrapLimits, host_of, politeness_key, trap_reason
+from politecrawl.urls import (
+    ExtensionFilter,
+    Scope,
+    TrapLimits,
+    host_of,
+    politeness_key,
+    trap_reason,
+)
 
 
 class Admission:
-    def __init__(self, frontier: SqliteFrontier, scope: Scope, never: NeverCrawlList,
-                 extensions: ExtensionFilter, traps: TrapLimits,
-                 key_mode: Literal["host", "domain", "ip"], counters: Counter[str]) -> None:
+    def __init__(
+        self,
+        frontier: SqliteFrontier,
+        scope: Scope,
+        never: NeverCrawlList,
+        extensions: ExtensionFilter,
+        traps: TrapLimits,
+        key_mode: Literal["host", "domain", "ip"],
+        counters: Counter[str],
+    ) -> None:
         self.frontier = frontier
         self.scope = scope
         self.never = never

@@ -41,7 +41,11 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("max-time", float, "stop after this many seconds"),
     ("scope", str, "host | domain | any (default domain: the seeds' registered domains)"),
     ("allow", Path, "allow-list file: domains, or regexes written re:..."),
-    ("exclude-file", Path, "never-crawl list: one domain a line (subdomains included), reloaded live"),
+    (
+        "exclude-file",
+        Path,
+        "never-crawl list: one domain a line (subdomains included), reloaded live",
+    ),
     ("exclude-check", float, "seconds between checks of the never-crawl file (default 60)"),
     ("max-size", int, "body cap in bytes (default 2 MiB); longer bodies are cut and marked"),
     ("politeness-key", str, "host | domain | ip: what one 'site' is for politeness (default host)"),
@@ -54,24 +58,38 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, help="TOML file with any of these options; flags win")
     for name, typ, help_ in _CRAWL_OPTIONS:
         p.add_argument(f"--{name}", type=typ, default=None, help=help_)
-    p.add_argument("--resolve", action="append", default=None, metavar="HOST:PORT:ADDR",
-                   help="pin a host to an address like curl (repeatable; *.example wildcards)")
-    p.add_argument("--allow-private-addresses", action="store_true", default=None,
-                   help="allow loopback/private/link-local targets (refused by default)")
-    p.add_argument("--no-progress", action="store_true", default=None,
-                   help="no live progress line")
+    p.add_argument(
+        "--resolve",
+        action="append",
+        default=None,
+        metavar="HOST:PORT:ADDR",
+        help="pin a host to an address like curl (repeatable; *.example wildcards)",
+    )
+    p.add_argument(
+        "--allow-private-addresses",
+        action="store_true",
+        default=None,
+        help="allow loopback/private/link-local targets (refused by default)",
+    )
+    p.add_argument("--no-progress", action="store_true", default=None, help="no live progress line")
     p.add_argument("-v", "--verbose", action="store_true", help="log more")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="politecrawl", description="A polite, adaptive web crawler.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    crawl = sub.add_parser("crawl", help="crawl from seed URLs politely",
-                           description="Crawl from seed URLs; run again on the same --out to resume.")
+    crawl = sub.add_parser(
+        "crawl",
+        help="crawl from seed URLs politely",
+        description="Crawl from seed URLs; run again on the same --out to resume.",
+    )
     _add_crawl_options(crawl)
-    demo = sub.add_parser("demo", help="crawl the bundled local test web and print the summary",
-                          description="Start the bundled multi-host test web on loopback, "
-                                      "crawl it, print the summary.")
+    demo = sub.add_parser(
+        "demo",
+        help="crawl the bundled local test web and print the summary",
+        description="Start the bundled multi-host test web on loopback, "
+        "crawl it, print the summary.",
+    )
     demo.add_argument("--hosts", type=int, default=30, help="virtual hosts (default 30)")
     demo.add_argument("--pages", type=int, default=12, help="pages per host (default 12)")
     demo.add_argument("--min-delay", type=float, default=0.2, help="per-site delay (default 0.2)")
@@ -93,7 +111,10 @@ def _merge(args: argparse.Namespace) -> dict[str, Any]:
 def config_from_values(v: dict[str, Any]) -> CrawlConfig:
     """Build and validate a CrawlConfig from merged TOML/flag values."""
     known = {n.replace("-", "_") for n, _, _ in _CRAWL_OPTIONS} | {
-        "resolve", "allow_private_addresses", "no_progress"}
+        "resolve",
+        "allow_private_addresses",
+        "no_progress",
+    }
     unknown = set(v) - known
     if unknown:
         raise ConfigError(f"unknown option(s) in config: {', '.join(sorted(unknown))}")
@@ -117,11 +138,16 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
     allow = read_lines_file(Path(v["allow"]), "allow-list") if v.get("allow") else ()
     exclude = Path(v["exclude_file"]) if v.get("exclude_file") else None
     return CrawlConfig(
-        seeds=seeds, out_dir=Path(v["out"]), fetch=fetch, politeness=politeness,
+        seeds=seeds,
+        out_dir=Path(v["out"]),
+        fetch=fetch,
+        politeness=politeness,
         concurrency=int(v.get("concurrency", 64)),
         max_pages=int(v["max_pages"]) if v.get("max_pages") is not None else None,
         max_time_s=float(v["max_time"]) if v.get("max_time") is not None else None,
-        scope=v.get("scope", "domain"), allow=allow, exclude_file=exclude,
+        scope=v.get("scope", "domain"),
+        allow=allow,
+        exclude_file=exclude,
         exclude_check_s=float(v.get("exclude_check", 60.0)),
         robots_ttl_s=float(v.get("robots_ttl", 86400.0)),
         progress=not v.get("no_progress", False),
@@ -130,11 +156,22 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
 
 def _print_summary(summary: dict[str, Any], out: Path) -> None:
     print(f"crawl finished ({summary['stopped_by']}) in {summary['seconds']:.1f} s")
-    for name in ("pages_fetched", "requests", "stored", "robots_disallowed", "excluded",
-                 "extension_filtered", "redirects", "hosts", "queued_left"):
+    for name in (
+        "pages_fetched",
+        "requests",
+        "stored",
+        "robots_disallowed",
+        "excluded",
+        "extension_filtered",
+        "redirects",
+        "hosts",
+        "queued_left",
+    ):
         print(f"  {name.replace('_', ' '):20} {summary[name]}")
     if summary["errors"]:
-        print("  errors               " + ", ".join(f"{k} {v}" for k, v in summary["errors"].items()))
+        print(
+            "  errors               " + ", ".join(f"{k} {v}" for k, v in summary["errors"].items())
+        )
     print(f"  output               {out} (summary.json, warc/, log/, state.sqlite)")
 
 
@@ -161,8 +198,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     handlers = {"crawl": cmd_crawl, "demo": cmd_demo}
     try:
         return handlers[args.command](args)

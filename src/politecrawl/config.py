@@ -17,7 +17,9 @@ from politecrawl.errors import ConfigError
 Scope = Literal["host", "domain", "any"]
 KeyMode = Literal["host", "domain", "ip"]
 
-_BROWSER_TOKENS = re.compile(r"\b(mozilla|chrome|safari|applewebkit|gecko|firefox|edg|opera|msie)/", re.I)
+_BROWSER_TOKENS = re.compile(
+    r"\b(mozilla|chrome|safari|applewebkit|gecko|firefox|edg|opera|msie)/", re.I
+)
 _URL_IN_UA = re.compile(r"https?://[^\s)\];,]+", re.I)
 _PRODUCT = re.compile(r"^([A-Za-z_-][A-Za-z0-9_.-]*)(/[^\s]+)?")
 
@@ -30,14 +32,20 @@ def validate_user_agent(user_agent: str) -> str:
     """
     ua = user_agent.strip()
     if not ua:
-        raise ConfigError("--user-agent is blank: name the bot and give an info URL, e.g. "
-                          "'acmebot/1.0 (+https://acme.example/bot)'")
+        raise ConfigError(
+            "--user-agent is blank: name the bot and give an info URL, e.g. "
+            "'acmebot/1.0 (+https://acme.example/bot)'"
+        )
     if _BROWSER_TOKENS.search(ua):
-        raise ConfigError(f"--user-agent {ua!r} pretends to be a browser (Mozilla/, Chrome/, "
-                          "Safari/...): name the bot honestly")
+        raise ConfigError(
+            f"--user-agent {ua!r} pretends to be a browser (Mozilla/, Chrome/, "
+            "Safari/...): name the bot honestly"
+        )
     if not _URL_IN_UA.search(ua):
-        raise ConfigError(f"--user-agent {ua!r} carries no info URL (http:// or https://) "
-                          "where site operators can read about the bot")
+        raise ConfigError(
+            f"--user-agent {ua!r} carries no info URL (http:// or https://) "
+            "where site operators can read about the bot"
+        )
     m = _PRODUCT.match(ua)
     if not m:
         raise ConfigError(f"--user-agent {ua!r} does not start with a bot name (product token)")

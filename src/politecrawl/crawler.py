@@ -46,7 +46,7 @@ from politecrawl.urls import (
 log = logging.getLogger("politecrawl")
 
 _ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2
-_ROBOTS_GIVE_UP = 3   # unreachable robots.txt this many times: the site's URLs are dropped
+_ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the site's URLs are dropped
 _FLUSH_S = 1.0
 
 
@@ -89,21 +89,28 @@ class Crawler:
             self.frontier,
             Scope(config.scope, config.seeds, config.allow),
             self.never,
-            ExtensionFilter(config.blocked_extensions
-                            if config.blocked_extensions is not None
-                            else DEFAULT_BLOCKED_EXTENSIONS),
+            ExtensionFilter(
+                config.blocked_extensions
+                if config.blocked_extensions is not None
+                else DEFAULT_BLOCKED_EXTENSIONS
+            ),
             TrapLimits(),
             config.politeness.key_mode,
             self.counters,
         )
-        self.robots = RobotsCache(self.frontier, config.robots_ttl_s,
-                                  retry_s=max(4 * config.politeness.min_delay_s, 0.5))
+        self.robots = RobotsCache(
+            self.frontier, config.robots_ttl_s, retry_s=max(4 * config.politeness.min_delay_s, 0.5)
+        )
         self.request_log = JsonlLog(out / "log" / "requests.jsonl")
         self.robots_log = JsonlLog(out / "log" / "robots.jsonl")
         from politecrawl import __version__
 
-        self.warc = WarcWriter(out / "warc", f"politecrawl/{__version__}",
-                               config.fetch.user_agent, config.warc_max_bytes)
+        self.warc = WarcWriter(
+            out / "warc",
+            f"politecrawl/{__version__}",
+            config.fetch.user_agent,
+            config.warc_max_bytes,
+        )
         self._robots_redirect: dict[str, tuple[str, int]] = {}
         self._stop = asyncio.Event()
         self._wake: asyncio.Event | None = None
@@ -127,8 +134,9 @@ class Crawler:
             self.admission.admit(seed)
         refetch = self.frontier.resumed_refetches()
         if refetch:
-            log.info("resuming: %d URLs were in flight at the last stop and will be re-fetched",
-                     refetch)
+            log.info(
+                "resuming: %d URLs were in flight at the last stop and will be re-fetched", refetch
+            )
         tasks: set[asyncio.Task[None]] = set()
         last_flush = time.monotonic()
         progress = _Progress(self) if self.cfg.progress and sys.stderr.isatty() else None
@@ -169,6 +177,7 @@ class Crawler:
             tasks.discard(task)
             if self._wake is not None:
                 self._wake.set()
+
         return done
 
     def _check_limits(self, now: float) -> None:
@@ -186,12 +195,18 @@ class Crawler:
         self._flush()
         c = self.counters
         summary = Summary(
-            pages_fetched=c["pages_fetched"], requests=c["requests"], stored=c["stored"],
-            robots_disallowed=c[DropReason.ROBOTS.value], excluded=c[DropReason.EXCLUDED.value],
-            extension_filtered=c[DropReason.EXTENSION.value], redirects=c["redirects"],
+            pages_fetched=c["pages_fetched"],
+            requests=c["requests"],
+            stored=c["stored"],
+            robots_disallowed=c[DropReason.ROBOTS.value],
+            excluded=c[DropReason.EXCLUDED.value],
+            extension_filtered=c[DropReason.EXTENSION.value],
+            redirects=c["redirects"],
             errors={k[6:]: v for k, v in sorted(c.items()) if k.startswith("error:")},
-            hosts=c["hosts_contacted"], seconds=round(self.clock() - self._started, 3),
-            queued_left=self.frontier.queued(), counters=dict(sorted(c.items())),
+            hosts=c["hosts_contacted"],
+            seconds=round(self.clock() - self._started, 3),
+            queued_left=self.frontier.queued(),
+            counters=dict(sorted(c.items())),
             stopped_by=self._stopped_by,
         )
         path = self.cfg.out_dir / "summary.json"
@@ -214,8 +229,11 @@ class Crawler:
         except Exception:  # the one broad catch: log, classify, keep crawling
             log.exception("internal error on %s", key)
             self.counters["error:internal"] += 1
-        nxt = politeness.schedule_next(host, self.cfg.politeness) if made_request \
+        nxt = (
+            politeness.schedule_next(host, self.cfg.politeness)
+            if made_request
             else host.next_allowed
+        )
         self.frontier.release(key, nxt)
 
     async def _step(self, key: str) -> bool:
@@ -284,14 +302,18 @@ class Crawler:
         rules = self.robots.record(origin, status, res.body, self.clock())
         if is_usable(status):
             politeness.set_crawl_delay(host, rules.crawl_delay(self.token))
-        label = "robots:ok" if 200 <= status < 300 else (
-            "robots:none" if is_usable(status) else "robots:unreachable")
+        label = (
+            "robots:ok"
+            if 200 <= status < 300
+            else ("robots:none" if is_usable(status) else "robots:unreachable")
+        )
         self.counters[label] += 1
         self._log_request(res, label, 1, host)
         self._log_robots(origin, res, label)
 
-    async def _request(self, host: politeness.HostState, url: str, *,
-                       html_only: bool) -> FetchResult:
+    async def _request(
+        self, host: politeness.HostState, url: str, *, html_only: bool
+    ) -> FetchResult:
         if host.last_start == 0.0:
             self.counters["hosts_contacted"] += 1
         politeness.record_start(host, self.clock())
@@ -311,9 +333,13 @@ class Crawler:
         entry.attempt += 1
         if res.status is not None:
             self.counters["pages_fetched"] += 1
-        outcome = classify(res, entry.attempt, self.cfg.fetch.max_attempts,
-                           max_retry_after_s=self.cfg.politeness.max_retry_after_s,
-                           retry_base_s=self.cfg.fetch.retry_base_s)
+        outcome = classify(
+            res,
+            entry.attempt,
+            self.cfg.fetch.max_attempts,
+            max_retry_after_s=self.cfg.politeness.max_retry_after_s,
+            retry_base_s=self.cfg.fetch.retry_base_s,
+        )
         label = outcome_label(outcome)
         if isinstance(outcome, Store):
             label = self._store(entry, res)
@@ -372,14 +398,27 @@ class Crawler:
         self.admission.admit(target, entry.depth, entry.hops + 1)
 
     # -- logs -------------------------------------------------------------------------------
-    def _log_request(self, res: FetchResult, outcome: str, attempt: int,
-                     host: politeness.HostState, *, refetch: bool = False) -> None:
+    def _log_request(
+        self,
+        res: FetchResult,
+        outcome: str,
+        attempt: int,
+        host: politeness.HostState,
+        *,
+        refetch: bool = False,
+    ) -> None:
         rec: dict[str, Any] = {
-            "time": _iso(res.started), "url": res.url, "ip": res.ip, "status": res.status,
+            "time": _iso(res.started),
+            "url": res.url,
+            "ip": res.ip,
+            "status": res.status,
             "content_type": res.header("content-type"),
             "content_length": res.header("content-length"),
-            "location": res.header("location"), "duration_ms": round(res.duration_s * 1000, 1),
-            "bytes": res.bytes_received, "outcome": outcome, "attempt": attempt,
+            "location": res.header("location"),
+            "duration_ms": round(res.duration_s * 1000, 1),
+            "bytes": res.bytes_received,
+            "outcome": outcome,
+            "attempt": attempt,
             "delay_s": round(politeness.delay_s(host, self.cfg.politeness), 3),
             "key": host.key,
         }
@@ -393,12 +432,19 @@ class Crawler:
         self.request_log.write(rec)
 
     def _log_robots(self, origin: str, res: FetchResult, outcome: str) -> None:
-        self.robots_log.write({
-            "time": _iso(res.started), "host": host_of(origin + "/"), "origin": origin,
-            "url": res.url, "status": res.status, "outcome": outcome, "error": res.error,
-            "content_type": res.header("content-type"),
-            "body": res.body.decode("utf-8", "replace"),
-        })
+        self.robots_log.write(
+            {
+                "time": _iso(res.started),
+                "host": host_of(origin + "/"),
+                "origin": origin,
+                "url": res.url,
+                "status": res.status,
+                "outcome": outcome,
+                "error": res.error,
+                "content_type": res.header("content-type"),
+                "body": res.body.decode("utf-8", "replace"),
+            }
+        )
 
 
 def _iso(ts: float) -> str:
@@ -416,10 +462,12 @@ class _Progress:
         c = self.c.counters
         el = max(1e-6, time.monotonic() - self.t0)
         errors = sum(v for k, v in c.items() if k.startswith("error:"))
-        line = (f"\r{c['pages_fetched']} pages ({c['pages_fetched'] / el:.1f}/s) "
-                f"{c['requests']} requests  queued {self.c.frontier.queued()}  "
-                f"hosts in flight {self.c.frontier.in_flight()} waiting "
-                f"{self.c.frontier.hosts_waiting()}  errors {errors}   ")
+        line = (
+            f"\r{c['pages_fetched']} pages ({c['pages_fetched'] / el:.1f}/s) "
+            f"{c['requests']} requests  queued {self.c.frontier.queued()}  "
+            f"hosts in flight {self.c.frontier.in_flight()} waiting "
+            f"{self.c.frontier.hosts_waiting()}  errors {errors}   "
+        )
         sys.stderr.write(line)
         sys.stderr.flush()
 

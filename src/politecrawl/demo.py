@@ -16,13 +16,21 @@ from politecrawl.testweb import TestWeb, politeness_violations
 
 
 async def run_demo(out: Path, hosts: int, pages: int, min_delay_s: float) -> dict[str, Any]:
-    async with TestWeb(n_hosts=hosts, pages_per_host=pages, seed=7,
-                       access_log_path=str(out / "testweb-access.jsonl")) as web:
+    async with TestWeb(
+        n_hosts=hosts,
+        pages_per_host=pages,
+        seed=7,
+        access_log_path=str(out / "testweb-access.jsonl"),
+    ) as web:
         cfg = CrawlConfig(
             seeds=tuple(web.seed_urls(min(hosts, 5))),
             out_dir=out,
-            fetch=FetchConfig(user_agent=DEMO_UA, resolve=(web.resolve_arg(),),
-                              allow_private_addresses=True, retry_base_s=0.5),
+            fetch=FetchConfig(
+                user_agent=DEMO_UA,
+                resolve=(web.resolve_arg(),),
+                allow_private_addresses=True,
+                retry_base_s=0.5,
+            ),
             politeness=PolitenessConfig(min_delay_s=min_delay_s, jitter_s=0.05),
             scope="any",
             exclude_check_s=1.0,
@@ -30,9 +38,11 @@ async def run_demo(out: Path, hosts: int, pages: int, min_delay_s: float) -> dic
         )
         summary = (await Crawler(cfg).run()).to_json()
         problems = politeness_violations(web.access_log, min_delay_s)
-    print(f"test web: {hosts} hosts x {pages} pages on 127.0.0.1:{web.port}; "
-          f"server saw {len(web.access_log)} requests, "
-          f"{len(problems)} politeness violations")
+    print(
+        f"test web: {hosts} hosts x {pages} pages on 127.0.0.1:{web.port}; "
+        f"server saw {len(web.access_log)} requests, "
+        f"{len(problems)} politeness violations"
+    )
     for p in problems[:10]:
         print(f"  violation: {p}")
     return summary

@@ -38,8 +38,9 @@ class NeverCrawlList:
             st = os.stat(self.path)
         except OSError as exc:
             if self._mtime is not None:
-                log.warning("never-crawl list %s unreadable (%s); keeping the last copy",
-                            self.path, exc)
+                log.warning(
+                    "never-crawl list %s unreadable (%s); keeping the last copy", self.path, exc
+                )
             return False
         mtime = st.st_mtime_ns + st.st_size
         if mtime == self._mtime:

@@ -94,11 +94,17 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
 
 
 def _backoff(attempt: int, base_s: float) -> float:
-    return base_s * (2 ** max(0, attempt - 1))
+    return float(base_s * 2.0 ** max(0, attempt - 1))
 
 
-def classify(result: FetchResult, attempt: int, max_attempts: int, *,
-             max_retry_after_s: float = 3600.0, retry_base_s: float = 30.0) -> Outcome:
+def classify(
+    result: FetchResult,
+    attempt: int,
+    max_attempts: int,
+    *,
+    max_retry_after_s: float = 3600.0,
+    retry_base_s: float = 30.0,
+) -> Outcome:
     """Decide what ``result`` means. ``attempt`` counts from 1."""
     can_retry = attempt < max_attempts
     if result.error is not None:
@@ -109,8 +115,11 @@ def classify(result: FetchResult, attempt: int, max_attempts: int, *,
         if result.error == "bad_encoding":
             return Drop(DropReason.BAD_ENCODING, result.error_detail)
         if can_retry:
-            return Retry(_backoff(attempt, retry_base_s), overload=result.error == "timeout",
-                         error_class=result.error)
+            return Retry(
+                _backoff(attempt, retry_base_s),
+                overload=result.error == "timeout",
+                error_class=result.error,
+            )
         return Drop(DropReason.RETRIES_EXHAUSTED, result.error)
     status = result.status or 0
     if 200 <= status < 300:

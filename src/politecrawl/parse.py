@@ -36,8 +36,9 @@ class ParsedPage:
     links_cut: int = 0
 
 
-def parse_page(body: bytes, url: str, product_token: str,
-               header_directives: PageDirectives | None = None) -> ParsedPage:
+def parse_page(
+    body: bytes, url: str, product_token: str, header_directives: PageDirectives | None = None
+) -> ParsedPage:
     """Extract links and directives; never raises on malformed HTML."""
     tree = LexborHTMLParser(body)
     page = ParsedPage()

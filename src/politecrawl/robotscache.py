@@ -25,8 +25,9 @@ def is_usable(status: int) -> bool:
 
 
 class RobotsCache:
-    def __init__(self, store: SqliteFrontier, ttl_s: float, retry_s: float,
-                 parsed_cap: int = 10_000) -> None:
+    def __init__(
+        self, store: SqliteFrontier, ttl_s: float, retry_s: float, parsed_cap: int = 10_000
+    ) -> None:
         self._store = store
         self.ttl_s = ttl_s
         self.retry_s = retry_s
@@ -51,7 +52,7 @@ class RobotsCache:
         return rules
 
     def _retry_after(self, origin: str) -> float:
-        return self.retry_s * (2 ** max(0, self.failures.get(origin, 1) - 1))
+        return float(self.retry_s * 2.0 ** max(0, self.failures.get(origin, 1) - 1))
 
     @staticmethod
     def _rules(rec: RobotsRecord) -> RobotsRules:

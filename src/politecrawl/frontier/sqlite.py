@@ -40,19 +40,30 @@ _QUEUED, _IN_FLIGHT, _FINISHED = 0, 1, 2
 
 
 def _host_to_json(h: HostState) -> str:
-    return json.dumps({
-        "last_start": h.last_start, "next_allowed": h.next_allowed,
-        "rt": list(h.response_times_s), "crawl_delay": h.crawl_delay_s,
-        "backoff": h.backoff_factor, "retry_after_until": h.retry_after_until,
-        "failures": h.consecutive_failures,
-    })
+    return json.dumps(
+        {
+            "last_start": h.last_start,
+            "next_allowed": h.next_allowed,
+            "rt": list(h.response_times_s),
+            "crawl_delay": h.crawl_delay_s,
+            "backoff": h.backoff_factor,
+            "retry_after_until": h.retry_after_until,
+            "failures": h.consecutive_failures,
+        }
+    )
 
 
 def _host_from_json(key: str, data: str) -> HostState:
     d = json.loads(data)
-    h = HostState(key=key, last_start=d["last_start"], next_allowed=d["next_allowed"],
-                  crawl_delay_s=d["crawl_delay"], backoff_factor=d["backoff"],
-                  retry_after_until=d["retry_after_until"], consecutive_failures=d["failures"])
+    h = HostState(
+        key=key,
+        last_start=d["last_start"],
+        next_allowed=d["next_allowed"],
+        crawl_delay_s=d["crawl_delay"],
+        backoff_factor=d["backoff"],
+        retry_after_until=d["retry_after_until"],
+        consecutive_failures=d["failures"],
+    )
     h.response_times_s.extend(d["rt"])
     return h
 
@@ -87,8 +98,9 @@ class SqliteFrontier:
             "SELECT url, key, depth, hops, attempt, not_before, state FROM urls WHERE state < 2"
         )
         for url, key, depth, hops, attempt, not_before, state in rows:
-            self._enqueue(UrlEntry(url, key, depth, hops, attempt, not_before,
-                                   refetch=state == _IN_FLIGHT))
+            self._enqueue(
+                UrlEntry(url, key, depth, hops, attempt, not_before, refetch=state == _IN_FLIGHT)
+            )
 
     def resumed_refetches(self) -> int:
         return sum(1 for q in self._queues.values() for e in q if e.refetch)
@@ -115,8 +127,9 @@ class SqliteFrontier:
     def record_dropped(self, url: str, key: str, outcome: str, depth: int = 0) -> None:
         """Remember a URL refused before queueing (e.g. robots), so it is not asked again."""
         self._seen.add(url)
-        self._db.execute("INSERT OR IGNORE INTO urls VALUES (?,?,?,0,0,0,2,?)",
-                         (url, key, depth, outcome))
+        self._db.execute(
+            "INSERT OR IGNORE INTO urls VALUES (?,?,?,0,0,0,2,?)", (url, key, depth, outcome)
+        )
 
     def _enqueue(self, entry: UrlEntry) -> None:
         q = self._queues.get(entry.key)
@@ -129,8 +142,10 @@ class SqliteFrontier:
 
     def push_back(self, entry: UrlEntry, *, front: bool = False) -> None:
         """A URL to try later (retry, or after robots.txt); its key is leased by the caller."""
-        self._db.execute("UPDATE urls SET state=0, attempt=?, not_before=? WHERE url=?",
-                         (entry.attempt, entry.not_before, entry.url))
+        self._db.execute(
+            "UPDATE urls SET state=0, attempt=?, not_before=? WHERE url=?",
+            (entry.attempt, entry.not_before, entry.url),
+        )
         q = self._queues.setdefault(entry.key, deque())
         if front:
             q.appendleft(entry)
@@ -212,16 +227,18 @@ class SqliteFrontier:
         return h
 
     def save_host(self, state: HostState) -> None:
-        self._db.execute("INSERT OR REPLACE INTO hosts VALUES (?,?)",
-                         (state.key, _host_to_json(state)))
+        self._db.execute(
+            "INSERT OR REPLACE INTO hosts VALUES (?,?)", (state.key, _host_to_json(state))
+        )
 
     def robots(self, origin: str) -> RobotsRecord | None:
         rec = self._robots.get(origin)
         if rec is not None:
             self._robots.move_to_end(origin)
             return rec
-        row = self._db.execute("SELECT fetched_at, status, body FROM robots WHERE origin=?",
-                               (origin,)).fetchone()
+        row = self._db.execute(
+            "SELECT fetched_at, status, body FROM robots WHERE origin=?", (origin,)
+        ).fetchone()
         if row is None:
             return None
         rec = RobotsRecord(origin, row[0], row[1], bytes(row[2]))
@@ -229,8 +246,10 @@ class SqliteFrontier:
         return rec
 
     def save_robots(self, record: RobotsRecord) -> None:
-        self._db.execute("INSERT OR REPLACE INTO robots VALUES (?,?,?,?)",
-                         (record.origin, record.fetched_at, record.status, record.body))
+        self._db.execute(
+            "INSERT OR REPLACE INTO robots VALUES (?,?,?,?)",
+            (record.origin, record.fetched_at, record.status, record.body),
+        )
         self._cache_robots(record)
 
     def _cache_robots(self, rec: RobotsRecord) -> None:
@@ -253,8 +272,7 @@ class SqliteFrontier:
         return dict(self._db.execute("SELECT name, value FROM counters").fetchall())
 
     def save_counters(self, counters: dict[str, int]) -> None:
-        self._db.executemany("INSERT OR REPLACE INTO counters VALUES (?,?)",
-                             list(counters.items()))
+        self._db.executemany("INSERT OR REPLACE INTO counters VALUES (?,?)", list(counters.items()))
 
     def flush(self) -> None:
         try:

@@ -43,8 +43,14 @@ def _http_response_block(res: FetchResult) -> bytes:
 class WarcWriter:
     """Writes ``prefix-TIMESTAMP-NNNNN.warc.gz`` files under ``directory``."""
 
-    def __init__(self, directory: Path, software: str, user_agent: str,
-                 max_bytes: int = 1024**3, prefix: str = "politecrawl") -> None:
+    def __init__(
+        self,
+        directory: Path,
+        software: str,
+        user_agent: str,
+        max_bytes: int = 1024**3,
+        prefix: str = "politecrawl",
+    ) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self._software = software
@@ -62,9 +68,11 @@ class WarcWriter:
         name = f"{self._prefix}-{stamp}-{os.getpid()}-{self._serial:05d}.warc.gz"
         self._fh = (self.directory / name).open("ab")
         self._size = 0
-        info = (f"software: {self._software}\r\nformat: WARC File Format 1.1\r\n"
-                f"http-header-user-agent: {self._user_agent}\r\n"
-                "robots: obey\r\n").encode()
+        info = (
+            f"software: {self._software}\r\nformat: WARC File Format 1.1\r\n"
+            f"http-header-user-agent: {self._user_agent}\r\n"
+            "robots: obey\r\n"
+        ).encode()
         rec = WarcRecord()
         rec.init_headers(WarcRecordType.warcinfo)
         rec.headers["WARC-Filename"] = name
