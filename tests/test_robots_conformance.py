@@ -874,3 +874,12 @@ def test_pathological_pattern_is_fast() -> None:
     assert rules.is_allowed("bot", path)
     assert not rules.is_allowed("bot", path + "b")
     assert time.perf_counter() - start < 0.5
+
+
+def test_many_user_agent_strings_share_cached_matchers() -> None:
+    rules = RobotsRules.parse("User-agent: acmebot\nDisallow: /a\n\nUser-agent: *\nDisallow: /b\n")
+    for i in range(200):
+        other = "bot" + "x" * i + "/1.0"
+        assert rules.is_allowed(other, "/a") and not rules.is_allowed(other, "/b")
+        assert not rules.is_allowed(f"acmebot/{i}.0", "/a")
+    assert len(rules._by_key) == 2  # one per applicable group set: acmebot and '*'

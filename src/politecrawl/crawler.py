@@ -238,6 +238,8 @@ class Crawler:
 
     async def _step(self, key: str) -> bool:
         now = self.clock()
+        if self.never.maybe_reload(now):  # cheap unless a check is due
+            self.counters["never_crawl_reloads"] += 1
         while (entry := self.frontier.pop_url(key, now)) is not None:
             url = entry.url
             if self.never.excludes(host_of(url)):

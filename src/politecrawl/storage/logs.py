@@ -1,26 +1,79 @@
-"""Append-only JSON-lines logs (the request log, the robots log).
+"""Append-only JSON-lines logs (the request log, the robots log), rotated, compressed, kept 30 days.
 
 Each line goes to the file in one ``write`` on an ``O_APPEND`` descriptor, so a crash leaves
-whole lines or none, and several processes may share one log without interleaving bytes.
+whole lines or none (a torn last line is cut when the log is opened again).
+
+Rotation (the seeds: "keep your logs for a month... compress the logs"): when the UTC day
+changes, or the next line would take the current file past ``rotate_bytes``, ``requests.jsonl``
+is renamed ``requests.YYYY-MM-DDTHHMMSS.jsonl`` (the UTC time of the rotation, so the file holds
+records up to that moment, and names sort in time order), then gzip-compressed to
+``.jsonl.gz`` through a temporary file and an atomic rename. A crash between rename and
+compress leaves a readable ``.jsonl``, compressed at the next start. Rotated files whose
+rotation time is older than ``retention_days`` are deleted at rotation and at start.
+
+Rotation assumes one writing process per log (the crawler); readers use ``iter_log_records``.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from politecrawl.errors import StorageError
 
+__all__ = ["JsonlLog", "iter_log_records", "read_jsonl", "rotated_files"]
+
+DEFAULT_ROTATE_BYTES = 64 << 20
+DEFAULT_RETENTION_DAYS = 30.0
+_DAY_S = 86400
+_STAMP = "%Y-%m-%dT%H%M%S"
+_GZIP_LEVEL = 3  # ~8x on request logs at a fraction of level 6's CPU; compression is synchronous
+
 
 class JsonlLog:
-    def __init__(self, path: Path) -> None:
+    """One JSON object per line; ``write`` never splits a line, rotation never drops one."""
+
+    def __init__(self, path: Path, *, rotate_bytes: int | None = DEFAULT_ROTATE_BYTES,
+                 retention_days: float | None = DEFAULT_RETENTION_DAYS,
+                 clock: Callable[[], float] = time.time) -> None:
+        if not path.name.endswith(".jsonl"):
+            raise StorageError(f"a log file name must end in .jsonl: {path}")
         self.path = path
+        self.stem = path.name[: -len(".jsonl")]
+        self.rotate_bytes = rotate_bytes
+        self.retention_days = retention_days
+        self.clock = clock
+        self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        self._last_write = 0.0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._repair_tail()
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        self._finish_interrupted()
+        now = clock()
+        try:
+            st = path.stat()
+            size, day = st.st_size, int(st.st_mtime // _DAY_S)
+        except FileNotFoundError:
+            size, day = 0, int(now // _DAY_S)
+        if size > 0 and day != int(now // _DAY_S):
+            self._rotate_file(now)  # written on an earlier day: that day's file is closed
+            day = int(now // _DAY_S)
+        self._delete_expired(now)
+        self._day = day
+        self._fd = self._open()
+        self._size = os.fstat(self._fd).st_size
+
+    def _open(self) -> int:
+        try:
+            return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StorageError(f"cannot open {self.path}: {exc}") from exc
 
     def _repair_tail(self) -> None:
         """Cut a torn last line left by a crash, so every line in the file parses."""
@@ -42,19 +95,162 @@ class JsonlLog:
 
     def write(self, record: dict[str, Any]) -> None:
         line = (self._dumps(record) + "\n").encode("utf-8")
+        now = self.clock()
+        day = int(now // _DAY_S)
+        if self._size == 0:
+            self._day = day
+        elif day != self._day or (self.rotate_bytes is not None
+                                  and self._size + len(line) > self.rotate_bytes):
+            self.rotate(now)
         try:
             os.write(self._fd, line)
         except OSError as exc:
             raise StorageError(f"cannot write {self.path}: {exc}") from exc
+        self._size += len(line)
+        self._last_write = now
+
+    def rotate(self, now: float | None = None) -> Path | None:
+        """Close the current file, compress it, expire old ones; returns the ``.jsonl.gz``."""
+        now = self.clock() if now is None else now
+        os.close(self._fd)
+        self._fd = -1
+        done = self._rotate_file(now) if self._size > 0 else None
+        self._delete_expired(now)
+        self._day = int(now // _DAY_S)
+        self._fd = self._open()
+        self._size = 0
+        return done
+
+    def _rotate_file(self, now: float) -> Path:
+        target = self._rotated_name(now)
+        try:
+            os.rename(self.path, target)
+            return _compress(target)
+        except OSError as exc:
+            raise StorageError(f"cannot rotate {self.path}: {exc}") from exc
+
+    def _rotated_name(self, now: float) -> Path:
+        """``stem.STAMP.jsonl``, later in sort order than every rotated file already there."""
+        stamp, n = time.strftime(_STAMP, time.gmtime(now)), 0
+        existing = rotated_files(self.path.parent, self.stem)
+        if existing:
+            last_stamp, last_n = _sort_key(existing[-1])
+            if (stamp, n) <= (last_stamp, last_n):  # same second, or the clock went back
+                stamp, n = last_stamp, last_n + 1
+        suffix = f"{stamp}-{n}" if n else stamp
+        return self.path.with_name(f"{self.stem}.{suffix}.jsonl")
+
+    def _finish_interrupted(self) -> None:
+        """Compress rotated files a crash left uncompressed; drop half-written ``.gz.tmp``."""
+        for tmp in self.path.parent.glob(f"{_glob_escape(self.stem)}.*.jsonl.gz.tmp"):
+            tmp.unlink(missing_ok=True)
+        pattern = _rotated_re(self.stem)
+        for path in sorted(self.path.parent.glob(f"{_glob_escape(self.stem)}.*.jsonl")):
+            if pattern.match(path.name):
+                _compress(path)
+
+    def _delete_expired(self, now: float) -> None:
+        if self.retention_days is None:
+            return
+        cutoff = time.strftime(_STAMP, time.gmtime(now - self.retention_days * _DAY_S))
+        for path in rotated_files(self.path.parent, self.stem):
+            if _sort_key(path)[0] < cutoff:
+                path.unlink(missing_ok=True)
 
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+            if self._last_write:
+                # the file's day is its mtime at the next start; keep it on the log's own clock
+                os.utime(self.path, (self._last_write, self._last_write))
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` with glob metacharacters made literal."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _compress(path: Path) -> Path:
+    """``x.jsonl`` -> ``x.jsonl.gz`` via a temporary file; the source goes only once the copy
+    is complete on disk, so a crash at any point leaves the records readable."""
+    gz = path.with_name(path.name + ".gz")
+    if gz.exists():  # a crash after the rename, before the unlink: the .gz is complete
+        path.unlink()
+        return gz
+    tmp = path.with_name(gz.name + ".tmp")
+    with path.open("rb") as src, open(tmp, "wb") as raw:
+        with gzip.GzipFile(filename=path.name, mode="wb", fileobj=raw,
+                           compresslevel=_GZIP_LEVEL, mtime=0) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        raw.flush()
+        os.fsync(raw.fileno())
+    os.rename(tmp, gz)
+    path.unlink()
+    return gz
+
+
+def _rotated_re(stem: str) -> re.Pattern[str]:
+    return re.compile(rf"^{re.escape(stem)}\.(\d{{4}}-\d\d-\d\dT\d{{6}})(?:-(\d+))?\.jsonl(\.gz)?$")
+
+
+def _sort_key(path: Path) -> tuple[str, int]:
+    m = re.search(r"\.(\d{4}-\d\d-\d\dT\d{6})(?:-(\d+))?\.jsonl(?:\.gz)?$", path.name)
+    assert m is not None
+    return m.group(1), int(m.group(2) or 0)
+
+
+def rotated_files(log_dir: Path, stem: str) -> list[Path]:
+    """Rotated files of one log, oldest first; if a crash left both ``x.jsonl`` and
+    ``x.jsonl.gz`` (the latter complete), only the ``.gz`` is listed."""
+    pattern = _rotated_re(stem)
+    found: dict[tuple[str, int], Path] = {}
+    try:
+        names = sorted(p.name for p in log_dir.iterdir())
+    except FileNotFoundError:
+        return []
+    for name in names:
+        m = pattern.match(name)
+        if m is None:
+            continue
+        key = (m.group(1), int(m.group(2) or 0))
+        if key not in found or m.group(3):
+            found[key] = log_dir / name
+    return [found[k] for k in sorted(found)]
+
+
+def iter_log_records(log_dir: Path, stem: str) -> Iterator[dict[str, Any]]:
+    """Every complete record of a log, rotated files first, in time order.
+
+    Torn or unparsable lines are skipped: a reader must never fail on a crash's leftovers.
+    """
+    paths = rotated_files(log_dir, stem)
+    current = log_dir / f"{stem}.jsonl"
+    if current.exists():
+        paths.append(current)
+    for path in paths:
+        try:
+            opener = gzip.open if path.name.endswith(".gz") else open
+            with opener(path, "rb") as fh:
+                yield from _records(fh)
+        except (FileNotFoundError, EOFError, OSError):
+            continue  # rotated away or expired under us, or a truncated gzip member
+
+
+def _records(fh: Any) -> Iterator[dict[str, Any]]:
+    for raw in fh:
+        if not raw.endswith(b"\n"):
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            yield rec
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every complete line of a log (tests and tools)."""
+    """Every complete line of one log file (tests and tools)."""
     out = []
     with path.open("rb") as fh:
         for raw in fh:
