@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from conftest import crawl_config
+
 from politecrawl import Crawler
 from politecrawl.exclusions import NeverCrawlList
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from conftest import UA
+
 from politecrawl.storage.logs import read_jsonl
 from politecrawl.testweb import TestWeb, politeness_violations
 
