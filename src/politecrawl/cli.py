@@ -94,7 +94,32 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--pages", type=int, default=12, help="pages per host (default 12)")
     demo.add_argument("--min-delay", type=float, default=0.2, help="per-site delay (default 0.2)")
     demo.add_argument("--out", type=Path, default=None, help="output folder (default: a temp dir)")
+    robots = sub.add_parser(
+        "robots",
+        help="check URLs against a robots.txt as politecrawl reads it",
+        description="Print each URL's verdict and the rule that decided it. SOURCE is a "
+        "robots.txt file or a site URL (its /robots.txt is fetched once).",
+    )
+    robots.add_argument("source", help="robots.txt file, or a URL of the site")
+    robots.add_argument("urls", nargs="*", help="URLs (or paths) to check")
+    robots.add_argument("--user-agent", required=True, help="the bot's User-Agent")
+    robots.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR")
+    robots.add_argument("--allow-private-addresses", action="store_true")
     return parser
+
+
+def cmd_robots(args: argparse.Namespace) -> int:
+    from politecrawl.robots_tool import check
+
+    for line in check(
+        args.source,
+        args.user_agent,
+        args.urls,
+        resolve=tuple(args.resolve),
+        allow_private=args.allow_private_addresses,
+    ):
+        print(line)
+    return 0
 
 
 def _merge(args: argparse.Namespace) -> dict[str, Any]:
@@ -197,12 +222,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # `robots SOURCE --user-agent UA URL...`: URLs may follow the options
+        if args.command != "robots" or any(x.startswith("-") for x in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.urls += extra
     logging.basicConfig(
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    handlers = {"crawl": cmd_crawl, "demo": cmd_demo}
+    handlers = {"crawl": cmd_crawl, "demo": cmd_demo, "robots": cmd_robots}
     try:
         return handlers[args.command](args)
     except ConfigError as exc:

@@ -1,0 +1,61 @@
+"""``politecrawl robots`` on a file and on a live local site."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import UA
+
+from politecrawl.robots_tool import check
+from politecrawl.testweb import TestWeb
+
+
+def test_file_verdicts_name_the_rule(tmp_path: Path) -> None:
+    f = tmp_path / "robots.txt"
+    f.write_text(
+        "User-agent: testbot\nDisallow: /p/\nAllow: /p/1.html\nCrawl-delay: 2.5\n"
+        "Sitemap: https://x.example/sitemap.xml\n"
+    )
+    lines = check(str(f), UA, ["/p/1.html", "/p/2.html", "/q"])
+    assert "# Crawl-delay for testbot: 2.5 s" in lines
+    assert "# Sitemap: https://x.example/sitemap.xml" in lines
+    assert lines[-3].startswith("ALLOWED") and "Allow: /p/1.html (line 3)" in lines[-3]
+    assert lines[-2].startswith("DISALLOWED") and "Disallow: /p/ (line 2)" in lines[-2]
+    assert lines[-1].startswith("ALLOWED") and "no rule matched" in lines[-1]
+
+
+async def test_url_source_fetches_robots_through_the_guard(tmp_path: Path) -> None:
+    async with TestWeb(n_hosts=3, seed=2) as web:
+        site = web.url(web.hosts[2], "/")
+        args = [
+            sys.executable,
+            "-m",
+            "politecrawl.cli",
+            "robots",
+            site,
+            "--user-agent",
+            UA,
+            "--resolve",
+            web.resolve_arg(),
+            "/p/2.html",
+            "/p/3.html",
+        ]
+        import asyncio
+
+        proc = await asyncio.create_subprocess_exec(
+            *args, "--allow-private-addresses", stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, err.decode()
+        text = out.decode()
+        assert "DISALLOWED /p/2.html" in text and "ALLOWED    /p/3.html" in text
+        # without permission, the loopback address is refused: all disallowed, nothing fetched
+        before = len(web.access_log)
+        proc = await asyncio.create_subprocess_exec(
+            *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+        assert "address_refused" in out.decode()
+        assert len(web.access_log) == before
