@@ -16,6 +16,7 @@ from politecrawl.frontier.sqlite import SqliteFrontier
 from politecrawl.robots import RobotsRules
 
 MAX_ROBOTS_BYTES = 512_000  # RFC 9309 2.5: parse at least 500 KiB
+LAST_GOOD_AFTER_S = 30 * 86400.0  # RFC 9309 2.3.1.4: unreachable 30 days -> last good copy
 FAILED = 0  # status stored for a network failure
 
 
@@ -60,6 +61,8 @@ class RobotsCache:
             return RobotsRules.parse(rec.body[:MAX_ROBOTS_BYTES])
         if is_usable(rec.status):
             return RobotsRules.allow_all()
+        if rec.good_body is not None and rec.fetched_at - rec.failing_since >= LAST_GOOD_AFTER_S:
+            return RobotsRules.parse(rec.good_body)
         return RobotsRules.disallow_all()
 
     def _remember(self, origin: str, hit: tuple[float, int, RobotsRules]) -> None:
@@ -75,6 +78,21 @@ class RobotsCache:
         else:
             self.failures[origin] = self.failures.get(origin, 0) + 1
         rec = RobotsRecord(origin, now, status, body[:MAX_ROBOTS_BYTES])
+        if not is_usable(status):
+            prev = self._store.robots(origin)
+            if prev is not None:
+                ok = 200 <= prev.status < 300
+                rec = RobotsRecord(
+                    origin,
+                    now,
+                    status,
+                    rec.body,
+                    failing_since=prev.failing_since
+                    or (now if is_usable(prev.status) else prev.fetched_at),
+                    good_body=prev.body if ok else prev.good_body,
+                )
+            else:
+                rec = RobotsRecord(origin, now, status, rec.body, failing_since=now)
         self._store.save_robots(rec)
         rules = self._rules(rec)
         self._remember(origin, (now, rec.status, rules))

@@ -26,10 +26,14 @@ class UrlEntry:
 
 @dataclass(frozen=True, slots=True)
 class RobotsRecord:
+    """A robots.txt fetch; while it fails, the last good copy is kept beside it."""
+
     origin: str
     fetched_at: float
     status: int
     body: bytes
+    failing_since: float = 0.0
+    good_body: bytes | None = None
 
 
 class Frontier(Protocol):

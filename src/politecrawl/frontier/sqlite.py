@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS urls(
 CREATE INDEX IF NOT EXISTS urls_state ON urls(state) WHERE state < 2;
 CREATE TABLE IF NOT EXISTS hosts(key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS robots(
-    origin TEXT PRIMARY KEY, fetched_at REAL NOT NULL, status INT NOT NULL, body BLOB NOT NULL
+    origin TEXT PRIMARY KEY, fetched_at REAL NOT NULL, status INT NOT NULL, body BLOB NOT NULL,
+    failing_since REAL NOT NULL DEFAULT 0, good_body BLOB
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INT NOT NULL) WITHOUT ROWID;
 """
@@ -237,18 +238,27 @@ class SqliteFrontier:
             self._robots.move_to_end(origin)
             return rec
         row = self._db.execute(
-            "SELECT fetched_at, status, body FROM robots WHERE origin=?", (origin,)
+            "SELECT fetched_at, status, body, failing_since, good_body FROM robots WHERE origin=?",
+            (origin,),
         ).fetchone()
         if row is None:
             return None
-        rec = RobotsRecord(origin, row[0], row[1], bytes(row[2]))
+        good = bytes(row[4]) if row[4] is not None else None
+        rec = RobotsRecord(origin, row[0], row[1], bytes(row[2]), row[3], good)
         self._cache_robots(rec)
         return rec
 
     def save_robots(self, record: RobotsRecord) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO robots VALUES (?,?,?,?)",
-            (record.origin, record.fetched_at, record.status, record.body),
+            "INSERT OR REPLACE INTO robots VALUES (?,?,?,?,?,?)",
+            (
+                record.origin,
+                record.fetched_at,
+                record.status,
+                record.body,
+                record.failing_since,
+                record.good_body,
+            ),
         )
         self._cache_robots(record)
 
