@@ -15,43 +15,43 @@ def cache(tmp_path: Path) -> RobotsCache:
     return RobotsCache(SqliteFrontier(tmp_path / "s.sqlite"), ttl_s=86400, retry_s=60)
 
 
-def test_fresh_for_ttl_then_refetch(tmp_path: Path) -> None:
+async def test_fresh_for_ttl_then_refetch(tmp_path: Path) -> None:
     c = cache(tmp_path)
-    assert c.rules_for(ORIGIN, 0.0) is None
-    c.record(ORIGIN, 200, BODY, now=0.0)
-    rules = c.rules_for(ORIGIN, 86399.0)
+    assert await c.rules_for(ORIGIN, 0.0) is None
+    await c.record(ORIGIN, 200, BODY, now=0.0)
+    rules = await c.rules_for(ORIGIN, 86399.0)
     assert rules is not None and not rules.is_allowed("bot", "/private/x")
-    assert c.rules_for(ORIGIN, 86400.0) is None
+    assert await c.rules_for(ORIGIN, 86400.0) is None
 
 
-def test_4xx_allows_all_5xx_disallows_and_backs_off(tmp_path: Path) -> None:
+async def test_4xx_allows_all_5xx_disallows_and_backs_off(tmp_path: Path) -> None:
     c = cache(tmp_path)
-    c.record(ORIGIN, 404, b"", now=0.0)
-    r = c.rules_for(ORIGIN, 1.0)
+    await c.record(ORIGIN, 404, b"", now=0.0)
+    r = await c.rules_for(ORIGIN, 1.0)
     assert r is not None and r.is_allowed("bot", "/private/x")
-    c.record("http://b.test", 503, b"", now=0.0)
-    r = c.rules_for("http://b.test", 1.0)
+    await c.record("http://b.test", 503, b"", now=0.0)
+    r = await c.rules_for("http://b.test", 1.0)
     assert r is not None and not r.is_allowed("bot", "/")
-    assert c.rules_for("http://b.test", 60.0) is None  # ask again after the retry interval
-    c.record("http://b.test", 503, b"", now=60.0)
-    assert c.rules_for("http://b.test", 150.0) is not None  # backoff doubled: 120 s
-    assert c.rules_for("http://b.test", 181.0) is None
+    assert await c.rules_for("http://b.test", 60.0) is None  # ask again after the retry interval
+    await c.record("http://b.test", 503, b"", now=60.0)
+    assert await c.rules_for("http://b.test", 150.0) is not None  # backoff doubled: 120 s
+    assert await c.rules_for("http://b.test", 181.0) is None
 
 
-def test_unreachable_for_30_days_uses_last_good_copy(tmp_path: Path) -> None:
+async def test_unreachable_for_30_days_uses_last_good_copy(tmp_path: Path) -> None:
     c = cache(tmp_path)
-    c.record(ORIGIN, 200, BODY, now=0.0)
-    c.record(ORIGIN, 500, b"", now=100.0)
-    r = c.rules_for(ORIGIN, 101.0)
+    await c.record(ORIGIN, 200, BODY, now=0.0)
+    await c.record(ORIGIN, 500, b"", now=100.0)
+    r = await c.rules_for(ORIGIN, 101.0)
     assert r is not None and not r.is_allowed("bot", "/public")  # complete disallow at first
-    rules = c.record(ORIGIN, 500, b"", now=100.0 + LAST_GOOD_AFTER_S)
+    rules = await c.record(ORIGIN, 500, b"", now=100.0 + LAST_GOOD_AFTER_S)
     assert rules.is_allowed("bot", "/public") and not rules.is_allowed("bot", "/private/x")
 
 
-def test_persisted_for_a_resumed_crawl(tmp_path: Path) -> None:
+async def test_persisted_for_a_resumed_crawl(tmp_path: Path) -> None:
     store = SqliteFrontier(tmp_path / "s.sqlite")
-    RobotsCache(store, 86400, 60).record(ORIGIN, 200, BODY, now=0.0)
-    store.close()
+    await RobotsCache(store, 86400, 60).record(ORIGIN, 200, BODY, now=0.0)
+    await store.close()
     again = RobotsCache(SqliteFrontier(tmp_path / "s.sqlite"), 86400, 60)
-    r = again.rules_for(ORIGIN, 10.0)
+    r = await again.rules_for(ORIGIN, 10.0)
     assert r is not None and not r.is_allowed("bot", "/private/")

@@ -1,19 +1,20 @@
 """The one gate every URL passes before it is queued, whatever its source.
 
-Seeds, extracted links, redirect targets (and later sitemaps) all come through ``admit``:
-seen-set -> scope (allow-list) -> never-crawl list -> extension filter -> trap limits. The
-seen check comes first because most links on the Web were seen already; every URL the gate
-refuses is remembered as seen too, so its refusal is counted once.
+Seeds, extracted links, redirect targets and sitemap entries all come through ``admit``:
+seen-set -> scope (allow-list) -> never-crawl list -> extension filter -> trap limits ->
+queue. The seen check comes first because most links on the Web were seen already (and it is
+one batched call per page for a networked frontier); every URL the gate refuses is remembered
+as seen too, so its refusal is counted once.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Literal
 
 from politecrawl.exclusions import NeverCrawlList
-from politecrawl.frontier import UrlEntry
-from politecrawl.frontier.sqlite import SqliteFrontier
+from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
 from politecrawl.outcome import DropReason
 from politecrawl.urls import (
     ExtensionFilter,
@@ -28,7 +29,7 @@ from politecrawl.urls import (
 class Admission:
     def __init__(
         self,
-        frontier: SqliteFrontier,
+        frontier: Frontier,
         scope: Scope,
         never: NeverCrawlList,
         extensions: ExtensionFilter,
@@ -44,33 +45,49 @@ class Admission:
         self.key_mode: Literal["host", "domain", "ip"] = key_mode
         self.counters = counters
 
-    def refusal(self, url: str) -> tuple[DropReason, str] | None:
+    def refusal(self, url: str, kind: int = PAGE) -> tuple[DropReason, str] | None:
         """Why ``url`` may not be queued (seen-set aside), or None."""
         if not self.scope.admits(url):
             return DropReason.OUT_OF_SCOPE, ""
         if self.never.excludes(host_of(url)):
             return DropReason.EXCLUDED, ""
-        if self.extensions.blocks(url):
+        if kind != SITEMAP and self.extensions.blocks(url):
             return DropReason.EXTENSION, ""
         trap = trap_reason(url, self.traps)
         if trap is not None:
             return DropReason.TRAP, trap
         return None
 
-    def admit(self, url: str, depth: int = 0, hops: int = 0) -> DropReason | None:
-        """Queue a canonical URL; return why not (``None`` when queued, or already seen)."""
-        frontier = self.frontier
-        if frontier.is_seen(url):
-            self.counters["already_seen"] += 1
-            return None
-        refused = self.refusal(url)
-        if refused is not None:
-            reason, detail = refused
-            frontier.mark_seen(url)
-            self.counters[reason.value] += 1
-            if detail:
-                self.counters[f"{reason.value}:{detail}"] += 1
-            return reason
-        frontier.add(UrlEntry(url, politeness_key(url, self.key_mode), depth, hops))
-        self.counters["queued"] += 1
-        return None
+    async def admit(
+        self, items: Sequence[tuple[str, float]], *, depth: int = 0, hops: int = 0, kind: int = PAGE
+    ) -> int:
+        """Queue canonical ``(url, priority)`` pairs that pass; returns how many were queued."""
+        if not items:
+            return 0
+        counters = self.counters
+        fresh = set(await self.frontier.unseen([u for u, _ in items]))
+        counters["already_seen"] += len(items) - len(fresh)
+        refused: list[str] = []
+        entries: list[UrlEntry] = []
+        key_mode = self.key_mode
+        for url, priority in items:
+            if url not in fresh:
+                continue
+            fresh.discard(url)  # a URL twice in one batch counts once
+            why = self.refusal(url, kind)
+            if why is not None:
+                refused.append(url)
+                counters[why[0].value] += 1
+                if why[1]:
+                    counters[f"{why[0].value}:{why[1]}"] += 1
+                continue
+            entries.append(
+                UrlEntry(
+                    url, politeness_key(url, key_mode), depth, hops, priority=priority, kind=kind
+                )
+            )
+        if refused:
+            await self.frontier.mark_seen(refused)
+        queued = sum(await self.frontier.add(entries)) if entries else 0
+        counters["queued"] += queued
+        return queued

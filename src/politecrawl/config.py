@@ -147,6 +147,14 @@ class CrawlConfig:
     robots_ttl_s: float = 24 * 3600.0
     warc_max_bytes: int = 1024**3
     progress: bool = True
+    sitemaps: bool = False
+    max_sitemaps_per_host: int = 20
+    max_sitemap_bytes: int = 10 * 1024 * 1024
+    seen_mode: Literal["auto", "exact", "bloom"] = "auto"
+    expected_urls: int = 1_000_000
+    seen_fp_rate: float = 0.01
+    frontier_url: str | None = None
+    strategy: Literal["bfs", "random", "focused"] = "bfs"
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -160,6 +168,21 @@ class CrawlConfig:
         if self.scope not in ("host", "domain", "any"):
             raise ConfigError(f"--scope must be host, domain or any, got {self.scope!r}")
         _positive("exclude_check", self.exclude_check_s)
+        if self.seen_mode not in ("auto", "exact", "bloom"):
+            raise ConfigError(f"--seen must be auto, exact or bloom, got {self.seen_mode!r}")
+        if self.expected_urls < 1:
+            raise ConfigError("--expected-urls must be >= 1")
+        if not 0 < self.seen_fp_rate < 1:
+            raise ConfigError("--seen-fp-rate must be between 0 and 1")
+        if self.strategy not in ("bfs", "random", "focused"):
+            raise ConfigError(f"--strategy must be focused, bfs or random, got {self.strategy!r}")
+
+    @property
+    def resolved_seen_mode(self) -> Literal["exact", "bloom"]:
+        """auto: exact up to 2 million expected URLs, a Bloom filter beyond."""
+        if self.seen_mode == "auto":
+            return "bloom" if self.expected_urls > 2_000_000 else "exact"
+        return self.seen_mode
 
 
 def read_seeds(path: Path) -> tuple[str, ...]:

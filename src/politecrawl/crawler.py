@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import random
 import signal
 import sys
 import time
@@ -25,12 +26,13 @@ from politecrawl.admission import Admission
 from politecrawl.config import CrawlConfig
 from politecrawl.exclusions import NeverCrawlList
 from politecrawl.fetch import Fetcher, FetchResult
-from politecrawl.frontier import UrlEntry
+from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
 from politecrawl.frontier.sqlite import SqliteFrontier
-from politecrawl.outcome import Drop, DropReason, Redirect, Retry, Store, classify, outcome_label
+from politecrawl.outcome import DropReason, Redirect, Retry, Store, classify, outcome_label
 from politecrawl.page_directives import from_x_robots_tag
 from politecrawl.parse import parse_page
 from politecrawl.robotscache import RobotsCache, is_usable
+from politecrawl.sitemaps import parse_sitemap
 from politecrawl.storage import JsonlLog, WarcWriter
 from politecrawl.urls import (
     DEFAULT_BLOCKED_EXTENSIONS,
@@ -48,6 +50,7 @@ log = logging.getLogger("politecrawl")
 _ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2
 _ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the site's URLs are dropped
 _FLUSH_S = 1.0
+_SITEMAP_PRIORITY = 1e9  # sitemaps first: they seed the site's pages
 
 
 @dataclass(slots=True)
@@ -81,9 +84,16 @@ class Crawler:
         self.token = config.fetch.product_token
         out = config.out_dir
         out.mkdir(parents=True, exist_ok=True)
-        self.frontier = SqliteFrontier(out / "state.sqlite")
-        saved = self.frontier.counters()
-        self.counters: Counter[str] = Counter(saved)
+        self.frontier: Frontier = SqliteFrontier(
+            out / "state.sqlite",
+            seen_mode=config.resolved_seen_mode,
+            expected_urls=config.expected_urls,
+            seen_fp_rate=config.seen_fp_rate,
+        )
+        self.counters: Counter[str] = Counter()
+        self._flushed: Counter[str] = Counter()
+        self._rng = random.Random()
+        self._sitemaps_per_host: Counter[str] = Counter()
         self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)
         self.admission = Admission(
             self.frontier,
@@ -130,9 +140,10 @@ class Crawler:
     async def run(self) -> Summary:
         self._started = self.clock()
         self._wake = asyncio.Event()
-        for seed in self.cfg.seeds:
-            self.admission.admit(seed)
-        refetch = self.frontier.resumed_refetches()
+        self.counters.update(await self.frontier.counters())
+        self._flushed = Counter(self.counters)
+        await self.admission.admit([(seed, 0.0) for seed in self.cfg.seeds])
+        refetch = getattr(self.frontier, "refetches", 0)
         if refetch:
             log.info(
                 "resuming: %d URLs were in flight at the last stop and will be re-fetched", refetch
@@ -148,13 +159,13 @@ class Crawler:
                     if self.never.maybe_reload(now):
                         self.counters["never_crawl_reloads"] += 1
                     while len(tasks) < self.cfg.concurrency and not self._stop.is_set():
-                        key = self.frontier.lease(now)
+                        key = await self.frontier.lease(now)
                         if key is None:
                             break
                         task = asyncio.create_task(self._turn(key))
                         tasks.add(task)
                         task.add_done_callback(self._task_done(tasks))
-                    wake = self.frontier.next_wake()
+                    wake = await self.frontier.next_wake()
                     if not tasks and wake is None:
                         break
                     timeout = _FLUSH_S if wake is None else min(_FLUSH_S, max(0.0, wake - now))
@@ -162,15 +173,15 @@ class Crawler:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), timeout)
                     if time.monotonic() - last_flush >= _FLUSH_S:
-                        self._flush()
+                        await self._flush()
                         last_flush = time.monotonic()
                         if progress:
-                            progress.show()
+                            progress.show(await self.frontier.stats())
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
         if progress:
             progress.done()
-        return self._finish()
+        return await self._finish()
 
     def _task_done(self, tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
         def done(task: asyncio.Task[None]) -> None:
@@ -186,13 +197,16 @@ class Crawler:
         elif self.cfg.max_time_s is not None and now - self._started >= self.cfg.max_time_s:
             self.stop("max_time")
 
-    def _flush(self) -> None:
-        self.frontier.save_counters(dict(self.counters))
-        self.frontier.flush()
+    async def _flush(self) -> None:
+        delta = {k: v - self._flushed[k] for k, v in self.counters.items() if v != self._flushed[k]}
+        if delta:
+            await self.frontier.add_counters(delta)
+            self._flushed = Counter(self.counters)
+        await self.frontier.flush()
         self.warc.flush()
 
-    def _finish(self) -> Summary:
-        self._flush()
+    async def _finish(self) -> Summary:
+        await self._flush()
         c = self.counters
         summary = Summary(
             pages_fetched=c["pages_fetched"],
@@ -205,7 +219,7 @@ class Crawler:
             errors={k[6:]: v for k, v in sorted(c.items()) if k.startswith("error:")},
             hosts=c["hosts_contacted"],
             seconds=round(self.clock() - self._started, 3),
-            queued_left=self.frontier.queued(),
+            queued_left=(await self.frontier.stats())["queued"],
             counters=dict(sorted(c.items())),
             stopped_by=self._stopped_by,
         )
@@ -213,7 +227,7 @@ class Crawler:
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
         tmp.replace(path)
-        self.frontier.close()
+        await self.frontier.close()
         self.warc.close()
         self.request_log.close()
         self.robots_log.close()
@@ -222,76 +236,70 @@ class Crawler:
     # -- one turn of one site ---------------------------------------------------------------
     async def _turn(self, key: str) -> None:
         """At most one request for ``key``; always releases the lease."""
-        host = self.frontier.host(key)
+        host = await self.frontier.host(key)
         made_request = False
         try:
-            made_request = await self._step(key)
+            made_request = await self._step(key, host)
         except Exception:  # the one broad catch: log, classify, keep crawling
             log.exception("internal error on %s", key)
             self.counters["error:internal"] += 1
-        nxt = (
-            politeness.schedule_next(host, self.cfg.politeness)
-            if made_request
-            else host.next_allowed
-        )
-        self.frontier.release(key, nxt)
+        if made_request:
+            politeness.schedule_next(host, self.cfg.politeness, self._rng)
+        await self.frontier.release(key, host)
 
-    async def _step(self, key: str) -> bool:
+    async def _step(self, key: str, host: politeness.HostState) -> bool:
+        """Never-crawl list, robots.txt, then one fetch: the order is the policy."""
         now = self.clock()
         if self.never.maybe_reload(now):  # cheap unless a check is due
             self.counters["never_crawl_reloads"] += 1
-        while (entry := self.frontier.pop_url(key, now)) is not None:
+        while (entry := await self.frontier.pop_url(key, now)) is not None:
             url = entry.url
             if self.never.excludes(host_of(url)):
-                self._drop(entry, DropReason.EXCLUDED)
+                await self._drop(entry, DropReason.EXCLUDED)
                 continue
             origin = origin_of(url)
-            rules = self.robots.rules_for(origin, now)
+            rules = await self.robots.rules_for(origin, now)
             if rules is None:
-                self.frontier.push_back(entry, front=True)
-                await self._fetch_robots(key, origin)
+                await self.frontier.push_back(entry, front=True)
+                await self._fetch_robots(origin, host)
                 return True
+            if not is_usable(self.robots.status(origin)) and not rules.is_allowed(self.token, url):
+                # robots.txt unreachable: stay away, ask again later, give up after a few tries
+                await self.frontier.push_back(entry, front=True)
+                host.next_allowed = max(host.next_allowed, self.robots.retry_at(origin))
+                if self.robots.unreachable_count(origin) >= _ROBOTS_GIVE_UP:
+                    n = await self.frontier.drop_queued(key, "dropped:robots_unavailable")
+                    self.counters[DropReason.ROBOTS_UNAVAILABLE.value] += n
+                return False
             if not rules.is_allowed(self.token, url):
-                if not is_usable(self._robots_status(origin)):
-                    self.frontier.push_back(entry, front=True)
-                    host = self.frontier.host(key)
-                    host.next_allowed = max(host.next_allowed, self.robots.retry_at(origin))
-                    if self.robots.unreachable_count(origin) >= _ROBOTS_GIVE_UP:
-                        dropped = self.frontier.drop_queued(key, "dropped:robots_unavailable")
-                        self.counters[DropReason.ROBOTS_UNAVAILABLE.value] += len(dropped)
-                    return False
-                self._drop(entry, DropReason.ROBOTS)
+                await self._drop(entry, DropReason.ROBOTS)
                 continue
             if self.cfg.max_pages is not None and self._pages_this_run >= self.cfg.max_pages:
-                self.frontier.push_back(entry, front=True)
+                await self.frontier.push_back(entry, front=True)
                 self.stop("max_pages")
                 return False
             self._pages_this_run += 1
             try:
-                await self._fetch_page(key, entry)
+                await self._fetch_url(entry, host)
             except Exception:
                 # nothing is lost: the URL is recorded with the failure, then we go on
-                self.frontier.finish(entry.url, "dropped:internal_error")
+                await self.frontier.finish(entry.url, "dropped:internal_error")
                 raise
             return True
         return False
 
-    def _robots_status(self, origin: str) -> int:
-        rec = self.frontier.robots(origin)
-        return rec.status if rec is not None else 0
-
-    def _drop(self, entry: UrlEntry, reason: DropReason) -> None:
+    async def _drop(self, entry: UrlEntry, reason: DropReason) -> None:
         self.counters[reason.value] += 1
-        self.frontier.finish(entry.url, f"dropped:{reason.value}")
+        await self.frontier.finish(entry.url, f"dropped:{reason.value}")
 
-    async def _fetch_robots(self, key: str, origin: str) -> None:
+    async def _fetch_robots(self, origin: str, host: politeness.HostState) -> None:
         """robots.txt under the site's own lease and delay; redirects followed up to 5 hops."""
         target, hops = self._robots_redirect.pop(origin, (robots_url(origin + "/"), 0))
-        host = self.frontier.host(key)
         res = await self._request(host, target, html_only=False)
         status = res.status if res.error is None and res.status is not None else 0
-        if 300 <= status < 400 and res.header("location") and hops < _ROBOTS_MAX_HOPS:
-            nxt = join(target, res.header("location") or "")
+        location = res.header("location")
+        if 300 <= status < 400 and location and hops < _ROBOTS_MAX_HOPS:
+            nxt = join(target, location)
             if nxt is not None:
                 self._robots_redirect[origin] = (nxt, hops + 1)
                 self._log_request(res, "robots:redirect", 1, host)
@@ -299,23 +307,36 @@ class Crawler:
                 return
         if 300 <= status < 400:
             status = 404  # too many hops: RFC 9309 2.3.1.2 treats it as unavailable
-        if status in (429,) or status >= 500 or status == 0:
+        if status == 429 or status >= 500 or status == 0:
             politeness.record_overload(host, self.cfg.politeness, self.clock(), None)
-        rules = self.robots.record(origin, status, res.body, self.clock())
+        rules = await self.robots.record(origin, status, res.body, self.clock())
         if is_usable(status):
             politeness.set_crawl_delay(host, rules.crawl_delay(self.token))
+            if self.cfg.sitemaps and 200 <= status < 300:
+                await self._admit_sitemaps(origin, rules.sitemaps)
         label = (
             "robots:ok"
             if 200 <= status < 300
-            else ("robots:none" if is_usable(status) else "robots:unreachable")
+            else "robots:none"
+            if is_usable(status)
+            else "robots:unreachable"
         )
         self.counters[label] += 1
         self._log_request(res, label, 1, host)
         self._log_robots(origin, res, label)
 
+    async def _admit_sitemaps(self, origin: str, urls: list[str]) -> None:
+        room = self.cfg.max_sitemaps_per_host - self._sitemaps_per_host[origin]
+        if room <= 0 or not urls:
+            return
+        take = urls[:room]
+        self._sitemaps_per_host[origin] += len(take)
+        await self.admission.admit([(u, _SITEMAP_PRIORITY) for u in take], kind=SITEMAP)
+
     async def _request(
         self, host: politeness.HostState, url: str, *, html_only: bool
     ) -> FetchResult:
+        """Every request the crawler makes passes here: politeness bookkeeping and counts."""
         if host.last_start == 0.0:
             self.counters["hosts_contacted"] += 1
         politeness.record_start(host, self.clock())
@@ -329,12 +350,11 @@ class Crawler:
             politeness.record_response(host, self.cfg.politeness, res.duration_s)
         return res
 
-    async def _fetch_page(self, key: str, entry: UrlEntry) -> None:
-        host = self.frontier.host(key)
-        res = await self._request(host, entry.url, html_only=True)
+    async def _fetch_url(self, entry: UrlEntry, host: politeness.HostState) -> None:
+        res = await self._request(host, entry.url, html_only=entry.kind == PAGE)
         entry.attempt += 1
         if res.status is not None:
-            self.counters["pages_fetched"] += 1
+            self.counters["pages_fetched" if entry.kind == PAGE else "sitemaps_fetched"] += 1
         outcome = classify(
             res,
             entry.attempt,
@@ -344,28 +364,30 @@ class Crawler:
         )
         label = outcome_label(outcome)
         if isinstance(outcome, Store):
-            label = self._store(entry, res)
+            if entry.kind == SITEMAP:
+                label = await self._read_sitemap(entry, res)
+            else:
+                label = await self._store(entry, res)
         elif isinstance(outcome, Redirect):
             self.counters["redirects"] += 1
             self.warc.write_exchange(res)
-            self._redirect(entry, outcome)
+            await self._redirect(entry, outcome)
         elif isinstance(outcome, Retry):
             if outcome.overload:
                 ra = outcome.after_s if res.header("retry-after") else None
                 politeness.record_overload(host, self.cfg.politeness, self.clock(), ra)
             entry.not_before = self.clock() + outcome.after_s
             self.counters["retries"] += 1
-            self.frontier.push_back(entry)
+            await self.frontier.push_back(entry)
         else:
-            assert isinstance(outcome, Drop)
             self.counters[outcome.reason.value] += 1
             if res.status is not None and not res.abandoned:
                 self.warc.write_exchange(res)
         if not isinstance(outcome, Retry):
-            self.frontier.finish(entry.url, label)
+            await self.frontier.finish(entry.url, label)
         self._log_request(res, label, entry.attempt, host, refetch=entry.refetch)
 
-    def _store(self, entry: UrlEntry, res: FetchResult) -> str:
+    async def _store(self, entry: UrlEntry, res: FetchResult) -> str:
         xrt = res.header_all("x-robots-tag")
         header_dirs = from_x_robots_tag(xrt, self.token) if xrt else None
         page = parse_page(res.body, entry.url, self.token, header_dirs)
@@ -380,16 +402,34 @@ class Crawler:
             self.counters["links_cut"] += page.links_cut
         if page.directives.nofollow:
             self.counters["nofollow_pages"] += 1
-        admit = self.admission.admit
         depth = entry.depth + 1
+        items = []
         for link in page.links:
             if link.nofollow:
                 self.counters["nofollow_links"] += 1
                 continue
-            admit(link.url, depth)
+            items.append((link.url, self._link_priority(depth)))
+        await self.admission.admit(items, depth=depth)
         return "stored" if not page.directives.noindex else "dropped:noindex"
 
-    def _redirect(self, entry: UrlEntry, outcome: Redirect) -> None:
+    def _link_priority(self, depth: int) -> float:
+        """Higher first. bfs: shallower first; random: a random order."""
+        if self.cfg.strategy == "random":
+            return self._rng.random()
+        return float(-depth)
+
+    async def _read_sitemap(self, entry: UrlEntry, res: FetchResult) -> str:
+        sm = parse_sitemap(res.body, url=entry.url, content_type=res.content_type)
+        self.warc.write_exchange(res)
+        if sm.error:
+            self.counters[f"sitemap_error:{sm.error}"] += 1
+        await self.admission.admit([(p.url, self._link_priority(1)) for p in sm.pages], depth=1)
+        children = [c.url for c in sm.children]
+        await self._admit_sitemaps(origin_of(entry.url), children)
+        self.counters["sitemap_urls"] += len(sm.pages)
+        return "stored:sitemap" if not sm.error else f"stored:sitemap:{sm.error}"
+
+    async def _redirect(self, entry: UrlEntry, outcome: Redirect) -> None:
         target = join(entry.url, outcome.location)
         if target is None:
             self.counters[DropReason.BAD_REDIRECT.value] += 1
@@ -397,7 +437,9 @@ class Crawler:
         if entry.hops + 1 > self.cfg.fetch.max_redirect_hops:
             self.counters[DropReason.TOO_MANY_REDIRECTS.value] += 1
             return
-        self.admission.admit(target, entry.depth, entry.hops + 1)
+        await self.admission.admit(
+            [(target, entry.priority)], depth=entry.depth, hops=entry.hops + 1, kind=entry.kind
+        )
 
     # -- logs -------------------------------------------------------------------------------
     def _log_request(
@@ -460,21 +502,21 @@ class _Progress:
         self.c = crawler
         self.t0 = time.monotonic()
 
-    def show(self) -> None:
+    def show(self, stats: dict[str, int]) -> None:
         c = self.c.counters
         el = max(1e-6, time.monotonic() - self.t0)
         errors = sum(v for k, v in c.items() if k.startswith("error:"))
         line = (
             f"\r{c['pages_fetched']} pages ({c['pages_fetched'] / el:.1f}/s) "
-            f"{c['requests']} requests  queued {self.c.frontier.queued()}  "
-            f"hosts in flight {self.c.frontier.in_flight()} waiting "
-            f"{self.c.frontier.hosts_waiting()}  errors {errors}   "
+            f"{c['requests']} requests  queued {stats.get('queued', 0)}  "
+            f"hosts in flight {stats.get('in_flight', 0)} waiting "
+            f"{stats.get('hosts_waiting', 0)}  errors {errors}   "
         )
         sys.stderr.write(line)
         sys.stderr.flush()
 
     def done(self) -> None:
-        self.show()
+        self.show({})
         sys.stderr.write("\n")
 
 
@@ -486,8 +528,7 @@ def _signals(crawler: Crawler) -> Any:
 
     def first(sig: signal.Signals) -> None:
         if crawler._stop.is_set():
-            crawler._flush()
-            raise SystemExit(130)
+            raise SystemExit(130)  # state committed at the last flush, at most 1 s ago
         log.warning("%s: finishing in-flight requests and saving state", sig.name)
         crawler.stop("interrupted")
 

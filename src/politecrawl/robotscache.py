@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from politecrawl.frontier import RobotsRecord
-from politecrawl.frontier.sqlite import SqliteFrontier
+from politecrawl.frontier import Frontier, RobotsRecord
 from politecrawl.robots import RobotsRules
 
 MAX_ROBOTS_BYTES = 512_000  # RFC 9309 2.5: parse at least 500 KiB
@@ -27,7 +26,7 @@ def is_usable(status: int) -> bool:
 
 class RobotsCache:
     def __init__(
-        self, store: SqliteFrontier, ttl_s: float, retry_s: float, parsed_cap: int = 10_000
+        self, store: Frontier, ttl_s: float, retry_s: float, parsed_cap: int = 10_000
     ) -> None:
         self._store = store
         self.ttl_s = ttl_s
@@ -36,11 +35,11 @@ class RobotsCache:
         self._cap = parsed_cap
         self.failures: dict[str, int] = {}
 
-    def rules_for(self, origin: str, now: float) -> RobotsRules | None:
+    async def rules_for(self, origin: str, now: float) -> RobotsRules | None:
         """The rules in force for ``origin``, or None when robots.txt must be fetched now."""
         hit = self._parsed.get(origin)
         if hit is None:
-            rec = self._store.robots(origin)
+            rec = await self._store.robots(origin)
             if rec is None:
                 return None
             hit = (rec.fetched_at, rec.status, self._rules(rec))
@@ -71,7 +70,7 @@ class RobotsCache:
         while len(self._parsed) > self._cap:
             self._parsed.popitem(last=False)
 
-    def record(self, origin: str, status: int, body: bytes, now: float) -> RobotsRules:
+    async def record(self, origin: str, status: int, body: bytes, now: float) -> RobotsRules:
         """Store a fetch's answer; a failure keeps the last good copy's body for the log."""
         if is_usable(status):
             self.failures.pop(origin, None)
@@ -79,7 +78,7 @@ class RobotsCache:
             self.failures[origin] = self.failures.get(origin, 0) + 1
         rec = RobotsRecord(origin, now, status, body[:MAX_ROBOTS_BYTES])
         if not is_usable(status):
-            prev = self._store.robots(origin)
+            prev = await self._store.robots(origin)
             if prev is not None:
                 ok = 200 <= prev.status < 300
                 rec = RobotsRecord(
@@ -93,7 +92,7 @@ class RobotsCache:
                 )
             else:
                 rec = RobotsRecord(origin, now, status, rec.body, failing_since=now)
-        self._store.save_robots(rec)
+        await self._store.save_robots(rec)
         rules = self._rules(rec)
         self._remember(origin, (now, rec.status, rules))
         return rules
@@ -102,6 +101,11 @@ class RobotsCache:
         """When an unreachable robots.txt may be asked again (backoff doubles per failure)."""
         hit = self._parsed.get(origin)
         return (hit[0] if hit else 0.0) + self._retry_after(origin)
+
+    def status(self, origin: str) -> int:
+        """Status of the copy in force (as last returned by ``rules_for``)."""
+        hit = self._parsed.get(origin)
+        return hit[1] if hit is not None else FAILED
 
     def unreachable_count(self, origin: str) -> int:
         return self.failures.get(origin, 0)

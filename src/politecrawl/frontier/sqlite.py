@@ -1,10 +1,14 @@
-"""The embedded frontier: queues and penalty box in memory, everything written through to SQLite.
+"""The embedded frontier: queued URLs live in SQLite, a small window per leased key in memory.
 
-Writes go into one open transaction committed by ``flush`` (the crawler calls it about once a
-second), so a crash loses at most the last second, and what survives is always a prefix of
-what happened: a parent page is marked finished only after its links were inserted, so a page
-whose links were lost is fetched again rather than forgotten. SQLite calls here take a few
-microseconds each and run on the event loop's thread; only the commit touches the disk.
+Memory grows with the number of politeness keys, not of URLs: per key a pending count and a
+best priority; URLs are read into a window (``WINDOW`` at a time, best first) only when the key
+is leased. The seen-set is ``seen.SeenSet`` (exact, or a Bloom filter for millions of URLs).
+
+Writes go into one open transaction committed by ``flush`` (about once a second), so a crash
+loses at most the last second, and what survives is always a prefix of what happened: a page is
+marked finished only after its links were inserted, so a page whose links were lost is fetched
+again rather than forgotten. SQLite calls take microseconds and run on the event loop's thread;
+only the commit touches the disk.
 
 A URL's state: 0 queued, 1 in flight (a crash there makes it a re-fetch), 2 finished.
 """
@@ -12,23 +16,28 @@ A URL's state: 0 queued, 1 in flight (a crash there makes it a re-fetch), 2 fini
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import sqlite3
-from collections import OrderedDict, deque
+from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
 from politecrawl.errors import FrontierError
 from politecrawl.frontier import RobotsRecord, UrlEntry
 from politecrawl.politeness import HostState
+from politecrawl.seen import SeenMode, SeenSet
 
 _SCHEMA = """
 PRAGMA journal_mode=WAL;
 PRAGMA synchronous=NORMAL;
 CREATE TABLE IF NOT EXISTS urls(
     url TEXT PRIMARY KEY, key TEXT NOT NULL, depth INT NOT NULL, hops INT NOT NULL,
-    attempt INT NOT NULL, not_before REAL NOT NULL, state INT NOT NULL, outcome TEXT
+    attempt INT NOT NULL, not_before REAL NOT NULL, state INT NOT NULL, outcome TEXT,
+    priority REAL NOT NULL DEFAULT 0, kind INT NOT NULL DEFAULT 0, seq INT NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS urls_state ON urls(state) WHERE state < 2;
+CREATE INDEX IF NOT EXISTS urls_queue ON urls(key, priority DESC, seq) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS urls_flight ON urls(state) WHERE state = 1;
 CREATE TABLE IF NOT EXISTS hosts(key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS robots(
     origin TEXT PRIMARY KEY, fetched_at REAL NOT NULL, status INT NOT NULL, body BLOB NOT NULL,
@@ -38,9 +47,12 @@ CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INT NOT NULL) W
 """
 
 _QUEUED, _IN_FLIGHT, _FINISHED = 0, 1, 2
+WINDOW = 32
+_COLS = "url, key, depth, hops, attempt, not_before, priority, kind, seq"
+_SEEN_SAVE_EVERY = 30  # flushes between Bloom filter saves
 
 
-def _host_to_json(h: HostState) -> str:
+def host_to_json(h: HostState) -> str:
     return json.dumps(
         {
             "last_start": h.last_start,
@@ -54,7 +66,7 @@ def _host_to_json(h: HostState) -> str:
     )
 
 
-def _host_from_json(key: str, data: str) -> HostState:
+def host_from_json(key: str, data: str) -> HostState:
     d = json.loads(data)
     h = HostState(
         key=key,
@@ -70,169 +82,258 @@ def _host_from_json(key: str, data: str) -> HostState:
 
 
 class SqliteFrontier:
-    """See the module docstring; the ``Frontier`` protocol's embedded backend."""
+    """The ``Frontier`` protocol's embedded backend (see the module docstring)."""
 
-    def __init__(self, path: Path, robots_cache_size: int = 1_000_000) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        seen_mode: SeenMode = "exact",
+        expected_urls: int = 1_000_000,
+        seen_fp_rate: float = 0.01,
+        robots_cache_size: int = 1_000_000,
+    ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
         try:
             self._db = sqlite3.connect(path, isolation_level="DEFERRED")
             self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise FrontierError(f"cannot open crawl state {path}: {exc}") from exc
-        self._queues: dict[str, deque[UrlEntry]] = {}
-        self._heap: list[tuple[float, str]] = []
+        self.seen = SeenSet(seen_mode, expected_urls, seen_fp_rate)
+        self._seen_path = path.with_name("seen.bloom")
+        self._pending: dict[str, int] = {}
+        self._best: dict[str, float] = {}
+        self._window: dict[str, list[tuple[float, int, UrlEntry]]] = {}
+        self._time_heap: list[tuple[float, str]] = []
         self._scheduled: dict[str, float] = {}
+        self._ready: list[tuple[float, int, str]] = []
+        self._ready_prio: dict[str, float] = {}
         self._leased: set[str] = set()
-        self._seen: set[str] = set()
         self._hosts: dict[str, HostState] = {}
         self._robots: OrderedDict[str, RobotsRecord] = OrderedDict()
         self._robots_cap = robots_cache_size
+        self._seq = itertools.count(1)
+        self._last_seq = 0
+        self._ready_seq = itertools.count()
         self._queued = 0
+        self._flushes = 0
+        self.refetches = 0
         self._load()
 
     # -- start-up -------------------------------------------------------------------
     def _load(self) -> None:
-        for key, data in self._db.execute("SELECT key, data FROM hosts"):
-            self._hosts[key] = _host_from_json(key, data)
-        self._seen.update(u for (u,) in self._db.execute("SELECT url FROM urls"))
-        rows = self._db.execute(
-            "SELECT url, key, depth, hops, attempt, not_before, state FROM urls WHERE state < 2"
+        db = self._db
+        for key, data in db.execute("SELECT key, data FROM hosts"):
+            self._hosts[key] = host_from_json(key, data)
+        # a crash left these in flight: queue them again, marked as re-fetches
+        self.refetches = db.execute(
+            "UPDATE urls SET state=0, outcome='refetch' WHERE state=1"
+        ).rowcount
+        top = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0])
+        self._seq = itertools.count(top + 1)
+        self._last_seq = top
+        if self.seen.load(self._seen_path) != top:  # missing, or older than the store
+            self.seen = SeenSet(self.seen.mode, self.seen.expected, self.seen.fp_rate)
+            for (u,) in db.execute("SELECT url FROM urls"):
+                self.seen.add(u)
+        rows = db.execute(
+            "SELECT key, COUNT(*), MAX(priority), MIN(not_before) FROM urls "
+            "WHERE state=0 GROUP BY key"
         )
-        for url, key, depth, hops, attempt, not_before, state in rows:
-            self._enqueue(
-                UrlEntry(url, key, depth, hops, attempt, not_before, refetch=state == _IN_FLIGHT)
-            )
+        for key, n, best, not_before in rows:
+            self._pending[key] = n
+            self._queued += n
+            self._best[key] = best
+            self._schedule(key, max(self.host_now(key).next_allowed, not_before))
 
-    def resumed_refetches(self) -> int:
-        return sum(1 for q in self._queues.values() for e in q if e.refetch)
-
-    # -- URLs -------------------------------------------------------------------------
-    def is_seen(self, url: str) -> bool:
-        return url in self._seen
-
-    def mark_seen(self, url: str) -> None:
-        self._seen.add(url)
-
-    def add(self, entry: UrlEntry) -> bool:
-        """Queue a URL the admission gate let through; False if it was already seen."""
-        if entry.url in self._seen:
-            return False
-        self._seen.add(entry.url)
-        self._db.execute(
-            "INSERT OR IGNORE INTO urls VALUES (?,?,?,?,?,?,0,NULL)",
-            (entry.url, entry.key, entry.depth, entry.hops, entry.attempt, entry.not_before),
-        )
-        self._enqueue(entry)
-        return True
-
-    def record_dropped(self, url: str, key: str, outcome: str, depth: int = 0) -> None:
-        """Remember a URL refused before queueing (e.g. robots), so it is not asked again."""
-        self._seen.add(url)
-        self._db.execute(
-            "INSERT OR IGNORE INTO urls VALUES (?,?,?,0,0,0,2,?)", (url, key, depth, outcome)
-        )
-
-    def _enqueue(self, entry: UrlEntry) -> None:
-        q = self._queues.get(entry.key)
-        if q is None:
-            q = self._queues[entry.key] = deque()
-        q.append(entry)
-        self._queued += 1
-        if entry.key not in self._leased and entry.key not in self._scheduled:
-            self._schedule(entry.key, self.host(entry.key).next_allowed)
-
-    def push_back(self, entry: UrlEntry, *, front: bool = False) -> None:
-        """A URL to try later (retry, or after robots.txt); its key is leased by the caller."""
-        self._db.execute(
-            "UPDATE urls SET state=0, attempt=?, not_before=? WHERE url=?",
-            (entry.attempt, entry.not_before, entry.url),
-        )
-        q = self._queues.setdefault(entry.key, deque())
-        if front:
-            q.appendleft(entry)
-        else:
-            q.append(entry)
-        self._queued += 1
-
-    def pop_url(self, key: str, now: float) -> UrlEntry | None:
-        """The next URL of a leased key that may be fetched now, marked in flight."""
-        q = self._queues.get(key)
-        if not q:
-            return None
-        for _ in range(len(q)):
-            entry = q.popleft()
-            if entry.not_before <= now:
-                self._queued -= 1
-                self._db.execute("UPDATE urls SET state=1 WHERE url=?", (entry.url,))
-                return entry
-            q.append(entry)
-        return None
-
-    def earliest_not_before(self, key: str) -> float:
-        q = self._queues.get(key)
-        return min((e.not_before for e in q), default=0.0) if q else 0.0
-
-    def finish(self, url: str, outcome: str) -> None:
-        self._db.execute("UPDATE urls SET state=2, outcome=? WHERE url=?", (outcome, url))
-
-    def drop_queued(self, key: str, outcome: str) -> list[UrlEntry]:
-        """Remove every queued URL of a key (the site became excluded or unreachable)."""
-        q = self._queues.pop(key, None)
-        if not q:
-            return []
-        self._queued -= len(q)
-        for e in q:
-            self.finish(e.url, outcome)
-        return list(q)
-
-    # -- the penalty box --------------------------------------------------------------
-    def _schedule(self, key: str, when: float) -> None:
-        self._scheduled[key] = when
-        heapq.heappush(self._heap, (when, key))
-
-    def lease(self, now: float) -> str | None:
-        """A key whose next-allowed time has come and that has URLs; it is ours until released."""
-        heap = self._heap
-        while heap and heap[0][0] <= now:
-            when, key = heapq.heappop(heap)
-            if self._scheduled.get(key) != when:
-                continue  # stale entry
-            del self._scheduled[key]
-            if not self._queues.get(key):
-                continue
-            self._leased.add(key)
-            return key
-        return None
-
-    def next_wake(self) -> float | None:
-        heap = self._heap
-        while heap and self._scheduled.get(heap[0][1]) != heap[0][0]:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
-
-    def release(self, key: str, next_allowed: float) -> None:
-        self._leased.discard(key)
-        h = self.host(key)
-        h.next_allowed = max(h.next_allowed, next_allowed)
-        self.save_host(h)
-        if self._queues.get(key):
-            self._schedule(key, max(h.next_allowed, self.earliest_not_before(key)))
-        else:
-            self._queues.pop(key, None)
-
-    # -- host state and robots ---------------------------------------------------------
-    def host(self, key: str) -> HostState:
+    def host_now(self, key: str) -> HostState:
         h = self._hosts.get(key)
         if h is None:
             h = self._hosts[key] = HostState(key=key)
         return h
 
-    def save_host(self, state: HostState) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO hosts VALUES (?,?)", (state.key, _host_to_json(state))
-        )
+    # -- the seen-set and queueing ----------------------------------------------------------
+    async def unseen(self, urls: Sequence[str]) -> list[str]:
+        seen = self.seen
+        return [u for u in urls if u not in seen]
 
-    def robots(self, origin: str) -> RobotsRecord | None:
+    async def mark_seen(self, urls: Sequence[str]) -> None:
+        for u in urls:
+            if u not in self.seen:
+                self.seen.add(u)
+
+    async def add(self, entries: Sequence[UrlEntry]) -> list[bool]:
+        out = []
+        seen = self.seen
+        execute = self._db.execute
+        for e in entries:
+            if e.url in seen:
+                out.append(False)
+                continue
+            seen.add(e.url)
+            seq = self._next_seq()
+            cur = execute(
+                "INSERT OR IGNORE INTO urls VALUES (?,?,?,?,?,?,0,NULL,?,?,?)",
+                (e.url, e.key, e.depth, e.hops, e.attempt, e.not_before, e.priority, e.kind, seq),
+            )
+            if cur.rowcount != 1:  # a Bloom false positive's mirror: already in the store
+                out.append(False)
+                continue
+            self._note_queued(e, seq)
+            out.append(True)
+        return out
+
+    def _next_seq(self) -> int:
+        self._last_seq = next(self._seq)
+        return self._last_seq
+
+    def _note_queued(self, e: UrlEntry, seq: int) -> None:
+        key = e.key
+        n = self._pending.get(key, 0)
+        self._pending[key] = n + 1
+        self._queued += 1
+        win = self._window.get(key)
+        if win is not None and len(win) == n:  # the window holds all: keep it complete
+            heapq.heappush(win, (-e.priority, seq, e))
+        if n == 0 or e.priority > self._best.get(key, e.priority):
+            self._best[key] = e.priority
+        if key in self._leased:
+            return
+        if key in self._scheduled:
+            if key in self._ready_prio and e.priority > self._ready_prio[key]:
+                self._push_ready(key)
+            return
+        self._schedule(key, max(self.host_now(key).next_allowed, e.not_before))
+
+    async def push_back(self, entry: UrlEntry, *, front: bool = False) -> None:
+        """A URL of a leased key to try later (retry, or after robots.txt)."""
+        seq = -self._next_seq() if front else self._next_seq()
+        self._db.execute(
+            "UPDATE urls SET state=0, attempt=?, not_before=?, seq=? WHERE url=?",
+            (entry.attempt, entry.not_before, seq, entry.url),
+        )
+        key = entry.key
+        n = self._pending.get(key, 0)
+        self._pending[key] = n + 1
+        self._queued += 1
+        win = self._window.get(key)
+        if win is not None and len(win) == n:
+            heapq.heappush(win, (-entry.priority, seq, entry))
+
+    async def pop_url(self, key: str, now: float) -> UrlEntry | None:
+        """The best URL of a leased key that may be fetched now, marked in flight."""
+        if not self._pending.get(key):
+            return None
+        win = self._window.get(key)
+        if not win:
+            win = self._window[key] = self._refill(key)
+        later: list[tuple[float, int, UrlEntry]] = []
+        found = None
+        while win:
+            item = heapq.heappop(win)
+            if item[2].not_before <= now:
+                found = item[2]
+                break
+            later.append(item)
+        for item in later:
+            heapq.heappush(win, item)
+        if found is None:
+            return None
+        self._pending[key] -= 1
+        self._queued -= 1
+        self._db.execute("UPDATE urls SET state=1 WHERE url=?", (found.url,))
+        return found
+
+    def _refill(self, key: str) -> list[tuple[float, int, UrlEntry]]:
+        rows = self._db.execute(
+            f"SELECT {_COLS}, outcome FROM urls WHERE key=? AND state=0 "
+            "ORDER BY priority DESC, seq LIMIT ?",
+            (key, WINDOW),
+        )
+        win = []
+        for url, k, depth, hops, attempt, nb, prio, kind, seq, outcome in rows:
+            e = UrlEntry(url, k, depth, hops, attempt, nb, prio, kind, refetch=outcome == "refetch")
+            win.append((-prio, seq, e))
+        heapq.heapify(win)
+        if win:
+            self._best[key] = -win[0][0]
+        return win
+
+    def _earliest_not_before(self, key: str) -> float:
+        win = self._window.get(key)
+        if win and len(win) == self._pending.get(key, 0):
+            return min(item[2].not_before for item in win)
+        row = self._db.execute(
+            "SELECT MIN(not_before) FROM urls WHERE key=? AND state=0", (key,)
+        ).fetchone()
+        return float(row[0] or 0.0)
+
+    async def finish(self, url: str, outcome: str) -> None:
+        self._db.execute("UPDATE urls SET state=2, outcome=? WHERE url=?", (outcome, url))
+
+    async def drop_queued(self, key: str, outcome: str) -> int:
+        """Finish every queued URL of a key (the site became excluded or unreachable)."""
+        n = self._db.execute(
+            "UPDATE urls SET state=2, outcome=? WHERE key=? AND state=0", (outcome, key)
+        ).rowcount
+        self._queued -= self._pending.pop(key, 0)
+        self._window.pop(key, None)
+        return int(n)
+
+    # -- the penalty box --------------------------------------------------------------
+    def _schedule(self, key: str, when: float) -> None:
+        self._scheduled[key] = when
+        heapq.heappush(self._time_heap, (when, key))
+
+    def _push_ready(self, key: str) -> None:
+        prio = self._best.get(key, 0.0)
+        self._ready_prio[key] = prio
+        heapq.heappush(self._ready, (-prio, next(self._ready_seq), key))
+
+    async def lease(self, now: float) -> str | None:
+        """The ready key holding the best URL; it is the caller's until released."""
+        th = self._time_heap
+        while th and th[0][0] <= now:
+            when, key = heapq.heappop(th)
+            if self._scheduled.get(key) == when and key not in self._ready_prio:
+                self._push_ready(key)
+        ready = self._ready
+        while ready:
+            negp, _, key = heapq.heappop(ready)
+            if self._ready_prio.get(key) != -negp:
+                continue  # stale
+            del self._ready_prio[key]
+            del self._scheduled[key]
+            if not self._pending.get(key):
+                continue
+            self._leased.add(key)
+            return key
+        return None
+
+    async def next_wake(self) -> float | None:
+        if self._ready_prio:
+            return 0.0
+        th = self._time_heap
+        while th and self._scheduled.get(th[0][1]) != th[0][0]:
+            heapq.heappop(th)
+        return th[0][0] if th else None
+
+    async def release(self, key: str, state: HostState) -> None:
+        self._leased.discard(key)
+        self._db.execute("INSERT OR REPLACE INTO hosts VALUES (?,?)", (key, host_to_json(state)))
+        if self._pending.get(key):
+            self._schedule(key, max(state.next_allowed, self._earliest_not_before(key)))
+        else:
+            self._pending.pop(key, None)
+            self._window.pop(key, None)
+            self._best.pop(key, None)
+
+    # -- host state and robots ---------------------------------------------------------
+    async def host(self, key: str) -> HostState:
+        return self.host_now(key)
+
+    async def robots(self, origin: str) -> RobotsRecord | None:
         rec = self._robots.get(origin)
         if rec is not None:
             self._robots.move_to_end(origin)
@@ -248,7 +349,7 @@ class SqliteFrontier:
         self._cache_robots(rec)
         return rec
 
-    def save_robots(self, record: RobotsRecord) -> None:
+    async def save_robots(self, record: RobotsRecord) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO robots VALUES (?,?,?,?,?,?)",
             (
@@ -269,27 +370,41 @@ class SqliteFrontier:
             self._robots.popitem(last=False)
 
     # -- bookkeeping ------------------------------------------------------------------
+    async def add_counters(self, delta: dict[str, int]) -> None:
+        self._db.executemany(
+            "INSERT INTO counters VALUES (?,?) ON CONFLICT(name) DO UPDATE "
+            "SET value = value + excluded.value",
+            [(k, v) for k, v in delta.items() if v],
+        )
+
+    async def counters(self) -> dict[str, int]:
+        return dict(self._db.execute("SELECT name, value FROM counters").fetchall())
+
+    async def stats(self) -> dict[str, int]:
+        return {
+            "queued": self._queued,
+            "hosts_waiting": len(self._scheduled),
+            "in_flight": len(self._leased),
+            "seen": self.seen.count,
+            "seen_bytes": self.seen.bytes_used() if self.seen.mode == "bloom" else 0,
+        }
+
     def queued(self) -> int:
         return self._queued
 
-    def hosts_waiting(self) -> int:
-        return len(self._scheduled)
-
-    def in_flight(self) -> int:
-        return len(self._leased)
-
-    def counters(self) -> dict[str, int]:
-        return dict(self._db.execute("SELECT name, value FROM counters").fetchall())
-
-    def save_counters(self, counters: dict[str, int]) -> None:
-        self._db.executemany("INSERT OR REPLACE INTO counters VALUES (?,?)", list(counters.items()))
-
-    def flush(self) -> None:
+    async def flush(self) -> None:
         try:
             self._db.commit()
         except sqlite3.DatabaseError as exc:
             raise FrontierError(f"cannot save crawl state: {exc}") from exc
+        self._flushes += 1
+        if self.seen.mode == "bloom" and self._flushes % _SEEN_SAVE_EVERY == 0:
+            self._save_seen()
 
-    def close(self) -> None:
-        self.flush()
+    def _save_seen(self) -> None:
+        self.seen.save(self._seen_path, self._last_seq)
+
+    async def close(self) -> None:
+        await self.flush()
+        self._save_seen()
         self._db.close()
