@@ -1,0 +1,604 @@
+"""Sitemaps: what a robots.txt ``Sitemap:`` line points to, parsed bounded and never raising.
+
+A sitemap is a hint list from a server we do not trust, so every outcome is a
+value (:class:`Sitemap` with a classified ``error``), never an exception, and
+every cost is capped: at most :data:`MAX_UNCOMPRESSED` bytes are ever
+inflated or parsed, and at most ``max_urls`` locations are examined (the
+sitemaps.org per-file limit); locations past the limit are only counted.
+
+Formats (told apart by content, never by name): XML ``<urlset>`` and
+``<sitemapindex>`` (sitemaps.org 0.9, any or no namespace, image/news/video
+extensions ignored), gzip of anything here (magic bytes ``1f 8b``, several
+members allowed), plain-text lists (one absolute URL per line, UTF-8), and
+RSS 2.0 / RSS 1.0 ``<item><link>`` and Atom ``<entry><link href>`` feeds, as
+Google accepts them.
+
+Why ``xml.parsers.expat`` driven directly
+-----------------------------------------
+* Safety: the parser refuses any ``<!ENTITY`` declaration the moment expat
+  reports it (``EntityDeclHandler`` raises), before anything is expanded, so
+  billion-laughs and quadratic-blowup documents stop at their DTD, and an XXE
+  entity (``SYSTEM "file:///etc/passwd"``) is never even declared. Parameter
+  entity parsing is off and no ``ExternalEntityRefHandler`` resolves anything,
+  so an external DTD subset is never fetched or read. ElementTree's C parser
+  has no hook for this (it expands internal entities and leans on expat's
+  amplification limit), and a regex scanner would have to re-implement CDATA,
+  comments and character references to be right.
+* Speed: tokenising is C; only element boundaries reach Python, and text goes
+  straight into a list's ``append`` (no Python frame per text run).
+* Tolerance: namespace processing is off, so elements match by local name and
+  an undeclared prefix does not fail the file. After a well-formedness error
+  (in the wild: mostly an unescaped ``&`` in a query string) the locations
+  parsed so far are kept, and the rest of the file is salvaged by a linear,
+  backtracking-free tag scan that decodes only the five predefined entities
+  and character references; ``error`` still says "malformed xml".
+
+Speed, measured on this machine (CPython 3.11, expat 2.5.0): a 50,000-URL
+urlset (5.6 MB, every entry with lastmod/changefreq/priority) parses in about
+0.29 s, gzipped about 0.31 s, a 50,000-line text list about 0.25 s.
+Roughly three quarters of that is ``urls.canonicalize`` (about 4-9 µs per URL);
+the XML walk itself costs about 1.5 µs per entry.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import zlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import mktime_tz, parsedate_tz
+from typing import Final, NoReturn
+from xml.parsers import expat
+
+from politecrawl.urls import canonicalize, join
+
+__all__ = [
+    "MAX_UNCOMPRESSED",
+    "MAX_URLS",
+    "Sitemap",
+    "SitemapEntry",
+    "parse_sitemap",
+]
+
+MAX_URLS = 50_000
+"""sitemaps.org: at most 50,000 URLs per sitemap file."""
+
+MAX_UNCOMPRESSED = 50 * 1024 * 1024
+"""sitemaps.org: at most 50 MB uncompressed; also the gzip-bomb cap (read at call time)."""
+
+# Error classes, most important first: when several apply, the earliest wins
+# (a cut-off document is also malformed; "too large" is the reason).
+TOO_LARGE: Final = "too large"
+CORRUPT_GZIP: Final = "corrupt gzip"
+ENTITIES_REFUSED: Final = "entities refused"
+NOT_A_SITEMAP: Final = "not a sitemap"
+EMPTY: Final = "empty"
+TRUNCATED_XML: Final = "truncated xml"
+MALFORMED_XML: Final = "malformed xml"
+TOO_MANY_URLS: Final = "too many urls"
+_ERROR_RANK: Final = {
+    e: i
+    for i, e in enumerate(
+        (
+            TOO_LARGE,
+            CORRUPT_GZIP,
+            ENTITIES_REFUSED,
+            NOT_A_SITEMAP,
+            EMPTY,
+            TRUNCATED_XML,
+            MALFORMED_XML,
+            TOO_MANY_URLS,
+        )
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapEntry:
+    """One ``<url>`` (a page) or ``<sitemap>`` (a child sitemap) of a sitemap file."""
+
+    url: str  # canonical (politecrawl.urls.canonicalize)
+    lastmod: float | None  # epoch seconds
+    changefreq: str | None  # always|hourly|daily|weekly|monthly|yearly|never
+    priority: float | None  # 0.0-1.0
+
+
+@dataclass(slots=True)
+class Sitemap:
+    """What one sitemap file yielded; ``error`` classifies what went wrong, if anything.
+
+    Entries found before an error are kept: a partly usable sitemap is still
+    worth its URLs.
+    """
+
+    pages: list[SitemapEntry]
+    children: list[SitemapEntry]
+    skipped: int  # invalid / non-http(s) / over-limit locations
+    error: str | None
+
+
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+_GZIP_CHUNK: Final = 1 << 20  # input fed to zlib per call, so corruption keeps earlier output
+_GZIP_MAX_MEMBERS: Final = 64  # concatenated members; past this, trailing data is ignored
+_WS: Final = b" \t\r\n"
+
+_CHANGEFREQ: Final = {
+    f: f for f in ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
+}
+_YEAR_MONTH: Final = re.compile(r"([0-9]{4})(?:-([0-9]{2}))?").fullmatch
+
+# Plain-text lists: a candidate is a line that starts with "scheme://"; other
+# lines (comments, prose) are not locations and are ignored silently.  Lines
+# are found from each "://" (bytes.find is C-fast; a per-position regex over
+# 50 MB of junk took seconds).
+_URL_LINE: Final = re.compile(rb"[ \t\f\v]*+([A-Za-z][A-Za-z0-9+.\-]*+://[^\r\n]*)")
+_LINE_END: Final = re.compile(rb"[\r\n]")
+
+# Salvage scan (after an XML error).  Possessive quantifiers and [^<>] keep it
+# linear: no attempt runs past the next "<" (not even CDATA, which in a URL
+# never holds one), so hostile input cannot make it quadratic.
+_SALVAGE_ENTRY: Final = re.compile(
+    rb"<(/?)((?:[A-Za-z_][\w.\-]*:)?)(url|sitemap)(?=[\s/>])[^<>]*+>", re.I
+)
+_SALVAGE_FIELD: Final = re.compile(
+    rb"<((?:[A-Za-z_][\w.\-]*:)?)(loc|lastmod|changefreq|priority)(?=[\s>])[^<>]*+>"
+    rb"((?:[^<]++|<!\[CDATA\[[^<]*?\]\]>)*+)</\1\2\s*>",
+    re.I | re.S,
+)
+_CDATA_SPLIT: Final = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.S)
+_XML_REF: Final = re.compile(r"&(?:(amp|lt|gt|quot|apos)|#([0-9]{1,7})|#[xX]([0-9A-Fa-f]{1,6}));")
+_PREDEFINED: Final = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
+
+_TRUNCATION_CODES: Final = frozenset(
+    expat.errors.codes[message]
+    for message in (
+        expat.errors.XML_ERROR_NO_ELEMENTS,
+        expat.errors.XML_ERROR_UNCLOSED_TOKEN,
+        expat.errors.XML_ERROR_PARTIAL_CHAR,
+        expat.errors.XML_ERROR_UNCLOSED_CDATA_SECTION,
+    )
+)
+
+# Per feed kind: element local name -> role of its text (or "href": take the
+# Atom link attribute).  Local names are lower-cased, prefix stripped.
+_SITEMAP_ROLES: Final = {
+    r: r for r in ("loc", "lastmod", "changefreq", "priority", "url", "sitemap")
+}
+_RSS_FIELDS: Final = {"link": "loc", "pubdate": "pubdate", "date": "lastmod"}
+_ATOM_FIELDS: Final = {"link": "href", "updated": "lastmod", "published": "published"}
+
+
+class _Refused(Exception):
+    """Raised from an expat handler: the document declares entities."""
+
+
+class _NotSitemap(Exception):
+    """Raised from an expat handler: the root element is not one we read."""
+
+
+def _refuse(*_args: object) -> NoReturn:
+    raise _Refused
+
+
+@functools.lru_cache(maxsize=4096)
+def _w3c_time(text: str | None) -> float | None:
+    """Epoch seconds of a W3C datetime (YYYY, YYYY-MM, YYYY-MM-DD, full); UTC if no zone.
+
+    Cached: sitemaps repeat the same few dates.
+    """
+    if text is None:
+        return None
+    text = text.strip()
+    if not 4 <= len(text) <= 40:
+        return None
+    try:
+        if len(text) >= 10:
+            if text[-1] == "z":  # fromisoformat takes only "Z"
+                text = text[:-1] + "Z"
+            when = datetime.fromisoformat(text)
+        else:
+            match = _YEAR_MONTH(text)
+            if match is None:
+                return None
+            when = datetime(int(match[1]), int(match[2] or 1), 1)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return when.timestamp()
+    except (ValueError, OverflowError):
+        return None
+
+
+def _rfc822_time(text: str | None) -> float | None:
+    """Epoch seconds of an RSS ``pubDate`` (RFC 822 date), or None."""
+    if text is None or len(text) > 80:
+        return None
+    try:
+        parsed = parsedate_tz(text.strip())
+        return None if parsed is None else float(mktime_tz(parsed))
+    except (ValueError, OverflowError, IndexError, TypeError):
+        return None
+
+
+def _priority(text: str | None) -> float | None:
+    if text is None or len(text) > 32:
+        return None
+    try:
+        value = float(text)  # also takes "nan", "1_0": the range check drops those
+    except ValueError:
+        return None
+    return value if 0.0 <= value <= 1.0 else None
+
+
+def _changefreq(text: str | None) -> str | None:
+    if text is None or len(text) > 32:
+        return None
+    return _CHANGEFREQ.get(text.strip().lower())
+
+
+def _unescape_ref(match: re.Match[str]) -> str:
+    name, dec, hexa = match.groups()
+    if name:
+        return _PREDEFINED[name]
+    code = int(dec) if dec else int(hexa, 16)
+    return chr(code) if 0 < code <= 0x10FFFF else match.group()
+
+
+def _salvage_text(raw: bytes) -> str:
+    """Element text as XML would give it: CDATA verbatim, predefined/char refs decoded."""
+    text = raw.decode("utf-8", "surrogateescape")
+    if "<![CDATA[" not in text:
+        return _XML_REF.sub(_unescape_ref, text) if "&" in text else text
+    parts = _CDATA_SPLIT.split(text)  # outside, inside, outside, ...
+    parts[::2] = [_XML_REF.sub(_unescape_ref, part) for part in parts[::2]]
+    return "".join(parts)
+
+
+def _gunzip(body: bytes, cap: int) -> tuple[bytes, str | None]:
+    """Inflate gzip (members concatenated) to at most ``cap`` bytes.
+
+    ``decompress(data, max_length)`` stops a bomb at the cap instead of after
+    it; input goes in 1 MiB pieces so a corrupt tail keeps the good head.
+    """
+    out: list[bytes] = []
+    size = 0
+    pos = 0
+    members = 0
+    view = memoryview(body)
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        while pos < len(body):
+            piece = view[pos : pos + _GZIP_CHUNK]
+            pos += len(piece)
+            chunk = inflater.decompress(piece, cap + 1 - size)
+            out.append(chunk)
+            size += len(chunk)
+            if size > cap:
+                return b"".join(out)[:cap], TOO_LARGE
+            if inflater.eof:
+                pos -= len(inflater.unused_data)
+                members += 1
+                if members >= _GZIP_MAX_MEMBERS or body[pos : pos + 2] != _GZIP_MAGIC:
+                    break  # trailing garbage after a member is ignored, as gzip(1) does
+                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if not inflater.eof:  # cut off mid-stream: keep what inflated
+            out.append(inflater.flush())
+            return b"".join(out)[:cap], CORRUPT_GZIP
+    except zlib.error:
+        return b"".join(out), CORRUPT_GZIP
+    return b"".join(out), None
+
+
+class _Collector:
+    """The result being built, plus the expat callbacks that build it (one per parse)."""
+
+    __slots__ = (
+        "base",
+        "buf",
+        "children",
+        "cur",
+        "depth",
+        "entries",
+        "entry_depth",
+        "error",
+        "feed",
+        "field",
+        "fields",
+        "kind",
+        "max_urls",
+        "names",
+        "pages",
+        "parser",
+        "prefix",
+        "resume",
+        "roles",
+        "seen",
+        "skipped",
+    )
+
+    def __init__(self, url: str, max_urls: int) -> None:
+        self.pages: list[SitemapEntry] = []
+        self.children: list[SitemapEntry] = []
+        self.skipped = 0
+        self.error: str | None = None
+        self.seen = 0  # locations examined, valid or not: bounds canonicalize calls
+        self.max_urls = max_urls
+        try:
+            self.base: str | None = canonicalize(url) if url else None
+        except ValueError:
+            self.base = None
+        # XML walk state.
+        self.parser = expat.ParserCreate()  # configured by parse_xml
+        self.kind: str | None = None  # root local name once seen
+        self.feed = False
+        self.fields: dict[str, str] = {}
+        self.entries: dict[str, list[SitemapEntry]] = {}
+        self.names: dict[str, str] = {}  # raw element name -> lower-case local name
+        self.depth = 0
+        self.entry_depth = 0  # depth of the open entry element, 0 outside entries
+        self.prefix = ""  # the root's namespace prefix as written
+        self.roles: dict[str, str] = {}  # raw element name -> sitemap role or ""
+        self.resume = 0  # byte index of the last complete sitemap entry, for salvage
+        self.cur: dict[str, str] = {}  # role -> text of the open entry
+        self.field: str | None = None
+        self.buf: list[str] = []
+
+    def fail(self, error: str) -> None:
+        """Record an error class unless a more important one is already recorded."""
+        if self.error is None or _ERROR_RANK[error] < _ERROR_RANK[self.error]:
+            self.error = error
+
+    def result(self) -> Sitemap:
+        return Sitemap(self.pages, self.children, self.skipped, self.error)
+
+    # -- one location -------------------------------------------------------
+
+    def add(self, target: list[SitemapEntry], cur: dict[str, str], *, resolve: bool) -> None:
+        """Validate one entry's location and append it; count it if invalid or over the limit."""
+        raw = cur.get("loc")
+        if raw is None:
+            return
+        if self.seen >= self.max_urls:
+            self.skipped += 1
+            self.fail(TOO_MANY_URLS)
+            return
+        self.seen += 1
+        if resolve and self.base is not None:  # feeds may use relative links
+            url = join(self.base, raw)
+        else:
+            try:
+                url = canonicalize(raw)
+            except ValueError:
+                url = None
+        if url is None:
+            self.skipped += 1
+            return
+        if len(cur) == 1:  # only <loc>: the common text-list and bare-sitemap case
+            target.append(SitemapEntry(url, None, None, None))
+            return
+        lastmod = _w3c_time(cur.get("lastmod"))
+        if lastmod is None and self.feed:
+            lastmod = _w3c_time(cur.get("published"))
+            if lastmod is None:
+                lastmod = _rfc822_time(cur.get("pubdate"))
+        target.append(
+            SitemapEntry(
+                url, lastmod, _changefreq(cur.get("changefreq")), _priority(cur.get("priority"))
+            )
+        )
+
+    # -- expat callbacks: sitemaps (hot) --------------------------------------
+    #
+    # Only end tags reach Python (a start handler per element would cost a
+    # third of the walk).  ``buf`` holds the text since the previous end tag:
+    # for a leaf like <loc> that is its content plus ignorable whitespace.
+    # Nesting is told by name instead of depth: a field counts only with the
+    # root's own prefix, so <image:loc> inside <url> is never the page.
+
+    def sitemap_end(self, name: str) -> None:
+        role = self.roles.get(name)
+        if role is None:
+            role = self._sitemap_role(name)
+        if role:
+            if role == "url" or role == "sitemap":
+                self.add(self.pages if role == "url" else self.children, self.cur, resolve=False)
+                self.cur = {}
+                self.resume = self.parser.CurrentByteIndex
+                if self.seen >= self.max_urls:
+                    self._count_only()
+            elif role not in self.cur:
+                self.cur[role] = "".join(self.buf)
+        self.buf.clear()
+
+    def _sitemap_role(self, name: str) -> str:
+        prefix, _, local = name.rpartition(":")
+        role = _SITEMAP_ROLES.get(local.lower(), "") if prefix == self.prefix else ""
+        self.roles[name] = role
+        return role
+
+    # -- expat callbacks: feeds (rare, so plain depth tracking) --------------
+
+    def _local(self, name: str) -> str:
+        local = self.names[name] = name.rpartition(":")[2].lower()
+        return local
+
+    def start(self, name: str, attrs: dict[str, str]) -> None:
+        depth = self.depth = self.depth + 1
+        local = self.names.get(name) or self._local(name)
+        entry_depth = self.entry_depth
+        if entry_depth:
+            if depth == entry_depth + 1:
+                role = self.fields.get(local)
+                if role == "href":
+                    self._atom_link(attrs)
+                elif role is not None:
+                    self.field = role
+                    self.buf.clear()
+        elif depth == 1:
+            self._root(name, local)
+        elif local in self.entries:
+            self.entry_depth = depth
+            self.cur = {}
+            self.buf.clear()
+
+    def end(self, _name: str) -> None:
+        depth = self.depth
+        self.depth = depth - 1
+        if depth == self.entry_depth:
+            self.entry_depth = 0
+            self.add(self.pages, self.cur, resolve=True)
+            if self.seen >= self.max_urls:
+                self._count_only()
+        elif self.field is not None and depth == self.entry_depth + 1:
+            self.cur.setdefault(self.field, "".join(self.buf))
+            self.field = None
+
+    def _atom_link(self, attrs: dict[str, str]) -> None:
+        href = attrs.get("href")
+        rel = attrs.get("rel", "alternate").strip().lower()
+        if href is not None and rel in ("alternate", "") and "loc" not in self.cur:
+            self.cur["loc"] = href
+
+    # -- expat callbacks: shared ---------------------------------------------
+
+    def count_end(self, name: str) -> None:
+        """Over the limit: only count entries, one cheap callback per element."""
+        if (self.names.get(name) or self._local(name)) in self.entries:
+            self.skipped += 1
+            self.fail(TOO_MANY_URLS)
+
+    def _count_only(self) -> None:
+        parser = self.parser
+        parser.StartElementHandler = None
+        parser.CharacterDataHandler = None
+        parser.EndElementHandler = self.count_end
+
+    def _root(self, name: str, local: str) -> None:
+        """Decide the document kind from the root element; switch to its callbacks."""
+        self.kind = local
+        if local in ("urlset", "sitemapindex"):
+            self.prefix = name.rpartition(":")[0]
+            self.entries = {"url": self.pages, "sitemap": self.children}
+            self.parser.StartElementHandler = None
+            self.parser.EndElementHandler = self.sitemap_end
+        elif local in ("rss", "rdf"):
+            self.feed = True
+            self.fields = _RSS_FIELDS
+            self.entries = {"item": self.pages}
+        elif local == "feed":
+            self.feed = True
+            self.fields = _ATOM_FIELDS
+            self.entries = {"entry": self.pages}
+        else:
+            raise _NotSitemap
+
+    # -- drivers -------------------------------------------------------------
+
+    def parse_xml(self, data: bytes) -> None:
+        parser = self.parser
+        parser.buffer_text = True
+        parser.buffer_size = 1 << 16
+        parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+        parser.EntityDeclHandler = _refuse
+        parser.UnparsedEntityDeclHandler = _refuse
+        parser.ExternalEntityRefHandler = _refuse
+        parser.StartElementHandler = self.start
+        parser.EndElementHandler = self.end
+        parser.CharacterDataHandler = self.buf.append
+        try:
+            parser.Parse(data, True)
+        except _Refused:
+            self.fail(ENTITIES_REFUSED)
+        except _NotSitemap:
+            self.fail(NOT_A_SITEMAP)
+        except expat.ExpatError as exc:
+            if self.kind is None:
+                self.fail(NOT_A_SITEMAP)
+                return
+            self.fail(TRUNCATED_XML if exc.code in _TRUNCATION_CODES else MALFORMED_XML)
+            if not self.feed:  # sitemap: rescan from the last complete entry
+                self.salvage(data, self.resume)
+
+    def salvage(self, data: bytes, pos: int) -> None:
+        """Recover ``<url>``/``<sitemap>`` entries after a well-formedness error; linear time."""
+        open_at = -1
+        open_key = (b"", b"")
+        for tag in _SALVAGE_ENTRY.finditer(data, pos):
+            closing, prefix, name = tag.groups()
+            key = (prefix.lower(), name.lower())
+            if not closing:
+                open_at = -1 if tag.group().endswith(b"/>") else tag.end()
+                open_key = key
+            elif open_at >= 0 and key == open_key:
+                self._salvage_entry(data[open_at : tag.start()], key[0], key[1])
+                open_at = -1
+
+    def _salvage_entry(self, block: bytes, prefix: bytes, name: bytes) -> None:
+        cur: dict[str, str] = {}
+        for field in _SALVAGE_FIELD.finditer(block):
+            if field.group(1).lower() == prefix:
+                cur.setdefault(field.group(2).lower().decode(), _salvage_text(field.group(3)))
+        self.add(self.pages if name == b"url" else self.children, cur, resolve=False)
+
+    def parse_text(self, data: bytes) -> None:
+        """One URL per line (Google's text sitemap); UTF-8, undecodable lines skipped."""
+        if b"\x00" in data[:4096]:  # binary, or UTF-16 text (sitemaps must be UTF-8)
+            self.fail(NOT_A_SITEMAP)
+            return
+        found = False
+        pos = 0  # always a line start
+        size = len(data)
+        while (hit := data.find(b"://", pos)) >= 0:
+            start = max(data.rfind(b"\n", pos, hit), data.rfind(b"\r", pos, hit))
+            start = pos if start < 0 else start + 1
+            eol = _LINE_END.search(data, hit)
+            end = size if eol is None else eol.start()
+            line = _URL_LINE.fullmatch(data, start, end)
+            if line is not None:
+                found = True
+                loc = line.group(1).decode("utf-8", "surrogateescape")
+                self.add(self.pages, {"loc": loc}, resolve=False)
+            pos = end
+        if not found:
+            self.fail(NOT_A_SITEMAP)
+
+
+def parse_sitemap(
+    body: bytes, *, url: str = "", content_type: str = "", max_urls: int = MAX_URLS
+) -> Sitemap:
+    """Parse a sitemap, sitemap index, text list or feed; never raises.
+
+    ``url`` is the sitemap's own address: relative feed links resolve against
+    it (sitemap ``<loc>`` must be absolute and is not resolved).
+    ``content_type`` is only a tie-break: a body that is not XML and is served
+    as HTML is "not a sitemap" rather than scanned for URL-like lines.
+    """
+    out = _Collector(url, max_urls)
+    cap = MAX_UNCOMPRESSED
+    data = body
+    gzipped = data[:2] == _GZIP_MAGIC
+    if gzipped:
+        data, error = _gunzip(data, cap)
+        if error is not None:
+            out.fail(error)
+    elif len(data) > cap:
+        data = data[:cap]
+        out.fail(TOO_LARGE)
+
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    head = data[:2]
+    if head in (b"\xff\xfe", b"\xfe\xff", b"\x00<"):  # UTF-16: leave it to expat
+        out.parse_xml(data)
+        return out.result()
+    if data[:1] in b" \t\r\n":  # expat wants "<?xml" first; PHP often sends blank lines
+        data = data.lstrip(_WS)
+    if not data:
+        out.fail(EMPTY)
+    elif data[:1] == b"<":
+        out.parse_xml(data)
+    elif not gzipped and "html" in content_type.lower():
+        out.fail(NOT_A_SITEMAP)
+    else:
+        out.parse_text(data)
+    return out.result()
