@@ -160,3 +160,21 @@ async def test_cross_host_redirect_target_gets_its_own_robots_first(web, tmp_pat
     log = sorted(web.access_log, key=lambda e: e.start)
     other = [e for e in log if e.host != web.hosts[0]]
     assert other and other[0].path == "/robots.txt"
+
+
+async def test_sitemaps_seed_pages_through_the_gate(web, tmp_path: Path) -> None:
+    cfg = dataclasses.replace(
+        crawl_config(web, tmp_path / "out", seeds=1, scope="host"), sitemaps=True
+    )
+    summary = await Crawler(cfg).run()
+    paths = [e.path for e in sorted(web.access_log, key=lambda e: e.start)]
+    assert paths[0] == "/robots.txt"
+    assert "/sitemap-index.xml" in paths and "/sitemap-pages.xml.gz" in paths
+    assert "/orphan.html" in paths  # only reachable through the sitemap
+    assert summary.counters["sitemap_urls"] >= len(web.sites[web.hosts[0]].pages)
+    assert politeness_violations(web.access_log, DELAY) == []
+
+
+async def test_sitemaps_off_by_default(web, tmp_path: Path) -> None:
+    await Crawler(crawl_config(web, tmp_path / "out", seeds=1, scope="host")).run()
+    assert "/orphan.html" not in {e.path for e in web.access_log}

@@ -539,6 +539,30 @@ class TestWeb:
                 _page("X-Robots-Tag", '<p><a href="/only-from-xrobots.html">Not followed</a></p>'),
                 {"X-Robots-Tag": "noindex, nofollow"},
             )
+        if path == "/sitemap-index.xml":
+            loc = self.url(host, "/sitemap-pages.xml.gz")
+            xml = (
+                '<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns='
+                '"http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+                f"<sitemap><loc>{loc}</loc></sitemap>\n</sitemapindex>\n"
+            )
+            return _Reply(200, {"Content-Type": "application/xml"}, xml.encode())
+        if path == "/sitemap-pages.xml.gz":
+            locs = [*self.sites[host].pages, "/orphan.html"]
+            xml = (
+                '<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns='
+                '"http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+                + "".join(
+                    f"<url><loc>{self.url(host, p)}</loc><changefreq>daily</changefreq></url>\n"
+                    for p in locs
+                )
+                + "</urlset>\n"
+            )
+            return _Reply(
+                200, {"Content-Type": "application/x-gzip"}, gzip.compress(xml.encode(), mtime=0)
+            )
+        if path == "/orphan.html":
+            return _html_reply(_page("Orphan", f"<p>Only listed in the sitemap of {host}</p>"))
         if path == "/img/photo.jpg":
             return _Reply(200, {"Content-Type": "image/jpeg"}, _JPEG)
         if path == "/files/doc.pdf":
@@ -555,7 +579,10 @@ class TestWeb:
             return _Reply(spec.robots_status, {"Content-Type": "text/plain"},
                           f"error {spec.robots_status}\n".encode())  # fmt: skip
         ctype = f"{spec.robots_content_type}; charset=utf-8"
-        return _Reply(spec.robots_status, {"Content-Type": ctype}, spec.robots.encode("utf-8"))
+        body = spec.robots
+        if ROBOTS_VARIANTS.get(idx, "standard") == "standard":
+            body += f"Sitemap: {self.url(spec.host, '/sitemap-index.xml')}\n"
+        return _Reply(spec.robots_status, {"Content-Type": ctype}, body.encode("utf-8"))
 
     def _page_href(self, idx: int, target: int, style: int, root_dir: bool) -> str:
         """A link to page ``target`` in one of four forms, relative to the effective base."""
