@@ -51,6 +51,10 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("politeness-key", str, "host | domain | ip: what one 'site' is for politeness (default host)"),
     ("robots-ttl", float, "seconds a robots.txt stays fresh (default 86400)"),
     ("retry-base", float, "first retry wait after a 5xx or network error, seconds (default 30)"),
+    ("seen", str, "seen-set: auto | exact | bloom (auto: Bloom filter past 2 million URLs)"),
+    ("expected-urls", int, "URLs the crawl may discover; sizes the Bloom filter (1000000)"),
+    ("seen-fp-rate", float, "Bloom filter false-positive rate (0.01)"),
+    ("strategy", str, "frontier order: bfs | random (default bfs)"),
 ]
 
 
@@ -70,6 +74,12 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         default=None,
         help="allow loopback/private/link-local targets (refused by default)",
+    )
+    p.add_argument(
+        "--sitemaps",
+        action="store_true",
+        default=None,
+        help="also seed from the Sitemap lines of each site's robots.txt",
     )
     p.add_argument("--no-progress", action="store_true", default=None, help="no live progress line")
     p.add_argument("-v", "--verbose", action="store_true", help="log more")
@@ -176,6 +186,11 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         exclude_check_s=float(v.get("exclude_check", 60.0)),
         robots_ttl_s=float(v.get("robots_ttl", 86400.0)),
         progress=not v.get("no_progress", False),
+        sitemaps=bool(v.get("sitemaps", False)),
+        seen_mode=v.get("seen", "auto"),
+        expected_urls=int(v.get("expected_urls", 1_000_000)),
+        seen_fp_rate=float(v.get("seen_fp_rate", 0.01)),
+        strategy=v.get("strategy", "bfs"),
     )
 
 
