@@ -128,3 +128,33 @@ async def test_crawl_with_toml_config_flags_win(tmp_path: Path) -> None:
         assert summary["stopped_by"] == "max_pages"
         assert summary["pages_fetched"] == 5
         assert b"crawl finished" in stdout
+
+
+def test_operator_tools_on_a_real_crawl(tmp_path: Path) -> None:
+    """log, log-stats, botpage and report as a user runs them, on a real crawl's output."""
+    import asyncio
+
+    from conftest import crawl_config
+    from politecrawl import Crawler
+
+    async def crawl() -> None:
+        async with TestWeb(n_hosts=3, pages_per_host=4, seed=5) as web:
+            await Crawler(crawl_config(web, tmp_path / "out", delay=0.05)).run()
+
+    asyncio.run(crawl())
+    p = run("log", str(tmp_path / "out"), "--host", "h1.test", "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert rows and all("h1.test" in r["url"] for r in rows)
+    assert any(r["robots_in_force"] for r in rows)
+    p = run("log-stats", str(tmp_path / "out"))
+    assert p.returncode == 0 and p.stdout.strip()
+    p = run("botpage", "--user-agent", UA, "--contact", "ops@bot.example", "--ip", "192.0.2.7",
+            "--out", str(tmp_path / "bot.html"))
+    assert p.returncode == 0, p.stderr
+    page = (tmp_path / "bot.html").read_text()
+    assert "testbot" in page and "192.0.2.7" in page and "mailto:ops@bot.example" in page
+    p = run("report", str(tmp_path / "out"))
+    assert p.returncode == 0 and (tmp_path / "out" / "report.html").exists()
+    assert one_line_error(run("log", str(tmp_path / "out"), "--host", "h1.test",
+                              "--since", "yesterday-ish"))

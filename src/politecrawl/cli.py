@@ -7,7 +7,7 @@ import asyncio
 import logging
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -115,6 +115,46 @@ def build_parser() -> argparse.ArgumentParser:
     robots.add_argument("--user-agent", required=True, help="the bot's User-Agent")
     robots.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR")
     robots.add_argument("--allow-private-addresses", action="store_true")
+    log = sub.add_parser(
+        "log",
+        help="answer a complaint: every request to a host, with the robots.txt in force",
+        description="Every request to HOST (and its "
+        "subdomains) in the window, across rotated logs, with status, timing, "
+        "the delay applied and the robots.txt in force at that moment.",
+    )
+    log.add_argument("dir", type=Path, help="the crawl's --out folder")
+    log.add_argument("--host", required=True, help="the complaining site's host or domain")
+    log.add_argument("--since", help="ISO 8601 time or date (UTC)")
+    log.add_argument("--until", help="ISO 8601 time or date (UTC; a date means its end)")
+    log.add_argument("--json", action="store_true", help="JSON for machines")
+    stats = sub.add_parser(
+        "log-stats",
+        help="learn from the logs: statuses, extensions, errors, traps, response times",
+        description="Status mix, Content-Type by URL extension (with "
+        "suggested additions to the extension blocklist), hosts with the "
+        "most errors, redirects, suspected traps, mean response time per host.",
+    )
+    stats.add_argument("dir", type=Path, help="the crawl's --out folder")
+    stats.add_argument("--json", action="store_true", help="JSON for machines")
+    bot = sub.add_parser(
+        "botpage",
+        help="write the bot's information page (HTML)",
+        description="The page a site operator reads to learn who runs the bot, "
+        "why, from where, and how to block it or reach a person.",
+    )
+    bot.add_argument("--user-agent", required=True, help="the bot's User-Agent")
+    bot.add_argument("--contact", required=True, help="an e-mail address that reaches a person")
+    bot.add_argument(
+        "--ip", action="append", default=[], help="an address the bot crawls from (repeatable)"
+    )
+    bot.add_argument("--purpose", help="why the bot crawls, in a sentence or two")
+    bot.add_argument("--out", type=Path, help="file to write (default: stdout)")
+    rep = sub.add_parser(
+        "report",
+        help="write DIR/report.html with plots of a crawl",
+        description="A self-contained HTML report with plots, viewable offline.",
+    )
+    rep.add_argument("dir", type=Path, help="the crawl's --out folder")
     return parser
 
 
@@ -235,6 +275,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tool(module: str) -> Callable[[argparse.Namespace], int]:
+    """The operator tools live in their own modules, each with ``main_args(args)``."""
+
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        result: int = importlib.import_module(f"politecrawl.{module}").main_args(args)
+        return result
+
+    return run
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -246,7 +298,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    handlers = {"crawl": cmd_crawl, "demo": cmd_demo, "robots": cmd_robots}
+    handlers = {
+        "crawl": cmd_crawl,
+        "demo": cmd_demo,
+        "robots": cmd_robots,
+        "log": _tool("complaints"),
+        "log-stats": _tool("logstats"),
+        "botpage": _tool("botpage"),
+        "report": _tool("report"),
+    }
     try:
         return handlers[args.command](args)
     except ConfigError as exc:

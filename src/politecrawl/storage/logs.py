@@ -40,9 +40,14 @@ _GZIP_LEVEL = 3  # ~8x on request logs at a fraction of level 6's CPU; compressi
 class JsonlLog:
     """One JSON object per line; ``write`` never splits a line, rotation never drops one."""
 
-    def __init__(self, path: Path, *, rotate_bytes: int | None = DEFAULT_ROTATE_BYTES,
-                 retention_days: float | None = DEFAULT_RETENTION_DAYS,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        rotate_bytes: int | None = DEFAULT_ROTATE_BYTES,
+        retention_days: float | None = DEFAULT_RETENTION_DAYS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if not path.name.endswith(".jsonl"):
             raise StorageError(f"a log file name must end in .jsonl: {path}")
         self.path = path
@@ -99,8 +104,9 @@ class JsonlLog:
         day = int(now // _DAY_S)
         if self._size == 0:
             self._day = day
-        elif day != self._day or (self.rotate_bytes is not None
-                                  and self._size + len(line) > self.rotate_bytes):
+        elif day != self._day or (
+            self.rotate_bytes is not None and self._size + len(line) > self.rotate_bytes
+        ):
             self.rotate(now)
         try:
             os.write(self._fd, line)
@@ -180,8 +186,9 @@ def _compress(path: Path) -> Path:
         return gz
     tmp = path.with_name(gz.name + ".tmp")
     with path.open("rb") as src, open(tmp, "wb") as raw:
-        with gzip.GzipFile(filename=path.name, mode="wb", fileobj=raw,
-                           compresslevel=_GZIP_LEVEL, mtime=0) as dst:
+        with gzip.GzipFile(
+            filename=path.name, mode="wb", fileobj=raw, compresslevel=_GZIP_LEVEL, mtime=0
+        ) as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
         raw.flush()
         os.fsync(raw.fileno())

@@ -1,0 +1,141 @@
+"""The bot's information page, the one its User-Agent links to.
+
+The seeds: a crawler's info page says who runs it and why, what it collects, the IP addresses
+it crawls from, that it obeys robots.txt and how to block it (entirely and in part), and how to
+reach a person. "Site operators are rightly suspicious of random crawlers that have no
+supporting information." Everything here is what politecrawl really does by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from html import escape
+from pathlib import Path
+
+from politecrawl.config import validate_user_agent
+from politecrawl.errors import ConfigError
+
+__all__ = ["main_args", "render"]
+
+_EMAIL = re.compile(r"^[^@\s<>\"']+@[^@\s<>\"']+\.[^@\s<>\"']+$")
+
+_CSS = """
+body{font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d232a;
+background:#fff;max-width:46rem;margin:2rem auto;padding:0 1.2rem}
+h1{font-size:1.8rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem;
+border-bottom:1px solid #d8dee4;padding-bottom:.2rem}
+code,pre{font-family:ui-monospace,"SF Mono",Menlo,Consolas,monospace;font-size:.92em}
+pre{background:#f4f6f8;border:1px solid #d8dee4;border-radius:6px;padding:.7rem 1rem;
+overflow-x:auto}.ua{color:#4a5560}ul{padding-left:1.3rem}
+"""
+
+
+def _pre(text: str) -> str:
+    return f"<pre><code>{escape(text)}</code></pre>"
+
+
+def render(user_agent: str, contact: str, ips: list[str], purpose: str | None) -> str:
+    """A self-contained HTML page (inline CSS, no scripts); every given value is escaped."""
+    token = validate_user_agent(user_agent)
+    if not _EMAIL.match(contact.strip()):
+        raise ConfigError(f"--contact {contact!r} is not an e-mail address")
+    t, ua, mail = escape(token), escape(user_agent.strip()), escape(contact.strip())
+    why = (
+        escape(purpose.strip())
+        if purpose and purpose.strip()
+        else (
+            f"{t} collects public web pages for a research or indexing project run by the "
+            "person reachable at the address below."
+        )
+    )
+    ip_list = "".join(f"<li><code>{escape(ip.strip())}</code></li>" for ip in ips if ip.strip())
+    ip_part = (
+        f"<p>{t} crawls only from these addresses:</p><ul>{ip_list}</ul>"
+        if ip_list
+        else "<p>The addresses it crawls from are not listed here yet; write to us with the "
+        "address you saw and we will confirm whether it was us.</p>"
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>About {t}, a web crawler</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<h1>About {t}</h1>
+<p class="ua">User-Agent: <code>{ua}</code></p>
+
+<h2>Who runs it and why</h2>
+<p>{why}</p>
+<p>If {t} is causing you any trouble, please <a href="mailto:{mail}">tell us</a>: we would
+rather hear about it than have it be a bother.</p>
+
+<h2>What it collects</h2>
+<p>{t} fetches publicly reachable HTML pages and follows their links. It does not submit forms,
+log in, run scripts or follow links hidden in comments or scripts. It skips files by extension
+before asking for them (images, audio, video, archives, executables and the like) and stops
+reading any response that turns out not to be HTML as soon as the headers arrive. Pages that
+ask not to be indexed are not stored.</p>
+
+<h2>Where it crawls from</h2>
+{ip_part}
+
+<h2>It obeys robots.txt</h2>
+<p>{t} reads <a href="https://www.rfc-editor.org/rfc/rfc9309.html">robots.txt
+(RFC 9309)</a> before anything else on a site, and again at least once a day. It answers to
+the product token <code>{t}</code> (matched case-insensitively), and to <code>*</code> where no
+group names it. <code>Disallow</code>, <code>Allow</code> (longest match wins) and the
+<code>*</code> and <code>$</code> wildcards are supported.</p>
+<p>To keep {t} off your whole site:</p>
+{_pre(f"User-agent: {token}{chr(10)}Disallow: /")}
+<p>To keep it out of one directory only:</p>
+{_pre(f"User-agent: {token}{chr(10)}Disallow: /private/")}
+<p>If robots.txt cannot be read because the server answers with an error (5xx) or not at all,
+{t} fetches nothing else from the site until it can.</p>
+
+<h2>Crawl-delay</h2>
+<p>{t} honours <code>Crawl-delay</code> (in seconds, fractions allowed). For example, at most
+one request every 60 seconds:</p>
+{_pre(f"User-agent: {token}{chr(10)}Crawl-delay: 60")}
+
+<h2>Page-level directives</h2>
+<p>{t} honours the robots <code>&lt;meta&gt;</code> tag and the <code>X-Robots-Tag</code>
+HTTP header, for all robots or named <code>{t}</code>: <code>noindex</code> (the page is not
+stored), <code>nofollow</code> (its links are not followed), and <code>none</code> (both).
+Links marked <code>rel="nofollow"</code> are not followed either.</p>
+{_pre('<meta name="robots" content="noindex, nofollow">')}
+{_pre(f'<meta name="{token}" content="noindex">')}
+{_pre("X-Robots-Tag: noindex, nofollow")}
+
+<h2>How fast it crawls</h2>
+<p>By default {t} makes one request at a time to a site, and starts the next one at least
+15 seconds after the previous one started, longer for slow sites (30 times the average time of
+the site's last five responses) or when robots.txt asks for a longer Crawl-delay. It backs
+off when a site answers 429 or 503 and honours <code>Retry-After</code>. It never follows
+redirects blindly and stops after three hops.</p>
+
+<h2>Contact</h2>
+<p>Write to <a href="mailto:{mail}">{mail}</a>. A person reads every message. If you send the
+date, time and URL of a request from your server log, we can look up exactly what {t} did and
+what your robots.txt said at the time. If you would simply rather not be crawled, say so and
+your domain goes on our never-crawl list.</p>
+</body>
+</html>
+"""
+
+
+def main_args(args: argparse.Namespace) -> int:
+    """``politecrawl botpage --user-agent UA --contact EMAIL [--ip IP ...] [--purpose TEXT]
+    [--out FILE]``: the page on stdout, or written to ``--out``."""
+    page = render(args.user_agent or "", args.contact or "", list(args.ip or []), args.purpose)
+    if args.out:
+        out = Path(args.out)
+        if not out.parent.is_dir():
+            raise ConfigError(f"--out {out}: folder {out.parent} does not exist")
+        out.write_text(page, encoding="utf-8")
+    else:
+        print(page, end="")
+    return 0

@@ -1,0 +1,120 @@
+"""The bot information page: complete, honest about defaults, escaped, well-formed."""
+
+from __future__ import annotations
+
+import argparse
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from politecrawl.botpage import main_args, render
+from politecrawl.errors import ConfigError
+
+UA = "acmebot/1.0 (+https://acme.example/bot)"
+_VOID = {"meta", "br", "img", "link", "hr", "input"}
+
+
+class _Checker(HTMLParser):
+    """Tag balance, text, links and any external resource references."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.text: list[str] = []
+        self.hrefs: list[str] = []
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.hrefs += [v or "" for k, v in attrs if k == "href"]
+        if any(k == "src" for k, _ in attrs):
+            self.errors.append(f"external resource in <{tag}>")
+        if tag not in _VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack or self.stack.pop() != tag:
+            self.errors.append(f"unbalanced </{tag}>")
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _check(page: str) -> _Checker:
+    c = _Checker()
+    c.feed(page)
+    c.close()
+    assert c.errors == [] and c.stack == []
+    assert page.startswith("<!DOCTYPE html>")
+    assert {"html", "head", "title", "body", "h1", "style"} <= c.tags
+    assert "script" not in c.tags and "<link" not in page
+    return c
+
+
+def test_page_says_everything_an_operator_needs() -> None:
+    page = render(
+        UA,
+        "crawler@acme.example",
+        ["192.0.2.10", "2001:db8::7"],
+        "We index steam-train history pages for a public archive.",
+    )
+    c = _check(page)
+    text = "".join(c.text)
+    assert "We index steam-train history pages" in text
+    assert "192.0.2.10" in text and "2001:db8::7" in text
+    assert UA in text
+    # blocking: entirely and in part, with the product token
+    assert "User-agent: acmebot\nDisallow: /\n" in text + "\n"
+    assert "User-agent: acmebot\nDisallow: /private/" in text
+    assert "User-agent: acmebot\nCrawl-delay: 60" in text
+    assert "X-Robots-Tag" in text and '<meta name="robots"' in text and "noindex" in text
+    assert "15 seconds" in text and "one request at a time" in text
+    assert "mailto:crawler@acme.example" in c.hrefs
+    assert "robots.txt" in text
+
+
+def test_everything_user_given_is_escaped() -> None:
+    evil = '<script>alert("x")</script>'
+    page = render(
+        "evilbot/2 (+https://e.example/?a=1&b=<i>)", "a&b@e.example", [evil], evil + " & more"
+    )
+    c = _check(page)
+    assert "<script>" not in page and "<i>" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more" in page
+    assert "mailto:a&b@e.example" in c.hrefs  # attribute escaped, parsed back intact
+    assert evil in "".join(c.text)
+
+
+def test_defaults_without_purpose_or_ips() -> None:
+    text = "".join(_check(render(UA, "ops@acme.example", [], None)).text)
+    assert "acmebot collects public web pages" in text
+    assert "not listed here yet" in text
+
+
+@pytest.mark.parametrize("ua", ["", "Mozilla/5.0 (compatible; x)", "acmebot/1.0"])
+def test_dishonest_user_agent_refused(ua: str) -> None:
+    with pytest.raises(ConfigError):
+        render(ua, "ops@acme.example", [], None)
+
+
+def test_contact_must_be_an_email() -> None:
+    with pytest.raises(ConfigError, match="e-mail"):
+        render(UA, "https://acme.example/contact", [], None)
+
+
+def test_main_args_stdout_and_file(tmp_path: Path, capsys: Any) -> None:
+    ns = argparse.Namespace(
+        user_agent=UA, contact="ops@acme.example", ip=["192.0.2.1"], purpose=None, out=None
+    )
+    assert main_args(ns) == 0
+    printed = capsys.readouterr().out
+    assert "192.0.2.1" in printed
+    ns.out = str(tmp_path / "bot.html")
+    assert main_args(ns) == 0
+    assert (tmp_path / "bot.html").read_text(encoding="utf-8") == printed
+    ns.out = str(tmp_path / "missing" / "bot.html")
+    with pytest.raises(ConfigError, match="does not exist"):
+        main_args(ns)

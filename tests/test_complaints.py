@@ -1,0 +1,231 @@
+"""Complaint lookup: every request to a host in a window, with the robots.txt then in force."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import crawl_config
+
+from politecrawl import Crawler
+from politecrawl import crawler as crawler_module
+from politecrawl.complaints import format_text, lookup, main_args, parse_time
+from politecrawl.errors import ConfigError
+from politecrawl.storage.logs import JsonlLog, iter_log_records, rotated_files
+from politecrawl.testweb import TestWeb
+
+
+def _crawl_with_rotating_logs(out: Path) -> TestWeb:
+    """A real crawl whose logs rotate every few KB, and whose robots.txt expire after 1 s
+    (so each site has several robots.txt fetches), then a resumed second run (cut short:
+    the slow tail of retries adds nothing here)."""
+
+    async def go() -> TestWeb:
+        async with TestWeb(n_hosts=8, pages_per_host=5, seed=3) as web:
+            for limits in ({"max_pages": 40}, {"max_time_s": 4.0}):
+                await Crawler(
+                    crawl_config(web, out, delay=0.05, concurrency=8, robots_ttl_s=1.0, **limits)
+                ).run()
+            return web
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(crawler_module, "JsonlLog", functools.partial(JsonlLog, rotate_bytes=3000))
+        return asyncio.run(go())
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TestWeb]:
+    out = tmp_path_factory.mktemp("crawl")
+    web = _crawl_with_rotating_logs(out)
+    return out, web
+
+
+def _brute_force(out: Path, host: str) -> list[tuple[str, str, Any]]:
+    robots = list(iter_log_records(out / "log", "robots"))
+    rows = []
+    for r in iter_log_records(out / "log", "requests"):
+        if f"//{host}:" not in r["url"]:
+            continue
+        before = [
+            x
+            for x in robots
+            if x["host"] == host and x["time"] <= r["time"] and x["outcome"] != "redirect"
+        ]
+        latest = max(before, key=lambda x: x["time"])["time"] if before else None
+        rows.append((r["time"], r["url"], latest))
+    return sorted(rows)
+
+
+def test_lookup_across_rotated_logs_matches_the_logs(crawl: tuple[Path, TestWeb]) -> None:
+    out, web = crawl
+    assert len(rotated_files(out / "log", "requests")) >= 3
+    assert len(rotated_files(out / "log", "robots")) >= 2
+    for host in web.hosts:
+        rows = lookup(out, host, None, None)
+        got = [
+            (r["time"], r["url"], r["robots_in_force"]["time"] if r["robots_in_force"] else None)
+            for r in rows
+        ]
+        assert sorted(got) == _brute_force(out, host), host
+        assert [r["time"] for r in rows] == sorted(r["time"] for r in rows)
+        # the server saw exactly these requests
+        seen = sorted(e.path for e in web.access_log if e.host == host)
+        assert sorted("/" + r["url"].split("/", 3)[3] for r in rows) == seen
+
+
+def test_robots_in_force_says_what_the_site_said(crawl: tuple[Path, TestWeb]) -> None:
+    out, web = crawl
+    special = next(h for h, s in web.sites.items() if s.robots and "testbot" in s.robots)
+    rows = lookup(out, special, None, None)
+    pages = [r for r in rows if not r["outcome"].startswith("robots:")]
+    assert pages and all("User-agent: testbot" in r["robots_in_force"]["body"] for r in pages)
+    assert len({r["robots_in_force"]["time"] for r in rows}) >= 2  # refetched, ttl 1 s
+    broken = next(h for h, s in web.sites.items() if s.robots_status == 500)
+    rows = lookup(out, broken, None, None)
+    assert rows and {r["outcome"] for r in rows} == {"robots:unreachable"}
+    assert all(r["robots_in_force"]["status"] == 500 for r in rows)
+    for r in rows:
+        assert set(r) >= {
+            "time",
+            "url",
+            "status",
+            "duration_ms",
+            "delay_s",
+            "outcome",
+            "robots_in_force",
+        }
+
+
+def test_time_window_and_json_output(crawl: tuple[Path, TestWeb], capsys: Any) -> None:
+    out, web = crawl
+    host = web.hosts[0]
+    rows = lookup(out, host, None, None)
+    mid = rows[len(rows) // 2]["time"]
+    since = datetime.fromisoformat(mid)
+    later = lookup(out, host, since, None)
+    earlier = lookup(out, host, None, since)
+    assert later[0]["time"] == mid and all(r["time"] >= mid for r in later)
+    assert all(r["time"] <= mid for r in earlier)
+    assert len(later) + len(earlier) == len(rows) + sum(r["time"] == mid for r in rows)
+    args = argparse.Namespace(dir=str(out), host=host.upper(), since=mid, until=None, json=True)
+    assert main_args(args) == 0
+    assert json.loads(capsys.readouterr().out) == later
+
+
+def test_text_shows_each_robots_version_once(crawl: tuple[Path, TestWeb], capsys: Any) -> None:
+    out, web = crawl
+    host = web.hosts[0]
+    rows = lookup(out, host, None, None)
+    text = format_text(rows)
+    assert text.count("Disallow: /private/") == 1  # several fetches, one distinct body
+    assert all(r["url"] in text for r in rows)
+    assert f"{host}: {len(rows)} requests" in text
+    assert (
+        main_args(argparse.Namespace(dir=str(out), host=host, since=None, until=None, json=False))
+        == 0
+    )
+    assert "robots.txt in force" in capsys.readouterr().out
+
+
+def _write(log: JsonlLog, recs: list[dict[str, Any]]) -> None:
+    for r in recs:
+        log.write(r)
+    log.close()
+
+
+def test_subdomains_window_and_robots_versions(tmp_path: Path) -> None:
+    """The latest robots.txt at or before each request, per origin; lookalikes excluded."""
+    log_dir = tmp_path / "log"
+
+    def req(t: str, url: str) -> dict[str, Any]:
+        return {
+            "time": f"2024-03-01T{t}Z",
+            "url": url,
+            "status": 200,
+            "duration_ms": 5.0,
+            "delay_s": 15.0,
+            "outcome": "stored",
+            "ip": "192.0.2.7",
+            "attempt": 1,
+        }
+
+    def rob(t: str, origin: str, body: str) -> dict[str, Any]:
+        return {
+            "time": f"2024-03-01T{t}Z",
+            "host": origin.split("//")[1],
+            "origin": origin,
+            "url": origin + "/robots.txt",
+            "status": 200,
+            "outcome": "robots:ok",
+            "body": body,
+        }
+
+    _write(
+        JsonlLog(log_dir / "robots.jsonl"),
+        [
+            rob("10:00:00.000", "https://example.com", "User-agent: *\nDisallow: /a/\n"),
+            rob("12:00:00.000", "https://example.com", "User-agent: *\nDisallow: /b/\n"),
+            rob("10:30:00.000", "https://www.example.com", "User-agent: *\nDisallow:\n"),
+        ],
+    )
+    _write(
+        JsonlLog(log_dir / "requests.jsonl"),
+        [
+            req("09:00:00.000", "https://example.com/early"),
+            req("11:00:00.000", "https://example.com/x"),
+            req("12:00:00.000", "https://example.com/y"),
+            req("11:30:00.000", "https://www.example.com/w"),
+            req("11:40:00.000", "https://badexample.com/no"),
+            req("11:50:00.000", "https://example.com.evil.net/no"),
+        ],
+    )
+    rows = lookup(tmp_path, "Example.com.", None, None)
+    assert [r["url"].split("/", 3)[3] for r in rows] == ["early", "x", "w", "y"]
+    bodies = [r["robots_in_force"] and r["robots_in_force"]["body"] for r in rows]
+    assert bodies == [
+        None,
+        "User-agent: *\nDisallow: /a/\n",
+        "User-agent: *\nDisallow:\n",
+        "User-agent: *\nDisallow: /b/\n",
+    ]
+    window = lookup(
+        tmp_path, "example.com", datetime(2024, 3, 1, 11, tzinfo=UTC), datetime(2024, 3, 1, 11, 45)
+    )
+    assert [r["url"].rsplit("/", 1)[1] for r in window] == ["x", "w"]
+    text = format_text(rows)
+    assert text.count("Disallow: /a/") == 1 and text.count("Disallow: /b/") == 1
+    assert "192.0.2.7" in text
+    assert lookup(tmp_path, "www.example.com", None, None)[0]["url"].endswith("/w")
+
+
+def test_misuse_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        parse_time("yesterday")
+    assert parse_time("2024-03-01", end_of_day=True) == datetime(
+        2024, 3, 1, 23, 59, 59, 999999, tzinfo=UTC
+    )
+    assert parse_time("2024-03-01T12:00:00+02:00") == datetime(2024, 3, 1, 10, tzinfo=UTC)
+    ns = argparse.Namespace(
+        dir=str(tmp_path / "missing"), host="x.org", since=None, until=None, json=False
+    )
+    with pytest.raises(ConfigError, match="not a crawl output folder"):
+        main_args(ns)
+    (tmp_path / "log").mkdir()
+    with pytest.raises(ConfigError, match="bad time"):
+        main_args(
+            argparse.Namespace(
+                dir=str(tmp_path), host="x.org", since="01/03/2024", until=None, json=False
+            )
+        )
+    with pytest.raises(ConfigError, match="after"):
+        main_args(
+            argparse.Namespace(
+                dir=str(tmp_path), host="x.org", since="2024-03-02", until="2024-03-01", json=False
+            )
+        )
