@@ -135,6 +135,7 @@ def test_operator_tools_on_a_real_crawl(tmp_path: Path) -> None:
     import asyncio
 
     from conftest import crawl_config
+
     from politecrawl import Crawler
 
     async def crawl() -> None:
