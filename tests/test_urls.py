@@ -81,7 +81,10 @@ CANONICAL = [
         "http://example.com/?a=1",
     ),
     ("http://example.com/?ASPSESSIONIDQQGGQ=xx&cfid=1&CFTOKEN=2&a=1", "http://example.com/?a=1"),
-    ("http://example.com/?sidebar=1&ssid=2&sid_x=3", "http://example.com/?sidebar=1&ssid=2&sid_x=3"),
+    (
+        "http://example.com/?sidebar=1&ssid=2&sid_x=3",
+        "http://example.com/?sidebar=1&ssid=2&sid_x=3",
+    ),
     ("http://example.com/?%73id=1&a=1", "http://example.com/?a=1"),
     # userinfo, trailing dot
     ("http://user:pw@example.com/", "http://example.com/"),
@@ -264,11 +267,13 @@ def test_join(base: str, href: str, expected: str | None) -> None:
     assert join(base, href) == expected
 
 
-def test_join_tolerates_none_href() -> None:
+def test_join_tolerates_wrong_types() -> None:
     assert join("http://example.com/", None) is None  # type: ignore[arg-type]
+    assert join(None, "/x") is None  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- keys
+
 
 def test_host_origin_robots() -> None:
     assert host_of("http://example.com/a") == "example.com"
@@ -323,6 +328,7 @@ def test_politeness_key() -> None:
 
 
 # --------------------------------------------------------------------------- filters
+
 
 @pytest.mark.parametrize(
     ("url", "ext"),
@@ -468,6 +474,7 @@ def test_scope_errors() -> None:
 
 # --------------------------------------------------------------------------- list files
 
+
 def test_parse_domain_list() -> None:
     text = "\n".join(
         [
@@ -525,8 +532,22 @@ def test_parse_allow_file() -> None:
 
 _URL_CHARS = st.one_of(
     st.sampled_from(
-        list("aZ09-._~!$&'()*+,;=:@/?#%[] \t\n\\\"<>^`{|}")
-        + ["%2e", "%2E", "%41", "%7e", "%zz", "%", "..", "/../", "/./", ";jsessionid=1", "\u00e9"]
+        [
+            *"aZ09-._~!$&'()*+,;=:@/?#%[] \t\n\\\"<>^`{|}",
+            *(
+                "%2e",
+                "%2E",
+                "%41",
+                "%7e",
+                "%zz",
+                "%",
+                "..",
+                "/../",
+                "/./",
+                ";jsessionid=1",
+                "\u00e9",
+            ),
+        ]
     ),
     st.characters(),
 )
