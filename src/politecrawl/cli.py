@@ -259,8 +259,15 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     from politecrawl.crawler import Crawler
 
     cfg = config_from_values(_merge(args))
-    summary = asyncio.run(Crawler(cfg).run())
+    crawler = Crawler(cfg)
+    summary = asyncio.run(crawler.run())
     _print_summary(summary.to_json(), cfg.out_dir)
+    if crawler.fatal:
+        print(
+            f"politecrawl: stopped: {crawler.fatal} (state saved; run again to resume)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

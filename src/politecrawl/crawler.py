@@ -24,6 +24,7 @@ from typing import Any
 from politecrawl import politeness
 from politecrawl.admission import Admission
 from politecrawl.config import CrawlConfig
+from politecrawl.errors import FrontierError, StorageError
 from politecrawl.exclusions import NeverCrawlList
 from politecrawl.fetch import Fetcher, FetchResult
 from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
@@ -127,6 +128,7 @@ class Crawler:
         self._stopped_by = "done"
         self._started = 0.0
         self._pages_this_run = 0
+        self.fatal: str | None = None
 
     # -- the loop -------------------------------------------------------------------------
     def stop(self, why: str = "interrupted") -> None:
@@ -240,6 +242,11 @@ class Crawler:
         made_request = False
         try:
             made_request = await self._step(key, host)
+        except (StorageError, FrontierError) as exc:  # disk full, I/O error: stop cleanly
+            log.error("stopping: %s", exc)
+            self.counters["error:storage"] += 1
+            self.fatal = str(exc)
+            self.stop("storage_error")
         except Exception:  # the one broad catch: log, classify, keep crawling
             log.exception("internal error on %s", key)
             self.counters["error:internal"] += 1

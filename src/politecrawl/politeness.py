@@ -85,3 +85,13 @@ def record_overload(
 
 def set_crawl_delay(state: HostState, crawl_delay_s: float | None) -> None:
     state.crawl_delay_s = crawl_delay_s
+
+
+def resume(state: HostState, now: float) -> None:
+    """After a restart: the last request may have gone out unrecorded, so wait a full delay.
+
+    The delay last applied (``next_allowed - last_start``) is re-applied from ``now``.
+    """
+    if state.last_start > 0.0:
+        last_delay = max(0.0, state.next_allowed - state.last_start)
+        state.next_allowed = max(state.next_allowed, now + last_delay)

@@ -4,10 +4,12 @@ Memory grows with the number of politeness keys, not of URLs: per key a pending 
 best priority; URLs are read into a window (``WINDOW`` at a time, best first) only when the key
 is leased. The seen-set is ``seen.SeenSet`` (exact, or a Bloom filter for millions of URLs).
 
-Writes go into one open transaction committed by ``flush`` (about once a second), so a crash
-loses at most the last second, and what survives is always a prefix of what happened: a page is
-marked finished only after its links were inserted, so a page whose links were lost is fetched
-again rather than forgotten. SQLite calls take microseconds and run on the event loop's thread;
+Writes go into one open transaction committed by ``flush`` (about once a second) and before
+every request (``pop_url`` commits the in-flight mark; WAL with synchronous=NORMAL makes that
+a write, not an fsync), so what survives a crash is always a prefix of what happened: a page
+is marked finished only after its links were inserted, and a URL fetched but not yet recorded
+as finished comes back marked as a re-fetch. Host states get ``politeness.resume`` at start.
+SQLite calls take microseconds and run on the event loop's thread;
 only the commit touches the disk.
 
 A URL's state: 0 queued, 1 in flight (a crash there makes it a re-fetch), 2 finished.
@@ -19,10 +21,12 @@ import heapq
 import itertools
 import json
 import sqlite3
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
+from politecrawl import politeness
 from politecrawl.errors import FrontierError
 from politecrawl.frontier import RobotsRecord, UrlEntry
 from politecrawl.politeness import HostState
@@ -124,8 +128,10 @@ class SqliteFrontier:
     # -- start-up -------------------------------------------------------------------
     def _load(self) -> None:
         db = self._db
+        now = time.time()
         for key, data in db.execute("SELECT key, data FROM hosts"):
-            self._hosts[key] = host_from_json(key, data)
+            h = self._hosts[key] = host_from_json(key, data)
+            politeness.resume(h, now)
         # a crash left these in flight: queue them again, marked as re-fetches
         self.refetches = db.execute(
             "UPDATE urls SET state=0, outcome='refetch' WHERE state=1"
@@ -243,6 +249,7 @@ class SqliteFrontier:
         self._pending[key] -= 1
         self._queued -= 1
         self._db.execute("UPDATE urls SET state=1 WHERE url=?", (found.url,))
+        self._commit()  # committed before the request goes out: a crash re-fetch is marked
         return found
 
     def _refill(self, key: str) -> list[tuple[float, int, UrlEntry]]:
@@ -392,11 +399,14 @@ class SqliteFrontier:
     def queued(self) -> int:
         return self._queued
 
-    async def flush(self) -> None:
+    def _commit(self) -> None:
         try:
             self._db.commit()
         except sqlite3.DatabaseError as exc:
             raise FrontierError(f"cannot save crawl state: {exc}") from exc
+
+    async def flush(self) -> None:
+        self._commit()
         self._flushes += 1
         if self.seen.mode == "bloom" and self._flushes % _SEEN_SAVE_EVERY == 0:
             self._save_seen()
