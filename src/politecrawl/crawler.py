@@ -346,7 +346,8 @@ class Crawler:
         """Every request the crawler makes passes here: politeness bookkeeping and counts."""
         if host.last_start == 0.0:
             self.counters["hosts_contacted"] += 1
-        politeness.record_start(host, self.clock())
+        politeness.record_start(host, self.cfg.politeness, self.clock())
+        await self.frontier.begin_request(host.key, host)
         res = await self.fetcher.fetch(url, html_only=html_only)
         self.counters["requests"] += 1
         if res.status is not None and res.status >= 400:

@@ -58,8 +58,14 @@ def schedule_next(
     return state.next_allowed
 
 
-def record_start(state: HostState, now: float) -> None:
+def record_start(state: HostState, cfg: PolitenessConfig, now: float) -> None:
+    """A request starts now; until it ends, the next may not start before a full delay.
+
+    The provisional ``next_allowed`` is what gets persisted before the request goes out, so a
+    crash mid-request cannot make the restarted crawler ask the site again too soon.
+    """
     state.last_start = now
+    state.next_allowed = max(state.next_allowed, now + delay_s(state, cfg))
 
 
 def record_response(state: HostState, cfg: PolitenessConfig, duration_s: float) -> None:
@@ -85,13 +91,3 @@ def record_overload(
 
 def set_crawl_delay(state: HostState, crawl_delay_s: float | None) -> None:
     state.crawl_delay_s = crawl_delay_s
-
-
-def resume(state: HostState, now: float) -> None:
-    """After a restart: the last request may have gone out unrecorded, so wait a full delay.
-
-    The delay last applied (``next_allowed - last_start``) is re-applied from ``now``.
-    """
-    if state.last_start > 0.0:
-        last_delay = max(0.0, state.next_allowed - state.last_start)
-        state.next_allowed = max(state.next_allowed, now + last_delay)

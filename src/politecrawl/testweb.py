@@ -740,8 +740,14 @@ def load_access_log(path: str) -> list[AccessEntry]:
 _TOLERANCE_S = 0.005
 
 
-def politeness_violations(entries: list[AccessEntry], min_gap_s: float) -> list[str]:
-    """Per host: overlapping requests ("concurrent ...") and too-close starts ("gap ...")."""
+def politeness_violations(
+    entries: list[AccessEntry], min_gap_s: float, tolerance_s: float = _TOLERANCE_S
+) -> list[str]:
+    """Per host: overlapping requests ("concurrent ...") and too-close starts ("gap ...").
+
+    ``tolerance_s`` absorbs clock granularity; a server sharing the crawler's event loop (the
+    in-process tests) needs more, since its handler starts late when the loop is busy.
+    """
     by_host: dict[str, list[AccessEntry]] = {}
     for e in entries:
         by_host.setdefault(e.host, []).append(e)
@@ -756,7 +762,7 @@ def politeness_violations(entries: list[AccessEntry], min_gap_s: float) -> list[
                     f"before {busy.method} {busy.path} ended at {busy.end:.6f}"
                 )
             gap = cur.start - prev.start
-            if gap < min_gap_s - _TOLERANCE_S:
+            if gap < min_gap_s - tolerance_s:
                 problems.append(
                     f"gap {host}: {cur.method} {cur.path} started {gap:.3f} s after "
                     f"{prev.method} {prev.path} (min {min_gap_s:.3f} s)"

@@ -4,11 +4,12 @@ Memory grows with the number of politeness keys, not of URLs: per key a pending 
 best priority; URLs are read into a window (``WINDOW`` at a time, best first) only when the key
 is leased. The seen-set is ``seen.SeenSet`` (exact, or a Bloom filter for millions of URLs).
 
-Writes go into one open transaction committed by ``flush`` (about once a second) and before
-every request (``pop_url`` commits the in-flight mark; WAL with synchronous=NORMAL makes that
-a write, not an fsync), so what survives a crash is always a prefix of what happened: a page
-is marked finished only after its links were inserted, and a URL fetched but not yet recorded
-as finished comes back marked as a re-fetch. Host states get ``politeness.resume`` at start.
+Writes go into one open transaction committed by ``flush`` (about once a second) and by
+``begin_request`` before every request (WAL with synchronous=NORMAL makes that a write, not
+an fsync), so what survives a crash is always a prefix of what happened: a page is marked
+finished only after its links were inserted; a URL fetched but not yet recorded as finished
+comes back marked as a re-fetch; and the host's provisional next-allowed time was on disk
+before the request went out, so a restart cannot ask the site again too soon.
 SQLite calls take microseconds and run on the event loop's thread;
 only the commit touches the disk.
 
@@ -21,12 +22,10 @@ import heapq
 import itertools
 import json
 import sqlite3
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
-from politecrawl import politeness
 from politecrawl.errors import FrontierError
 from politecrawl.frontier import RobotsRecord, UrlEntry
 from politecrawl.politeness import HostState
@@ -128,10 +127,8 @@ class SqliteFrontier:
     # -- start-up -------------------------------------------------------------------
     def _load(self) -> None:
         db = self._db
-        now = time.time()
         for key, data in db.execute("SELECT key, data FROM hosts"):
-            h = self._hosts[key] = host_from_json(key, data)
-            politeness.resume(h, now)
+            self._hosts[key] = host_from_json(key, data)
         # a crash left these in flight: queue them again, marked as re-fetches
         self.refetches = db.execute(
             "UPDATE urls SET state=0, outcome='refetch' WHERE state=1"
@@ -249,7 +246,6 @@ class SqliteFrontier:
         self._pending[key] -= 1
         self._queued -= 1
         self._db.execute("UPDATE urls SET state=1 WHERE url=?", (found.url,))
-        self._commit()  # committed before the request goes out: a crash re-fetch is marked
         return found
 
     def _refill(self, key: str) -> list[tuple[float, int, UrlEntry]]:
@@ -325,6 +321,11 @@ class SqliteFrontier:
         while th and self._scheduled.get(th[0][1]) != th[0][0]:
             heapq.heappop(th)
         return th[0][0] if th else None
+
+    async def begin_request(self, key: str, state: HostState) -> None:
+        """Persist the host's provisional next time and any in-flight mark, then commit."""
+        self._db.execute("INSERT OR REPLACE INTO hosts VALUES (?,?)", (key, host_to_json(state)))
+        self._commit()
 
     async def release(self, key: str, state: HostState) -> None:
         self._leased.discard(key)
