@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import socket
 import time
 import zlib
@@ -27,11 +28,25 @@ from politecrawl.errors import AddressRefused, FetchError
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 _ACCEPT_ENCODING = "gzip, deflate, br"
 _CHUNK = 64 * 1024
+_MAX_HEADER_FIELD = 16 * 1024  # one status line / header line; aiohttp's default is 8190
+_MAX_HEADERS = 128
+_HARD_STOP_GRACE_S = 1.0
+
+log = logging.getLogger("politecrawl.fetch")
 
 
 @dataclass(slots=True)
 class FetchResult:
-    """What one request produced; ``error`` set when no HTTP response came."""
+    """What one request produced.
+
+    ``error`` (a kind, see ``_classify_error``) is set when no usable response came; with
+    ``status`` also set, the failure came while reading the body (``truncated`` then says
+    the part held is only its start) or the body's encoding was bad (``bad_encoding``).
+    ``truncated`` without ``error``: the body was longer than ``max_size_bytes`` (raw or
+    decoded, or an encoded stream ended early) and was cut. ``abandoned``: a non-HTML 2xx
+    whose body was never read. ``raw_body`` is what came off the wire (still encoded),
+    ``body`` the decoded bytes.
+    """
 
     url: str
     started: float
@@ -72,15 +87,46 @@ class FetchResult:
 def is_public_address(addr: str) -> bool:
     """False for loopback, private, link-local, multicast, reserved, unspecified addresses.
 
-    IPv4-mapped IPv6 (``::ffff:127.0.0.1``) is judged by the IPv4 address it carries.
+    IPv6 addresses that carry an IPv4 address are judged by it too: IPv4-mapped
+    (``::ffff:127.0.0.1``) and 6to4 (``2002:7f00:1::``, routed towards the embedded address);
+    deprecated site-local ``fec0::/10`` counts as private (Python calls it global).
     """
     try:
         ip = ipaddress.ip_address(addr.split("%", 1)[0])
     except ValueError:
         return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return _is_public(ip.ipv4_mapped)
+        if ip.is_site_local:
+            return False
+        if ip.sixtofour is not None and not _is_public(ip.sixtofour):
+            return False
+    return _is_public(ip)
+
+
+def _is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_link_local)
+
+
+def _ip_literal(host: str) -> str | None:
+    """The address a host names by itself, or None for a name to resolve.
+
+    Besides ``1.2.3.4`` and ``[::1]`` this catches what ``getaddrinfo`` would read as an
+    address without any lookup (``127.1``, ``2130706433``, ``0x7f.0.0.1``, a trailing dot),
+    so every address literal is checked here, never resolved.
+    """
+    host = host.strip("[]").rstrip(".")
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    if host and all(c in "0123456789abcdefxABCDEFX." for c in host) and host[0].isdigit():
+        try:
+            return socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
 
 
 class _Refused(OSError):
@@ -100,7 +146,7 @@ class GuardedResolver(AbstractResolver):
             else:
                 self._exact[(host, port)] = addr
         self._allow_private = allow_private
-        self._inner: AbstractResolver = aiohttp.ThreadedResolver()
+        self._inner: AbstractResolver | None = None  # made on first use (needs a loop)
 
     def override(self, host: str, port: int) -> str | None:
         addr = self._exact.get((host, port))
@@ -121,10 +167,18 @@ class GuardedResolver(AbstractResolver):
         if addr is not None:
             fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
             results: list[ResolveResult] = [
-                {"hostname": host, "host": addr, "port": port, "family": fam,
-                 "proto": 0, "flags": socket.AI_NUMERICHOST}
+                {
+                    "hostname": host,
+                    "host": addr,
+                    "port": port,
+                    "family": fam,
+                    "proto": 0,
+                    "flags": socket.AI_NUMERICHOST,
+                }
             ]
         else:
+            if self._inner is None:
+                self._inner = aiohttp.ThreadedResolver()
             results = await self._inner.resolve(host, port, family)
         allowed = []
         for r in results:
@@ -134,118 +188,263 @@ class GuardedResolver(AbstractResolver):
                 continue
             allowed.append(r)
         if not allowed:
-            raise _Refused(f"{host} resolves only to refused addresses "
-                           f"({', '.join(r['host'] for r in results)})")
+            raise _Refused(
+                f"{host} resolves only to refused addresses "
+                f"({', '.join(r['host'] for r in results)})"
+            )
         return allowed
 
     async def close(self) -> None:
-        await self._inner.close()
+        if self._inner is not None:
+            await self._inner.close()
+
+
+_ZLIB_KINDS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": 0}
+_ENCODINGS = frozenset({"", "identity", "br", *_ZLIB_KINDS})
+
+
+def _has_zlib_header(data: bytes) -> bool:
+    """RFC 1950 wrapper present? (``deflate`` is often sent raw, without it.)"""
+    return len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+
+
+class _Decoder:
+    """Undoes a Content-Encoding piece by piece, never producing more than ``limit`` bytes.
+
+    Each piece is asked for at most one byte more than the room left, so ``overflow`` says
+    exactly whether the decoded body is longer than ``limit`` without inflating the rest: a
+    10 GB gzip bomb costs ``limit`` bytes of output and the input that produced them.
+    Raises ValueError on an unsupported encoding or a corrupt stream.
+    """
+
+    __slots__ = (
+        "_br",
+        "_done",
+        "_fed",
+        "_out",
+        "_pending",
+        "_z",
+        "kind",
+        "limit",
+        "overflow",
+        "size",
+    )
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        kind = encoding.strip().lower()
+        if kind not in _ENCODINGS:
+            raise ValueError(f"unsupported Content-Encoding {encoding.strip()[:40]!r}")
+        self.kind = "identity" if kind == "" else kind
+        self.limit = limit
+        self.size = 0
+        self.overflow = False  # there is more decoded body than ``limit``
+        self._out: list[bytes] = []
+        self._z: Any = None  # zlib.Decompress of the current gzip member / deflate stream
+        self._br: Any = brotli.Decompressor() if kind == "br" else None
+        self._pending = b""  # bytes held back until a stream's first two bytes are known
+        self._done = False  # a stream ended; what follows is ignored (trailing garbage)
+        self._fed = False
+
+    @property
+    def finished(self) -> bool:
+        """The encoded stream ended properly (or there was no body at all)."""
+        if self.kind == "identity" or not self._fed or self._done:
+            return True
+        if self.kind == "br":
+            return bool(self._br.is_finished())
+        return self._z is not None and bool(self._z.eof)
+
+    def body(self) -> bytes:
+        return b"".join(self._out)
+
+    def _emit(self, data: bytes) -> None:
+        room = self.limit - self.size
+        if len(data) > room:
+            data = data[:room]
+            self.overflow = True
+        if data:
+            self._out.append(data)
+            self.size += len(data)
+
+    def feed(self, data: bytes) -> None:
+        if self.overflow or self._done or not data:
+            return
+        self._fed = True
+        if self.kind == "identity":
+            self._emit(data)
+        elif self.kind == "br":
+            self._feed_br(data)
+        else:
+            self._feed_zlib(data)
+
+    def _feed_br(self, data: bytes) -> None:
+        if self._br.is_finished():
+            self._done = True
+            return
+        try:
+            out = self._br.process(data, output_buffer_limit=self.limit - self.size + 1)
+        except brotli.error:
+            raise ValueError("corrupt brotli body") from None
+        self._emit(out)
+
+    def _feed_zlib(self, data: bytes) -> None:
+        while data and not self.overflow:
+            z = self._z
+            if z is None or z.eof:
+                data, self._pending = self._pending + data, b""
+                if len(data) < 2:
+                    self._pending = data
+                    return
+                if z is not None and not (self.kind != "deflate" and data[:2] == b"\x1f\x8b"):
+                    self._done = True  # bytes after the end of the stream: ignored
+                    return
+                wbits = _ZLIB_KINDS[self.kind] or (
+                    zlib.MAX_WBITS if _has_zlib_header(data) else -zlib.MAX_WBITS
+                )
+                z = self._z = zlib.decompressobj(wbits)
+            try:
+                out = z.decompress(data, self.limit - self.size + 1)
+            except zlib.error:
+                raise ValueError(f"corrupt {self.kind} body") from None
+            self._emit(out)
+            data = z.unused_data if z.eof else b""  # gzip allows several members
 
 
 def decompress(raw: bytes, encoding: str, max_bytes: int) -> tuple[bytes, bool]:
     """Undo Content-Encoding, never producing more than ``max_bytes`` (bomb-proof).
 
-    Returns (body, truncated). Raises ValueError on a corrupt stream.
+    Returns (body, truncated): truncated when the decoded body is longer than ``max_bytes``
+    or the encoded stream stops before its end. Raises ValueError on a corrupt stream or an
+    unsupported encoding. ``deflate`` is accepted with and without the zlib wrapper.
     """
-    enc = encoding.strip().lower()
-    if enc in ("", "identity"):
-        return raw[:max_bytes], len(raw) > max_bytes
-    if enc in ("gzip", "x-gzip", "deflate"):
-        wbits = 16 + zlib.MAX_WBITS if enc != "deflate" else zlib.MAX_WBITS
-        try:
-            d = zlib.decompressobj(wbits)
-            out = d.decompress(raw, max_bytes)
-        except zlib.error:
-            if enc != "deflate":
-                raise ValueError("corrupt gzip body") from None
-            try:  # servers often send raw deflate without the zlib header
-                d = zlib.decompressobj(-zlib.MAX_WBITS)
-                out = d.decompress(raw, max_bytes)
-            except zlib.error:
-                raise ValueError("corrupt deflate body") from None
-        return out, bool(d.unconsumed_tail) or len(out) >= max_bytes and not d.eof
-    if enc == "br":
-        try:
-            dec = brotli.Decompressor()
-            out = dec.process(raw, output_buffer_limit=max_bytes)
-        except brotli.error:
-            raise ValueError("corrupt brotli body") from None
-        return out[:max_bytes], not dec.is_finished()
-    raise ValueError(f"unsupported Content-Encoding {encoding!r}")
+    dec = _Decoder(encoding, max_bytes)
+    dec.feed(raw)
+    return dec.body(), dec.overflow or not dec.finished
+
+
+class InvalidTarget(FetchError):
+    """A URL the fetcher never requests (not http or https)."""
+
+    kind = "invalid_url"
 
 
 class Fetcher:
-    """Owns the aiohttp session; ``fetch`` never raises for network trouble."""
+    """Owns the aiohttp session; ``fetch`` never raises for network trouble.
+
+    Bounds, whatever the server does: the connect, read (no byte for ``read_timeout_s``) and
+    total timeouts of ``FetchConfig`` (the total one also enforced around the whole call, so
+    nothing inside aiohttp can outlive it); header lines and fields of at most 16 KiB and at
+    most 128 headers (``_MAX_HEADER_FIELD``/``_MAX_HEADERS``: beyond is a ``protocol``
+    error); a body of at most ``max_size_bytes`` raw and ``max_size_bytes`` decoded, the
+    connection dropped as soon as either is exceeded (``truncated``).
+    """
 
     def __init__(self, cfg: FetchConfig) -> None:
         self.cfg = cfg
         self.resolver = GuardedResolver(cfg.resolve, cfg.allow_private_addresses)
         self._session: aiohttp.ClientSession | None = None
         self._timeout = aiohttp.ClientTimeout(
-            total=cfg.total_timeout_s, connect=cfg.connect_timeout_s,
+            total=cfg.total_timeout_s,
+            connect=cfg.connect_timeout_s,
             sock_read=cfg.read_timeout_s,
         )
 
     async def __aenter__(self) -> Fetcher:
         connector = aiohttp.TCPConnector(
-            resolver=self.resolver, limit=0, limit_per_host=0, ttl_dns_cache=300,
+            resolver=self.resolver,
+            limit=0,
+            limit_per_host=0,
+            ttl_dns_cache=300,
             enable_cleanup_closed=True,
         )
         self._session = aiohttp.ClientSession(
-            connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
-            headers={"User-Agent": self.cfg.user_agent, "Accept": _ACCEPT,
-                     "Accept-Encoding": _ACCEPT_ENCODING},
-            skip_auto_headers=(), timeout=self._timeout,
+            connector=connector,
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            headers={
+                "User-Agent": self.cfg.user_agent,
+                "Accept": _ACCEPT,
+                "Accept-Encoding": _ACCEPT_ENCODING,
+            },
+            skip_auto_headers=(),
+            timeout=self._timeout,
+            trust_env=False,
+            max_line_size=_MAX_HEADER_FIELD,
+            max_field_size=_MAX_HEADER_FIELD,
+            max_headers=_MAX_HEADERS,
         )
+        # aiohttp silently sends a GET a second time when the server closes or resets the
+        # connection before answering (RFC 9112 9.3.1). That second request would be
+        # invisible to the request log and to politeness (two requests in one turn), so it
+        # is turned off: the failure is classified and retried by the crawler, logged.
+        if hasattr(self._session, "_retry_connection"):
+            self._session._retry_connection = False
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._session is not None:
             await self._session.close()
 
-    async def fetch(self, url: str, *, html_only: bool = True,
-                    extra_headers: dict[str, str] | None = None) -> FetchResult:
+    async def fetch(
+        self, url: str, *, html_only: bool = True, extra_headers: dict[str, str] | None = None
+    ) -> FetchResult:
         """One GET; non-HTML 2xx bodies are abandoned after the headers when ``html_only``."""
         assert self._session is not None, "use Fetcher as an async context manager"
         started = time.time()
         t0 = time.perf_counter()
         res = FetchResult(url=url, started=started)
         try:
-            self._check_literal(url)
-            async with self._session.get(url, allow_redirects=False,
-                                         headers=extra_headers) as resp:
-                res.status = resp.status
-                res.reason = resp.reason or ""
-                res.http_version = f"{resp.version.major}.{resp.version.minor}" if resp.version else "1.1"
-                res.headers = [(k.decode("latin-1"), v.decode("latin-1"))
-                               for k, v in resp.raw_headers]
-                res.request_headers = list(resp.request_info.headers.items())
-                peer = resp.connection.transport.get_extra_info("peername") if (
-                    resp.connection and resp.connection.transport) else None
-                res.ip = str(peer[0]) if peer else None
-                if html_only and 200 <= resp.status < 300 and not self._is_html(res):
-                    res.abandoned = True
-                    resp.close()
-                else:
-                    await self._read_body(resp, res)
+            self._check_target(url)
+            # aiohttp's total timeout covers the request; this one also covers what it
+            # does not (the resolver thread, closing), so no call outlives the budget
+            async with asyncio.timeout(self.cfg.total_timeout_s + _HARD_STOP_GRACE_S):
+                await self._get(url, res, html_only, extra_headers)
         except FetchError as exc:
             res.error, res.error_detail = exc.kind, str(exc)
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
             res.error, res.error_detail = _classify_error(exc)
+        except Exception as exc:  # a server must never be able to crash the worker
+            log.warning("unexpected %s fetching %s", type(exc).__name__, url, exc_info=True)
+            res.error, res.error_detail = "protocol", f"{type(exc).__name__}: {exc}"[:300]
         res.duration_s = time.perf_counter() - t0
         return res
 
-    def _check_literal(self, url: str) -> None:
-        """aiohttp bypasses the resolver for IP literals, so check those here."""
+    async def _get(
+        self, url: str, res: FetchResult, html_only: bool, extra_headers: dict[str, str] | None
+    ) -> None:
+        assert self._session is not None
+        async with self._session.get(url, allow_redirects=False, headers=extra_headers) as resp:
+            res.status = resp.status
+            res.reason = resp.reason or ""
+            res.http_version = (
+                f"{resp.version.major}.{resp.version.minor}" if resp.version else "1.1"
+            )
+            res.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
+            res.request_headers = list(resp.request_info.headers.items())
+            peer = (
+                resp.connection.transport.get_extra_info("peername")
+                if (resp.connection and resp.connection.transport)
+                else None
+            )
+            res.ip = str(peer[0]) if peer else None
+            if html_only and 200 <= resp.status < 300 and not self._is_html(res):
+                res.abandoned = True
+                resp.close()  # drop the connection: the body is never read
+            else:
+                await self._read_body(resp, res)
+
+    def _check_target(self, url: str) -> None:
+        """Only http(s); IP literals checked here because aiohttp skips the resolver for them."""
         from yarl import URL
 
-        host = URL(url).host or ""
-        try:
-            ipaddress.ip_address(host)
-        except ValueError:
+        u = URL(url)
+        if u.scheme not in ("http", "https"):
+            raise InvalidTarget(f"scheme {u.scheme[:20]!r} is never fetched")
+        addr = _ip_literal(u.host or "")
+        if addr is None:
             return
         try:
-            self.resolver.check(host)
+            self.resolver.check(addr)
         except _Refused as exc:
             raise AddressRefused(str(exc)) from None
 
@@ -254,31 +453,57 @@ class Fetcher:
         return not ctype or ctype in self.cfg.html_types
 
     async def _read_body(self, resp: aiohttp.ClientResponse, res: FetchResult) -> None:
+        """Stream the body: at most ``cap`` bytes kept raw and ``cap`` decoded.
+
+        Decoding happens while reading, so a decompression bomb is stopped after the first
+        ``cap`` decoded bytes, not after ``cap`` compressed ones. Reading stops and the
+        connection is dropped as soon as either limit is exceeded.
+        """
         cap = self.cfg.max_size_bytes
-        chunks: list[bytes] = []
-        got = 0
-        while got < cap:
-            chunk = await resp.content.read(min(_CHUNK, cap - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-        if got >= cap and await resp.content.read(1):
-            res.truncated = True  # the rest is never read: the connection is dropped
-            resp.close()
-        res.raw_body = b"".join(chunks)
-        encoding = res.header("content-encoding") or ""
         try:
-            res.body, trunc = decompress(res.raw_body, encoding, cap)
+            decoder = _Decoder(res.header("content-encoding") or "", cap)
         except ValueError as exc:
-            res.body = b""
+            resp.close()
             res.error, res.error_detail = "bad_encoding", str(exc)
             return
-        res.truncated = res.truncated or trunc
+        chunks: list[bytes] = []
+        got = 0
+        more = False  # the raw body is longer than cap
+        try:
+            while not (more or decoder.overflow):
+                chunk = await resp.content.read(_CHUNK)
+                if not chunk:
+                    break
+                if got + len(chunk) > cap:
+                    chunk = chunk[: cap - got]
+                    more = True
+                chunks.append(chunk)
+                got += len(chunk)
+                decoder.feed(chunk)
+        except ValueError as exc:
+            resp.close()
+            res.error, res.error_detail = "bad_encoding", str(exc)
+            return
+        except BaseException:
+            res.truncated = True  # the read failed: what is held is only the start of the body
+            raise
+        finally:
+            res.raw_body = b"".join(chunks)
+        if more or decoder.overflow:
+            resp.close()  # the rest is never read: the connection is dropped
+        res.body = res.raw_body if decoder.kind == "identity" else decoder.body()
+        res.truncated = more or decoder.overflow or not decoder.finished
 
 
 def _classify_error(exc: BaseException) -> tuple[str, str]:
-    """Map aiohttp/OS errors to a short kind for the outcome table."""
+    """Map aiohttp/OS errors to a short kind for the outcome table.
+
+    ``address_refused``: the guard refused every address. ``dns``: the name did not
+    resolve. ``connect``: no TCP connection (refused, unreachable, TLS handshake). ``timeout``:
+    connect, read or total timeout. ``protocol``: the server's bytes are not valid HTTP/1.x
+    (status line, headers, chunking, a body shorter than its Content-Length). ``network``:
+    the connection broke (reset, closed before any response). ``invalid_url``: not fetchable.
+    """
     detail = f"{type(exc).__name__}: {exc}"[:300]
     if isinstance(exc, aiohttp.ClientConnectorError):
         inner: Any = getattr(exc, "os_error", None)
@@ -287,12 +512,12 @@ def _classify_error(exc: BaseException) -> tuple[str, str]:
         if isinstance(exc, aiohttp.ClientConnectorDNSError):
             return "dns", detail
         return "connect", detail
-    if isinstance(exc, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
+    if isinstance(exc, _Refused):
+        return "address_refused", str(exc)
+    if isinstance(exc, TimeoutError):  # includes aiohttp.ServerTimeoutError
         return "timeout", detail
-    if isinstance(exc, aiohttp.InvalidURL | ValueError):
+    if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError | ValueError):
         return "invalid_url", detail
     if isinstance(exc, aiohttp.ClientResponseError | aiohttp.ClientPayloadError):
         return "protocol", detail
-    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError | OSError):
-        return "network", detail
-    return "network", detail
+    return "network", detail  # ServerDisconnectedError, ClientOSError, other OSError

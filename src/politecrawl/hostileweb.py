@@ -1,6 +1,7 @@
 """A deliberately hostile HTTP/1.x server for tests: raw asyncio TCP on 127.0.0.1.
 
-``aiohttp.web`` cannot send malformed HTTP, so this server writes bytes itself. It accepts
+``aiohttp.web`` cannot send malformed HTTP, so this server writes bytes itself (IPv6 loopback
+``::1`` on request, for the address-guard tests). It accepts
 any Host header (reach it by IP or through ``--resolve "*.hostile.test:PORT:127.0.0.1"``); the
 request path picks the misbehaviour (``BEHAVIOURS`` lists them, ``docs/hostile.md`` says what
 politecrawl makes of each). Nothing large is ever held in memory: endless bodies, the 10 GB
@@ -27,14 +28,28 @@ import struct
 import sys
 import time
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Self
 
 import brotli
 
-__all__ = ["BEHAVIOURS", "HOSTILE_LINKS", "Hit", "HostileWeb", "main"]
+__all__ = [
+    "BEHAVIOURS",
+    "BOMB_INFLATED",
+    "HOSTILE_LINKS",
+    "INDEX_SKIP",
+    "Hit",
+    "HostileWeb",
+    "bomb_chunks",
+    "bomb_length",
+    "deep_nesting",
+    "host_slug",
+    "index_targets",
+    "main",
+    "many_links",
+]
 
 GIB = 1024**3
 MIB = 1024**2
@@ -112,10 +127,16 @@ class _Conn:
 
     async def sleep(self, seconds: float) -> None:
         """Sleep, but notice a client that hangs up meanwhile."""
-        if time.monotonic() + seconds > self.deadline:
+        until = time.monotonic() + seconds
+        if until > self.deadline:
             raise _Limit("time budget")
-        with contextlib.suppress(TimeoutError):
-            data = await asyncio.wait_for(self.reader.read(1024), seconds)
+        while (left := until - time.monotonic()) > 0:
+            try:
+                data = await asyncio.wait_for(self.reader.read(1024), left)
+            except TimeoutError:
+                return
+            except (ConnectionError, OSError) as exc:
+                raise _ClientGone() from exc
             if not data:
                 raise _ClientGone()
 
@@ -123,10 +144,20 @@ class _Conn:
         lines = [status_line] + [f"{k}: {v}" for k, v in headers]
         await self.send(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
 
-    async def reply(self, status: int, reason: str, body: bytes, ctype: str = _HTML,
-                    extra: list[tuple[str, str]] | None = None) -> None:
-        headers = [("Content-Type", ctype), ("Content-Length", str(len(body))),
-                   ("Connection", "close"), *(extra or [])]
+    async def reply(
+        self,
+        status: int,
+        reason: str,
+        body: bytes,
+        ctype: str = _HTML,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> None:
+        headers = [
+            ("Content-Type", ctype),
+            ("Content-Length", str(len(body))),
+            ("Connection", "close"),
+            *(extra or []),
+        ]
         await self.head(f"HTTP/1.1 {status} {reason}", headers)
         await self.send(body)
 
@@ -142,8 +173,10 @@ _Handler = Callable[[_Conn], Awaitable[None]]
 
 
 def _page(title: str, body: str) -> bytes:
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>"
-            f"</head>\n<body>\n<h1>{title}</h1>\n{body}\n</body></html>\n").encode()
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{title}</title>'
+        f"</head>\n<body>\n<h1>{title}</h1>\n{body}\n</body></html>\n"
+    ).encode()
 
 
 _OK_PAGE = _page("ok", '<p>A normal page.</p>\n<a href="/ok-linked">next</a>')
@@ -177,6 +210,45 @@ async def _slow_headers(conn: _Conn) -> None:
         await conn.send(bytes([byte]))
 
 
+async def _silent(conn: _Conn) -> None:
+    """Reads the request, then says nothing at all (until the client gives up)."""
+    while True:
+        await conn.sleep(1.0)
+
+
+async def _headers_then_silence(conn: _Conn) -> None:
+    await conn.head("HTTP/1.1 200 OK", [("Content-Type", _HTML), ("Content-Length", "1000")])
+    while True:
+        await conn.sleep(1.0)
+
+
+async def _close_immediately(conn: _Conn) -> None:
+    """Closes the connection without a byte of response."""
+
+
+async def _endless_100(conn: _Conn) -> None:
+    """Interim ``100 Continue`` responses, forever, quickly: no final response ever comes."""
+    while True:
+        await conn.send(b"HTTP/1.1 100 Continue\r\n\r\n" * 100)
+        await conn.sleep(0.01)
+
+
+async def _switching_101(conn: _Conn) -> None:
+    """``101 Switching Protocols`` nobody asked for, then endless bytes of another protocol."""
+    await conn.head(
+        "HTTP/1.1 101 Switching Protocols", [("Upgrade", "websocket"), ("Connection", "Upgrade")]
+    )
+    await _stream(conn, None, b"\x81\x7e" + bytes(60_000))
+
+
+async def _negative_length(conn: _Conn) -> None:
+    await conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: -5\r\n\r\nhi")
+
+
+async def _status_999(conn: _Conn) -> None:
+    await conn.reply(999, "Whatever", _OK_PAGE)
+
+
 async def _slow_body(conn: _Conn) -> None:
     await conn.head("HTTP/1.1 200 OK", [("Content-Type", _HTML), ("Content-Length", "100000")])
     while True:
@@ -185,8 +257,7 @@ async def _slow_body(conn: _Conn) -> None:
 
 
 async def _endless_chunked(conn: _Conn) -> None:
-    await conn.head("HTTP/1.1 200 OK", [("Content-Type", _HTML),
-                                        ("Transfer-Encoding", "chunked")])
+    await conn.head("HTTP/1.1 200 OK", [("Content-Type", _HTML), ("Transfer-Encoding", "chunked")])
     piece = b"<p>" + b"endless " * 2000 + b"</p>\n"
     frame = f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
     await _stream(conn, None, frame)
@@ -199,8 +270,7 @@ async def _endless_close(conn: _Conn) -> None:
 
 
 async def _sparse_10g(conn: _Conn) -> None:
-    await conn.head("HTTP/1.1 200 OK", [("Content-Type", _HTML),
-                                        ("Content-Length", str(10 * GIB))])
+    await conn.head("HTTP/1.1 200 OK", [("Content-Type", _HTML), ("Content-Length", str(10 * GIB))])
     await _stream(conn, 10 * GIB, bytes(256 * 1024))
 
 
@@ -213,8 +283,10 @@ async def _big_html(conn: _Conn) -> None:
 
 async def _octet_50m(conn: _Conn) -> None:
     size = 50 * 1000 * 1000
-    await conn.head("HTTP/1.1 200 OK", [("Content-Type", "application/octet-stream"),
-                                        ("Content-Length", str(size))])
+    await conn.head(
+        "HTTP/1.1 200 OK",
+        [("Content-Type", "application/octet-stream"), ("Content-Length", str(size))],
+    )
     await _stream(conn, size, bytes(range(256)) * 256)
 
 
@@ -240,8 +312,7 @@ async def _reset_mid_body(conn: _Conn) -> None:
 
 
 async def _bad_chunk(conn: _Conn) -> None:
-    await conn.head("HTTP/1.1 200 OK", [("Content-Type", _HTML),
-                                        ("Transfer-Encoding", "chunked")])
+    await conn.head("HTTP/1.1 200 OK", [("Content-Type", _HTML), ("Transfer-Encoding", "chunked")])
     await conn.send(b"5\r\nhello\r\nzz-not-hex\r\nbroken\r\n0\r\n\r\n")
 
 
@@ -260,30 +331,40 @@ async def _not_http(conn: _Conn) -> None:
 
 
 async def _header_no_colon(conn: _Conn) -> None:
-    await conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Broken header no colon\r\n"
-                    b"Content-Length: 2\r\n\r\nhi")
+    await conn.send(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Broken header no colon\r\n"
+        b"Content-Length: 2\r\n\r\nhi"
+    )
 
 
 async def _huge_header(conn: _Conn) -> None:
-    await conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Huge: "
-                    + b"h" * (100 * 1024) + b"\r\nContent-Length: 2\r\n\r\nhi")
+    await conn.send(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Huge: "
+        + b"h" * (100 * 1024)
+        + b"\r\nContent-Length: 2\r\n\r\nhi"
+    )
 
 
 async def _nul_header(conn: _Conn) -> None:
-    await conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Nul: a\x00b\r\n"
-                    b"Content-Length: 2\r\n\r\nhi")
+    await conn.send(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Nul: a\x00b\r\n"
+        b"Content-Length: 2\r\n\r\nhi"
+    )
 
 
 async def _many_headers(conn: _Conn) -> None:
     """20,000 small headers (about 300 KB of header block)."""
     lines = b"".join(b"X-H%d: v\r\n" % i for i in range(20_000))
-    await conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n" + lines
-                    + b"Content-Length: 2\r\n\r\nhi")
+    await conn.send(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n" + lines + b"Content-Length: 2\r\n\r\nhi"
+    )
 
 
 async def _conflicting_length(conn: _Conn) -> None:
-    await conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n"
-                    b"Content-Length: 20\r\n\r\nhi")
+    await conn.send(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n"
+        b"Content-Length: 20\r\n\r\nhi"
+    )
 
 
 def _gzip(data: bytes) -> bytes:
@@ -296,7 +377,7 @@ def _deflate(data: bytes, raw: bool) -> bytes:
     return c.compress(data) + c.flush()
 
 
-ENCODED_PAGE = _page("encoded", '<p>compressed ' + "words " * 500 + '</p><a href="/ok">ok</a>')
+ENCODED_PAGE = _page("encoded", "<p>compressed " + "words " * 500 + '</p><a href="/ok">ok</a>')
 """The HTML that ``/gzip``, ``/deflate-zlib``, ``/deflate-raw`` and ``/br`` encode."""
 
 
@@ -315,6 +396,51 @@ def _encoded(encoding: str) -> _Handler:
     return handler
 
 
+def _gf2_times(mat: list[int], vec: int) -> int:
+    total, i = 0, 0
+    while vec:
+        if vec & 1:
+            total ^= mat[i]
+        vec >>= 1
+        i += 1
+    return total
+
+
+def _crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """CRC-32 of A+B from CRC(A), CRC(B) and len(B) (zlib's crc32_combine, which Python lacks)."""
+    if len2 <= 0:
+        return crc1
+    odd = [0xEDB88320] + [1 << n for n in range(31)]
+    even = [_gf2_times(odd, odd[n]) for n in range(32)]
+    odd = [_gf2_times(even, even[n]) for n in range(32)]
+    while True:
+        even = [_gf2_times(odd, odd[n]) for n in range(32)]
+        if len2 & 1:
+            crc1 = _gf2_times(even, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+        odd = [_gf2_times(even, even[n]) for n in range(32)]
+        if len2 & 1:
+            crc1 = _gf2_times(odd, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+    return crc1 ^ crc2
+
+
+def _crc32_zeros(n_mib: int) -> int:
+    """CRC-32 of ``n_mib`` MiB of zeros without touching them (square and multiply)."""
+    crc, block, size = 0, zlib.crc32(_ZEROS), MIB
+    while n_mib:
+        if n_mib & 1:
+            crc = _crc32_combine(crc, block, size)
+        block = _crc32_combine(block, block, size)
+        size *= 2
+        n_mib >>= 1
+    return crc
+
+
 def _bomb_parts(kind: str) -> tuple[bytes, bytes, bytes]:
     """(head, segment, tail) of a stream inflating to zeros, 1 MiB per segment.
 
@@ -325,7 +451,7 @@ def _bomb_parts(kind: str) -> tuple[bytes, bytes, bytes]:
         c = zlib.compressobj(9, zlib.DEFLATED, 31)
         head = c.compress(_ZEROS) + c.flush(zlib.Z_FULL_FLUSH)
         seg = c.compress(_ZEROS) + c.flush(zlib.Z_FULL_FLUSH)
-        tail = c.flush(zlib.Z_FINISH)[:-8]  # the trailer (CRC, size) is computed while sending
+        tail = c.flush(zlib.Z_FINISH)[:-8]  # without the trailer (CRC, size): see bomb_chunks
         return head, seg, tail
     b = brotli.Compressor(quality=5)
     head = b.process(_ZEROS) + b.flush()
@@ -338,26 +464,36 @@ BOMB_INFLATED = 10 * GIB
 """What ``/gzip-bomb`` and ``/brotli-bomb`` inflate to (zeros)."""
 
 
-def _bomb(kind: str) -> _Handler:
+def bomb_length(kind: str, n_mib: int) -> int:
     head, seg, tail = _BOMB[kind]
+    return len(head) + (n_mib - 1) * len(seg) + len(tail) + (8 if kind == "gzip" else 0)
+
+
+def bomb_chunks(kind: str, n_mib: int, batch: int = 64) -> Iterator[bytes]:
+    """A complete, valid ``kind`` ("gzip" or "br") stream of ``n_mib`` MiB of zeros, lazily."""
+    head, seg, tail = _BOMB[kind]
+    yield head
+    for i in range(1, n_mib, batch):
+        yield seg * min(batch, n_mib - i)
+    if kind == "gzip":
+        tail += struct.pack("<II", _crc32_zeros(n_mib), (n_mib * MIB) & 0xFFFFFFFF)
+    yield tail
+
+
+def _bomb(kind: str) -> _Handler:
     n = BOMB_INFLATED // MIB
-    trailer = 8 if kind == "gzip" else 0
-    length = len(head) + (n - 1) * len(seg) + len(tail) + trailer
 
     async def handler(conn: _Conn) -> None:
-        await conn.head("HTTP/1.1 200 OK", [("Content-Type", _HTML), ("Content-Encoding", kind),
-                                            ("Content-Length", str(length))])
-        crc = zlib.crc32(_ZEROS) if kind == "gzip" else 0
-        await conn.send(head)
-        batch = 64
-        for i in range(1, n, batch):
-            k = min(batch, n - i)
-            if kind == "gzip":
-                for _ in range(k):
-                    crc = zlib.crc32(_ZEROS, crc)
-            await conn.send(seg * k)
-        end = tail + (struct.pack("<II", crc, BOMB_INFLATED & 0xFFFFFFFF) if trailer else b"")
-        await conn.send(end)
+        await conn.head(
+            "HTTP/1.1 200 OK",
+            [
+                ("Content-Type", _HTML),
+                ("Content-Encoding", kind),
+                ("Content-Length", str(bomb_length(kind, n))),
+            ],
+        )
+        for chunk in bomb_chunks(kind, n):
+            await conn.send(chunk)
 
     return handler
 
@@ -375,9 +511,11 @@ async def _binary_html(conn: _Conn) -> None:
     await conn.reply(200, "OK", random.Random(11).randbytes(256 * 1024))
 
 
-INVALID_UTF8 = (b"<html><head><title>bad \xff\xfe utf-8</title></head><body>\xc3\x28 \xa0\xa1 "
-                b"\xe2\x28\xa1 \xf0\x28\x8c\xbc \xed\xa0\x80 <a href=\"/ok\xff\xfe\">x</a>"
-                b"<a href=\"/ok\">ok</a></body></html>")
+INVALID_UTF8 = (
+    b"<html><head><title>bad \xff\xfe utf-8</title></head><body>\xc3\x28 \xa0\xa1 "
+    b'\xe2\x28\xa1 \xf0\x28\x8c\xbc \xed\xa0\x80 <a href="/ok\xff\xfe">x</a>'
+    b'<a href="/ok">ok</a></body></html>'
+)
 """``/invalid-utf8``: overlong, truncated and surrogate sequences, also inside an href."""
 
 
@@ -387,8 +525,13 @@ async def _invalid_utf8(conn: _Conn) -> None:
 
 def deep_nesting(depth: int = 100_000) -> bytes:
     """``depth`` nested ``<div>`` with a link at the bottom."""
-    return (b"<!DOCTYPE html><html><body>" + b"<div>" * depth + b'<a href="/ok">deep</a>'
-            + b"</div>" * depth + b"</body></html>")
+    return (
+        b"<!DOCTYPE html><html><body>"
+        + b"<div>" * depth
+        + b'<a href="/ok">deep</a>'
+        + b"</div>" * depth
+        + b"</body></html>"
+    )
 
 
 async def _deep_nesting(conn: _Conn) -> None:
@@ -405,8 +548,9 @@ async def _million_links(conn: _Conn) -> None:
     await conn.head("HTTP/1.1 200 OK", [("Content-Type", _HTML), ("Connection", "close")])
     await conn.send(b"<!DOCTYPE html><html><body>")
     for start in range(0, 1_000_000, 10_000):
-        await conn.send(b"".join(b'<a href="/l/%d">%d</a>\n' % (i, i)
-                                 for i in range(start, start + 10_000)))
+        await conn.send(
+            b"".join(b'<a href="/l/%d">%d</a>\n' % (i, i) for i in range(start, start + 10_000))
+        )
     await conn.send(b"</body></html>")
 
 
@@ -437,15 +581,35 @@ async def _retry_after_seconds(conn: _Conn) -> None:
 
 async def _retry_after_date(conn: _Conn) -> None:
     when = email.utils.formatdate(time.time() + 3600, usegmt=True)
-    await conn.reply(429, "Too Many Requests", b"slow down", "text/plain",
-                     [("Retry-After", when)])
+    await conn.reply(429, "Too Many Requests", b"slow down", "text/plain", [("Retry-After", when)])
+
+
+async def _index(conn: _Conn) -> None:
+    """Links to every behaviour, each on its own host; ``?skip=slug,slug`` leaves some out."""
+    name = conn.hit.host.rsplit(":", 1)[0] if not conn.hit.host.startswith("[") else ""
+    suffix = name.partition(".")[2] if "." in name and not name[-1:].isdigit() else ""
+    query = conn.hit.target.partition("?")[2]
+    skip = {s for part in query.split("&") if part.startswith("skip=") for s in part[5:].split(",")}
+    targets = index_targets(suffix or "hostile.test", conn.web.port)
+    links = "\n".join(
+        f'<a href="{u}">{p}</a>' for p, u in targets.items() if host_slug(p) not in skip
+    )
+    await conn.reply(200, "OK", _page("hostile index", links))
 
 
 BEHAVIOURS: dict[str, tuple[_Handler, str]] = {
     "/": (_ok, "a normal small HTML page"),
+    "/index": (_index, "links every other behaviour, each on its own host (see index_targets)"),
     "/ok": (_ok, "a normal small HTML page"),
     "/robots.txt": (_robots, "allows everything"),
     "/slow-headers": (_slow_headers, "status line, then one header byte per second, forever"),
+    "/silent": (_silent, "reads the request, never answers"),
+    "/headers-then-silence": (_headers_then_silence, "headers (Content-Length 1000), then nothing"),
+    "/close-immediately": (_close_immediately, "closes the connection without answering"),
+    "/endless-100": (_endless_100, "'100 Continue' interim responses, forever"),
+    "/switching-101": (_switching_101, "unrequested '101 Switching Protocols', endless bytes"),
+    "/negative-length": (_negative_length, "Content-Length: -5"),
+    "/status-999": (_status_999, "status code 999"),
     "/slow-body": (_slow_body, "headers (Content-Length 100000), then one body byte per second"),
     "/endless-chunked": (_endless_chunked, "chunked body that never ends"),
     "/endless-close": (_endless_close, "no Content-Length, no chunking, never closes"),
@@ -500,6 +664,29 @@ BEHAVIOURS: dict[str, tuple[_Handler, str]] = {
 
 _PREFIXES = tuple(p for p in BEHAVIOURS if p.endswith("/") and p != "/")
 
+INDEX_SKIP = frozenset({"/", "/robots.txt", "/index", "/million-links"})
+"""Behaviours ``/index`` does not link (``/million-links`` would queue 10,000 more URLs)."""
+
+
+def host_slug(path: str) -> str:
+    """The host label ``/index`` gives a behaviour: ``/loop/a`` -> ``loop-a``."""
+    return path.strip("/").replace("/", "-").replace(".", "-") or "root"
+
+
+def index_targets(suffix: str, port: int) -> dict[str, str]:
+    """Behaviour path -> the URL ``/index`` links it as, each on its own host under ``suffix``.
+
+    One host per behaviour, so a crawl visits them in parallel (politeness is per host) and
+    each host's log tells one behaviour's story.
+    """
+    out = {}
+    for path in BEHAVIOURS:
+        if path in INDEX_SKIP:
+            continue
+        target = path + "0" if path.endswith("/") else path
+        out[path] = f"http://{host_slug(path)}.{suffix}:{port}{target}"
+    return out
+
 
 def _lookup(path: str) -> _Handler | None:
     entry = BEHAVIOURS.get(path)
@@ -516,9 +703,17 @@ class HostileWeb:
 
     __test__ = False
 
-    def __init__(self, port: int = 0, max_stream_s: float = 30.0,
-                 max_stream_bytes: int = 64 * MIB) -> None:
-        self.port = port
+    def __init__(
+        self,
+        port: int = 0,
+        max_stream_s: float = 30.0,
+        max_stream_bytes: int = 64 * MIB,
+        host: str = "127.0.0.1",
+    ) -> None:
+        if host not in ("127.0.0.1", "::1"):
+            raise ValueError("HostileWeb binds loopback only (127.0.0.1 or ::1)")
+        self.host = host
+        self.port: int = port
         self.max_stream_s = max_stream_s
         self.max_stream_bytes = max_stream_bytes
         self.hits: list[Hit] = []
@@ -530,8 +725,9 @@ class HostileWeb:
     async def start(self) -> None:
         if self._server is not None:
             raise RuntimeError("HostileWeb already started")
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port,
-                                                  reuse_address=True)
+        self._server = await asyncio.start_server(
+            self._serve, self.host, self.port, reuse_address=True
+        )
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
@@ -552,16 +748,24 @@ class HostileWeb:
         await self.start()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         await self.stop()
 
-    def url(self, path: str, host: str = "127.0.0.1") -> str:
+    def url(self, path: str, host: str | None = None) -> str:
+        """``http://HOST:PORT/path``; HOST defaults to the bound address."""
+        if host is None:
+            host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}{path}"
 
     def resolve_arg(self, pattern: str = "*.hostile.test") -> str:
-        """A ``--resolve`` rule sending ``pattern`` on this port to 127.0.0.1."""
-        return f"{pattern}:{self.port}:127.0.0.1"
+        """A ``--resolve`` rule sending ``pattern`` on this port to the bound address."""
+        addr = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{pattern}:{self.port}:{addr}"
 
     def hits_for(self, path: str) -> list[Hit]:
         return [h for h in self.hits if h.path == path]
@@ -583,8 +787,12 @@ class HostileWeb:
         try:
             try:
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10.0)
-            except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
-                    ConnectionError):
+            except (
+                TimeoutError,
+                asyncio.IncompleteReadError,
+                asyncio.LimitOverrunError,
+                ConnectionError,
+            ):
                 return
             hit = _parse_request(head)
             self.hits.append(hit)
@@ -629,8 +837,14 @@ def _parse_request(head: bytes) -> Hit:
     path = target.split("?", 1)[0]
     if "://" in path:  # absolute-form request target
         path = "/" + path.split("://", 1)[1].partition("/")[2]
-    return Hit(path=path, target=target, host=headers.get("host", ""),
-               user_agent=headers.get("user-agent", ""), headers=headers, start=time.time())
+    return Hit(
+        path=path,
+        target=target,
+        host=headers.get("host", ""),
+        user_agent=headers.get("user-agent", ""),
+        headers=headers,
+        start=time.time(),
+    )
 
 
 async def _main_async(port: int) -> None:
