@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import time
+import tracemalloc
 import zlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,8 +33,8 @@ def page_urls(result: Sitemap) -> list[str]:
     return [e.url for e in result.pages]
 
 
-def epoch(*args: int) -> float:
-    return datetime(*args, tzinfo=UTC).timestamp()  # type: ignore[misc]
+def epoch(year: int, month: int = 1, day: int = 1, hh: int = 0, mm: int = 0, ss: int = 0) -> float:
+    return datetime(year, month, day, hh, mm, ss, tzinfo=UTC).timestamp()
 
 
 # -- urlset fields -------------------------------------------------------------
@@ -207,6 +209,19 @@ def test_gzip_multiple_members() -> None:
     assert result.error is None
 
 
+def test_double_gzip() -> None:
+    body = gzip.compress(gzip.compress(locs("http://a.example/")))
+    result = parse_sitemap(body)
+    assert page_urls(result) == ["http://a.example/"]
+    assert result.error is None
+
+
+def test_trailing_garbage_after_gzip_member_is_ignored() -> None:
+    result = parse_sitemap(gzip.compress(locs("http://a.example/")) + b"\0\0junk")
+    assert page_urls(result) == ["http://a.example/"]
+    assert result.error is None
+
+
 def test_truncated_gzip_keeps_what_inflated() -> None:
     data = locs(*(f"http://a.example/{i}" for i in range(2000)))
     body = gzip.compress(data)
@@ -302,6 +317,11 @@ def test_text_list() -> None:
 def test_text_without_urls_is_not_a_sitemap() -> None:
     assert parse_sitemap(b"hello world\nno urls here\n").error == "not a sitemap"
     assert parse_sitemap(b'{"urls": []}').error == "not a sitemap"
+
+
+def test_content_type_does_not_override_an_xml_body() -> None:
+    result = parse_sitemap(locs("http://a.example/"), content_type="text/html; charset=utf-8")
+    assert page_urls(result) == ["http://a.example/"]
 
 
 def test_html_content_type_text_body_is_not_scanned() -> None:
@@ -454,6 +474,24 @@ def test_max_urls_in_text_list_and_index() -> None:
     index = "".join(f"<sitemap><loc>http://a.example/{i}.xml</loc></sitemap>" for i in range(5))
     result = parse_sitemap(f"<sitemapindex>{index}</sitemapindex>".encode(), max_urls=1)
     assert len(result.children) == 1 and result.skipped == 4
+
+
+def test_over_limit_then_truncated_counts_each_entry_once() -> None:
+    body = locs(*(f"http://a.example/{i}" for i in range(10)))
+    cut = body[: body.index(b"http://a.example/8")]  # 0-7 complete, 8 cut off
+    result = parse_sitemap(cut, max_urls=3)
+    assert page_urls(result) == [f"http://a.example/{i}" for i in range(3)]
+    assert result.skipped == 5
+    assert result.error == "truncated xml"
+
+
+@pytest.mark.parametrize("bad", [1, 2, 6])
+def test_over_limit_with_salvage_counts_each_entry_once(bad: int) -> None:
+    urls = [f"http://a.example/{i}" + ("?a&b" if i == bad else "") for i in range(10)]
+    result = parse_sitemap(locs(*urls), max_urls=3)
+    assert page_urls(result) == urls[:3]
+    assert result.skipped == 7
+    assert result.error == "malformed xml"
 
 
 def test_default_limit_is_50k() -> None:
@@ -661,6 +699,63 @@ def test_external_dtd_subset_is_not_loaded(tmp_path: Path) -> None:
 def test_doctype_without_entities_is_fine() -> None:
     body = b'<!DOCTYPE urlset SYSTEM "sitemap.dtd"><urlset><url><loc>http://a.example/</loc></url></urlset>'
     assert page_urls(parse_sitemap(body)) == ["http://a.example/"]
+
+
+# -- hostile structure: expat's own memory stays bounded -----------------------------
+
+
+def _peak_mb(body: bytes, max_urls: int = sitemaps.MAX_URLS) -> tuple[Sitemap, float]:
+    tracemalloc.start()
+    try:
+        result = parse_sitemap(body, max_urls=max_urls)
+        return result, tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def _hostile() -> Iterator[tuple[str, bytes]]:
+    head = locs("http://a.example/1", "http://a.example/2")[: -len(b"</urlset>")]
+    yield "deep", head + b"<a>" * 500_000
+    yield "names", head + b"".join(b"<a%d/>" % i for i in range(300_000)) + b"</urlset>"
+    yield "attr names", head + b"".join(b"<a b%d=''/>" % i for i in range(200_000))
+    yield "attrs", head + b"<a " + b"".join(b"b%d='' " % i for i in range(100)) + b"/>"
+    yield "crowded tag", head + b"<a " + b"".join(b"b%d='>' " % i for i in range(300_000)) + b"/>"
+
+
+@pytest.mark.parametrize(("kind", "body"), list(_hostile()), ids=[k for k, _ in _hostile()])
+def test_hostile_structure_is_bounded(kind: str, body: bytes) -> None:
+    start = time.process_time()
+    result, peak = _peak_mb(body)
+    assert time.process_time() - start < 5
+    assert peak < 30, f"{kind}: {peak:.0f} MB for {len(body) / 1e6:.1f} MB"
+    assert result.error == "too complex"
+    assert page_urls(result) == ["http://a.example/1", "http://a.example/2"]
+
+
+def test_hostile_structure_after_the_limit_and_in_feeds() -> None:
+    body = locs("http://a.example/1", "http://a.example/2")[: -len(b"</urlset>")]
+    result, peak = _peak_mb(body + b"<a>" * 500_000, max_urls=1)
+    assert result.error == "too complex" and len(result.pages) == 1 and peak < 30
+    result, peak = _peak_mb(b"<rss><channel>" + b"<a>" * 500_000)
+    assert result.error == "too complex" and peak < 30
+
+
+def test_long_text_and_64_attributes_are_fine() -> None:
+    attrs = " ".join(f'a{i}="v>{i}"' for i in range(64))
+    long_loc = "http://a.example/" + "x" * 2_000_000
+    body = urlset(f"<loc>{long_loc}</loc><ext:e {attrs}/>", ns=' xmlns:ext="e"') + b" " * 2_000_000
+    result = parse_sitemap(body)
+    assert result.error is None and page_urls(result) == [long_loc]
+
+
+def test_extension_heavy_sitemap_is_not_too_complex() -> None:
+    names = [f"x{i}" for i in range(200)]  # 200 distinct extension elements per entry
+    ext = "".join(f"<ext:{n} a='1' b='2'>v</ext:{n}>" for n in names)
+    body = urlset(
+        *(f"<loc>http://a.example/{i}</loc>{ext}" for i in range(50)), ns=' xmlns:ext="e"'
+    )
+    result = parse_sitemap(body)
+    assert result.error is None and len(result.pages) == 50
 
 
 # -- never raises ----------------------------------------------------------------------

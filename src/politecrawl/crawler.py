@@ -51,6 +51,7 @@ log = logging.getLogger("politecrawl")
 _ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2
 _ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the site's URLs are dropped
 _FLUSH_S = 1.0
+_PARSE_INLINE_BYTES = 256 * 1024  # a parse this small takes about a millisecond
 _SITEMAP_PRIORITY = 1e9  # sitemaps first: they seed the site's pages
 
 
@@ -314,6 +315,12 @@ class Crawler:
                 return
         if 300 <= status < 400:
             status = 404  # too many hops: RFC 9309 2.3.1.2 treats it as unavailable
+        if res.error in ("address_refused", "invalid_url"):
+            # not a server failure: nothing of this origin can ever be fetched, so no retries
+            self._log_request(res, f"dropped:{res.error}", 1, host)
+            n = await self.frontier.drop_queued(host.key, f"dropped:{res.error}")
+            self.counters[res.error] += n
+            return
         if status == 429 or status >= 500 or status == 0:
             politeness.record_overload(host, self.cfg.politeness, self.clock(), None)
         rules = await self.robots.record(origin, status, res.body, self.clock())
@@ -398,7 +405,10 @@ class Crawler:
     async def _store(self, entry: UrlEntry, res: FetchResult) -> str:
         xrt = res.header_all("x-robots-tag")
         header_dirs = from_x_robots_tag(xrt, self.token) if xrt else None
-        page = parse_page(res.body, entry.url, self.token, header_dirs)
+        if len(res.body) > _PARSE_INLINE_BYTES:  # big pages parse off the loop (GIL released)
+            page = await asyncio.to_thread(parse_page, res.body, entry.url, self.token, header_dirs)
+        else:
+            page = parse_page(res.body, entry.url, self.token, header_dirs)
         if page.directives.noindex:
             self.counters[DropReason.NOINDEX.value] += 1
         else:
@@ -427,7 +437,9 @@ class Crawler:
         return float(-depth)
 
     async def _read_sitemap(self, entry: UrlEntry, res: FetchResult) -> str:
-        sm = parse_sitemap(res.body, url=entry.url, content_type=res.content_type)
+        sm = await asyncio.to_thread(
+            parse_sitemap, res.body, url=entry.url, content_type=res.content_type
+        )
         self.warc.write_exchange(res)
         if sm.error:
             self.counters[f"sitemap_error:{sm.error}"] += 1

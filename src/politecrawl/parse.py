@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from selectolax.lexbor import LexborHTMLParser
 
 from politecrawl import page_directives
+from politecrawl.htmlguard import depth_cut
 from politecrawl.page_directives import PageDirectives
 from politecrawl.urls import join
 
@@ -34,14 +35,19 @@ class ParsedPage:
     directives: PageDirectives = field(default_factory=PageDirectives)
     canonical: str | None = None
     links_cut: int = 0
+    depth_cut_at: int | None = None
 
 
 def parse_page(
     body: bytes, url: str, product_token: str, header_directives: PageDirectives | None = None
 ) -> ParsedPage:
     """Extract links and directives; never raises on malformed HTML."""
-    tree = LexborHTMLParser(body)
     page = ParsedPage()
+    cut = depth_cut(body)
+    if cut is not None:  # hostile nesting: parse the sane prefix only (see htmlguard)
+        body = body[:cut]
+        page.depth_cut_at = cut
+    tree = LexborHTMLParser(body)
     head = tree.head
     base = url
     metas: list[tuple[str, str]] = []
@@ -68,13 +74,14 @@ def parse_page(
         return page
     seen: set[str] = set()
     links = page.links
-    for node in tree.css("a[href], area[href]"):
+    nodes = tree.css("a[href], area[href]")
+    for i, node in enumerate(nodes):
+        if len(links) >= _MAX_LINKS:  # the cap before the join: the rest costs nothing
+            page.links_cut = len(nodes) - i
+            break
         attrs = node.attributes
         target = join(base, attrs.get("href") or "")
         if target is None or target in seen:
-            continue
-        if len(links) >= _MAX_LINKS:
-            page.links_cut += 1
             continue
         seen.add(target)
         rel = attrs.get("rel")

@@ -24,20 +24,37 @@ Why ``xml.parsers.expat`` driven directly
   has no hook for this (it expands internal entities and leans on expat's
   amplification limit), and a regex scanner would have to re-implement CDATA,
   comments and character references to be right.
-* Speed: tokenising is C; only element boundaries reach Python, and text goes
-  straight into a list's ``append`` (no Python frame per text run).
+* Speed: tokenising is C; element boundaries reach Python (two short
+  callbacks) and text goes straight into ``list.append`` (no Python frame).
 * Tolerance: namespace processing is off, so elements match by local name and
   an undeclared prefix does not fail the file. After a well-formedness error
   (in the wild: mostly an unescaped ``&`` in a query string) the locations
   parsed so far are kept, and the rest of the file is salvaged by a linear,
   backtracking-free tag scan that decodes only the five predefined entities
   and character references; ``error`` still says "malformed xml".
+* Bounds on expat itself: it keeps the open-element stack and every distinct
+  element and attribute name for the whole parse, and pyexpat builds a tag's
+  whole attribute dict before a handler sees it (measured: 15 MB of ``<a>``
+  took 600 MB; one 11 MB tag of attributes, 186 MB). So nesting deeper than
+  64, more than 1024 distinct element or attribute names, or a tag with more
+  than 64 attributes (found by a linear pre-scan) stops the parse with
+  "too complex", keeping what came before, and peak memory stays a small
+  multiple of the input.
 
-Speed, measured on this machine (CPython 3.11, expat 2.5.0): a 50,000-URL
-urlset (5.6 MB, every entry with lastmod/changefreq/priority) parses in about
-0.29 s, gzipped about 0.31 s, a 50,000-line text list about 0.25 s.
-Roughly three quarters of that is ``urls.canonicalize`` (about 4-9 µs per URL);
-the XML walk itself costs about 1.5 µs per entry.
+Errors, most important first when several apply: "too large", "corrupt gzip",
+"entities refused", "too complex", "not a sitemap", "empty", "truncated xml",
+"malformed xml", "too many urls".
+
+Speed, measured here (CPython 3.11.7, expat 2.5.0, CPU time, best of 15, on a
+2-core box shared with other jobs at load average 3-5, so runs varied by up
+to 50%): 50,000 URLs with a date ``lastmod`` (5.9 MB) parse in 0.45-0.7 s,
+the same gzipped (0.3 MB) 0.47-0.75 s, with all four fields and distinct
+timestamps (9.6 MB) 0.7-0.85 s, a 50,000-line text list 0.25-0.4 s.
+``urls.canonicalize`` accounts for 0.1-0.2 s of that and the frozen
+``SitemapEntry`` for about 0.08 s; the expat walk costs about 1 µs per
+element.  The worst case is linear in the capped input: 50 MB of tiny
+elements costs several seconds of CPU, so callers should parse
+off the event loop.
 """
 
 from __future__ import annotations
@@ -54,8 +71,17 @@ from xml.parsers import expat
 from politecrawl.urls import canonicalize, join
 
 __all__ = [
+    "CORRUPT_GZIP",
+    "EMPTY",
+    "ENTITIES_REFUSED",
+    "MALFORMED_XML",
     "MAX_UNCOMPRESSED",
     "MAX_URLS",
+    "NOT_A_SITEMAP",
+    "TOO_COMPLEX",
+    "TOO_LARGE",
+    "TOO_MANY_URLS",
+    "TRUNCATED_XML",
     "Sitemap",
     "SitemapEntry",
     "parse_sitemap",
@@ -72,26 +98,24 @@ MAX_UNCOMPRESSED = 50 * 1024 * 1024
 TOO_LARGE: Final = "too large"
 CORRUPT_GZIP: Final = "corrupt gzip"
 ENTITIES_REFUSED: Final = "entities refused"
+TOO_COMPLEX: Final = "too complex"
 NOT_A_SITEMAP: Final = "not a sitemap"
 EMPTY: Final = "empty"
 TRUNCATED_XML: Final = "truncated xml"
 MALFORMED_XML: Final = "malformed xml"
 TOO_MANY_URLS: Final = "too many urls"
-_ERROR_RANK: Final = {
-    e: i
-    for i, e in enumerate(
-        (
-            TOO_LARGE,
-            CORRUPT_GZIP,
-            ENTITIES_REFUSED,
-            NOT_A_SITEMAP,
-            EMPTY,
-            TRUNCATED_XML,
-            MALFORMED_XML,
-            TOO_MANY_URLS,
-        )
-    )
-}
+_ERROR_ORDER: Final = (
+    TOO_LARGE,
+    CORRUPT_GZIP,
+    ENTITIES_REFUSED,
+    TOO_COMPLEX,
+    NOT_A_SITEMAP,
+    EMPTY,
+    TRUNCATED_XML,
+    MALFORMED_XML,
+    TOO_MANY_URLS,
+)
+_ERROR_RANK: Final = {error: rank for rank, error in enumerate(_ERROR_ORDER)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +146,20 @@ _GZIP_MAGIC: Final = b"\x1f\x8b"
 _GZIP_CHUNK: Final = 1 << 20  # input fed to zlib per call, so corruption keeps earlier output
 _GZIP_MAX_MEMBERS: Final = 64  # concatenated members; past this, trailing data is ignored
 _WS: Final = b" \t\r\n"
+# Structure bounds.  expat keeps the open-element stack and every distinct
+# element name for the whole parse (measured: 15 MB of "<a>" took 600 MB), so
+# these bound its memory; real sitemaps and feeds stay far below them.
+_MAX_DEPTH: Final = 64
+_MAX_NAMES: Final = 1024  # distinct element names, and distinct attribute names
+_MAX_ATTRS: Final = 64  # attributes on one element
+# pyexpat builds a start tag's whole attribute dict (and expat a table entry
+# per distinct attribute name) before any handler can refuse it: an 11 MB tag
+# of short attributes took 186 MB.  So such a tag is found first, by a search
+# that is linear (possessive, never crosses "<", quoted values may hold ">").
+_MANY_ATTRS: Final = re.compile(
+    rb"<[^\s<>!?/]++(?:\s++[^\s=<>]++\s*+=\s*+(?:\"[^\"<]*+\"|'[^'<]*+'))"
+    rb"{%d}" % (_MAX_ATTRS + 1)
+).search
 
 _CHANGEFREQ: Final = {
     f: f for f in ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
@@ -129,11 +167,10 @@ _CHANGEFREQ: Final = {
 _YEAR_MONTH: Final = re.compile(r"([0-9]{4})(?:-([0-9]{2}))?").fullmatch
 
 # Plain-text lists: a candidate is a line that starts with "scheme://"; other
-# lines (comments, prose) are not locations and are ignored silently.  Lines
-# are found from each "://" (bytes.find is C-fast; a per-position regex over
-# 50 MB of junk took seconds).
-_URL_LINE: Final = re.compile(rb"[ \t\f\v]*+([A-Za-z][A-Za-z0-9+.\-]*+://[^\r\n]*)")
-_LINE_END: Final = re.compile(rb"[\r\n]")
+# lines (comments, prose) are not locations and are ignored silently.  Line
+# ends are made "\n" first: sre passes over non-line-starts fast for (?m)^
+# (about 10 ns a byte here) but 4-10 times slower for a look-behind alternation.
+_URL_LINE: Final = re.compile(rb"(?m)^[ \t\f\v]*+([A-Za-z][A-Za-z0-9+.\-]*+://[^\n]*)")
 
 # Salvage scan (after an XML error).  Possessive quantifiers and [^<>] keep it
 # linear: no attempt runs past the next "<" (not even CDATA, which in a URL
@@ -160,11 +197,12 @@ _TRUNCATION_CODES: Final = frozenset(
     )
 )
 
-# Per feed kind: element local name -> role of its text (or "href": take the
-# Atom link attribute).  Local names are lower-cased, prefix stripped.
+# Sitemap element local names that mean something: entries and their fields.
 _SITEMAP_ROLES: Final = {
     r: r for r in ("loc", "lastmod", "changefreq", "priority", "url", "sitemap")
 }
+# Per feed kind: element local name -> role of its text (or "href": take the
+# Atom link attribute).  Local names are lower-cased, prefix stripped.
 _RSS_FIELDS: Final = {"link": "loc", "pubdate": "pubdate", "date": "lastmod"}
 _ATOM_FIELDS: Final = {"link": "href", "updated": "lastmod", "published": "published"}
 
@@ -177,21 +215,24 @@ class _NotSitemap(Exception):
     """Raised from an expat handler: the root element is not one we read."""
 
 
+class _TooComplex(Exception):
+    """Raised from an expat handler: nesting, names or attributes past what sitemaps use."""
+
+
 def _refuse(*_args: object) -> NoReturn:
     raise _Refused
 
 
-@functools.lru_cache(maxsize=4096)
 def _w3c_time(text: str | None) -> float | None:
-    """Epoch seconds of a W3C datetime (YYYY, YYYY-MM, YYYY-MM-DD, full); UTC if no zone.
-
-    Cached: sitemaps repeat the same few dates.
-    """
+    """Epoch seconds of a W3C datetime (YYYY, YYYY-MM, YYYY-MM-DD, full); UTC if no zone."""
     if text is None:
         return None
     text = text.strip()
-    if not 4 <= len(text) <= 40:
-        return None
+    return _w3c_stripped(text) if 4 <= len(text) <= 40 else None
+
+
+@functools.lru_cache(maxsize=4096)  # sitemaps repeat a few dates; keys are at most 40 chars
+def _w3c_stripped(text: str) -> float | None:
     try:
         if len(text) >= 10:
             if text[-1] == "z":  # fromisoformat takes only "Z"
@@ -211,10 +252,13 @@ def _w3c_time(text: str | None) -> float | None:
 
 def _rfc822_time(text: str | None) -> float | None:
     """Epoch seconds of an RSS ``pubDate`` (RFC 822 date), or None."""
-    if text is None or len(text) > 80:
+    if text is None:
+        return None
+    text = text.strip()
+    if len(text) > 80:
         return None
     try:
-        parsed = parsedate_tz(text.strip())
+        parsed = parsedate_tz(text)
         return None if parsed is None else float(mktime_tz(parsed))
     except (ValueError, OverflowError, IndexError, TypeError):
         return None
@@ -293,6 +337,7 @@ class _Collector:
     """The result being built, plus the expat callbacks that build it (one per parse)."""
 
     __slots__ = (
+        "attr_names",
         "base",
         "buf",
         "children",
@@ -328,12 +373,15 @@ class _Collector:
         except ValueError:
             self.base = None
         # XML walk state.
-        self.parser = expat.ParserCreate()  # configured by parse_xml
+        # intern=None: pyexpat's name-interning dict would keep every distinct
+        # element name (millions in a hostile file: ~850 MB measured for 32 MB).
+        self.parser = expat.ParserCreate(intern=None)  # configured by parse_xml
         self.kind: str | None = None  # root local name once seen
         self.feed = False
         self.fields: dict[str, str] = {}
         self.entries: dict[str, list[SitemapEntry]] = {}
         self.names: dict[str, str] = {}  # raw element name -> lower-case local name
+        self.attr_names: set[str] = set()
         self.depth = 0
         self.entry_depth = 0  # depth of the open entry element, 0 outside entries
         self.prefix = ""  # the root's namespace prefix as written
@@ -376,29 +424,43 @@ class _Collector:
         if len(cur) == 1:  # only <loc>: the common text-list and bare-sitemap case
             target.append(SitemapEntry(url, None, None, None))
             return
-        lastmod = _w3c_time(cur.get("lastmod"))
+        text = cur.get("lastmod")
+        lastmod = None if text is None else _w3c_time(text)
         if lastmod is None and self.feed:
             lastmod = _w3c_time(cur.get("published"))
             if lastmod is None:
                 lastmod = _rfc822_time(cur.get("pubdate"))
+        changefreq = cur.get("changefreq")
+        priority = cur.get("priority")
         target.append(
             SitemapEntry(
-                url, lastmod, _changefreq(cur.get("changefreq")), _priority(cur.get("priority"))
+                url,
+                lastmod,
+                None if changefreq is None else _changefreq(changefreq),
+                None if priority is None else _priority(priority),
             )
         )
 
     # -- expat callbacks: sitemaps (hot) --------------------------------------
     #
-    # Only end tags reach Python (a start handler per element would cost a
-    # third of the walk).  ``buf`` holds the text since the previous end tag:
-    # for a leaf like <loc> that is its content plus ignorable whitespace.
-    # Nesting is told by name instead of depth: a field counts only with the
-    # root's own prefix, so <image:loc> inside <url> is never the page.
+    # Nesting is told by name, not depth: a field counts only with the root's
+    # own prefix, so <image:loc> inside <url> is never the page.  Text goes
+    # straight into ``buf`` (list.append, no Python frame); a start tag clears
+    # it, so at an end tag it holds the element's text (for leaves like <loc>).
+
+    def sitemap_start(self, name: str, attrs: dict[str, str]) -> None:
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise _TooComplex
+        if attrs:
+            self._check_attrs(attrs)
+        if name not in self.roles:
+            self._sitemap_role(name)
+        self.buf.clear()
 
     def sitemap_end(self, name: str) -> None:
-        role = self.roles.get(name)
-        if role is None:
-            role = self._sitemap_role(name)
+        self.depth -= 1
+        role = self.roles.get(name)  # None only for the root
         if role:
             if role == "url" or role == "sitemap":
                 self.add(self.pages if role == "url" else self.children, self.cur, resolve=False)
@@ -408,22 +470,42 @@ class _Collector:
                     self._count_only()
             elif role not in self.cur:
                 self.cur[role] = "".join(self.buf)
-        self.buf.clear()
 
-    def _sitemap_role(self, name: str) -> str:
-        prefix, _, local = name.rpartition(":")
-        role = _SITEMAP_ROLES.get(local.lower(), "") if prefix == self.prefix else ""
-        self.roles[name] = role
-        return role
+    def _sitemap_role(self, name: str) -> None:
+        local = self.names.get(name) or self._local(name)
+        prefix = name[: -len(local) - 1] if len(name) > len(local) else ""
+        self.roles[name] = _SITEMAP_ROLES.get(local, "") if prefix == self.prefix else ""
 
     # -- expat callbacks: feeds (rare, so plain depth tracking) --------------
 
     def _local(self, name: str) -> str:
+        """Lower-case local name, remembered; too many distinct names is not a sitemap.
+
+        expat keeps every distinct element name for the whole parse, so this
+        bound is also what bounds expat's memory on a hostile file.
+        """
+        if len(self.names) >= _MAX_NAMES:
+            raise _TooComplex
         local = self.names[name] = name.rpartition(":")[2].lower()
         return local
 
+    def _check_attrs(self, attrs: dict[str, str]) -> None:
+        """Bound attributes per element and distinct attribute names (expat keeps those too)."""
+        if len(attrs) > _MAX_ATTRS:
+            raise _TooComplex
+        seen = self.attr_names
+        for key in attrs:
+            if key not in seen:
+                if len(seen) >= _MAX_NAMES:
+                    raise _TooComplex
+                seen.add(key)
+
     def start(self, name: str, attrs: dict[str, str]) -> None:
         depth = self.depth = self.depth + 1
+        if depth > _MAX_DEPTH:
+            raise _TooComplex
+        if attrs:
+            self._check_attrs(attrs)
         local = self.names.get(name) or self._local(name)
         entry_depth = self.entry_depth
         if entry_depth:
@@ -459,19 +541,29 @@ class _Collector:
         if href is not None and rel in ("alternate", "") and "loc" not in self.cur:
             self.cur["loc"] = href
 
-    # -- expat callbacks: shared ---------------------------------------------
+    # -- expat callbacks: over the limit (count only) -------------------------
+
+    def count_start(self, name: str, attrs: dict[str, str]) -> None:
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise _TooComplex
+        if attrs:
+            self._check_attrs(attrs)
+        if name not in self.names:
+            self._local(name)
 
     def count_end(self, name: str) -> None:
-        """Over the limit: only count entries, one cheap callback per element."""
-        if (self.names.get(name) or self._local(name)) in self.entries:
+        self.depth -= 1
+        if self.names.get(name) in self.entries:
             self.skipped += 1
+            self.resume = self.parser.CurrentByteIndex
             self.fail(TOO_MANY_URLS)
 
     def _count_only(self) -> None:
         parser = self.parser
-        parser.StartElementHandler = None
-        parser.CharacterDataHandler = None
+        parser.StartElementHandler = self.count_start
         parser.EndElementHandler = self.count_end
+        parser.CharacterDataHandler = None
 
     def _root(self, name: str, local: str) -> None:
         """Decide the document kind from the root element; switch to its callbacks."""
@@ -479,7 +571,7 @@ class _Collector:
         if local in ("urlset", "sitemapindex"):
             self.prefix = name.rpartition(":")[0]
             self.entries = {"url": self.pages, "sitemap": self.children}
-            self.parser.StartElementHandler = None
+            self.parser.StartElementHandler = self.sitemap_start
             self.parser.EndElementHandler = self.sitemap_end
         elif local in ("rss", "rdf"):
             self.feed = True
@@ -505,18 +597,24 @@ class _Collector:
         parser.StartElementHandler = self.start
         parser.EndElementHandler = self.end
         parser.CharacterDataHandler = self.buf.append
+        crowded = _MANY_ATTRS(data)
+        if crowded is not None:  # parse up to it: entries before it are still good
+            self.fail(TOO_COMPLEX)
+            data = data[: crowded.start()]
         try:
             parser.Parse(data, True)
         except _Refused:
             self.fail(ENTITIES_REFUSED)
         except _NotSitemap:
             self.fail(NOT_A_SITEMAP)
+        except _TooComplex:
+            self.fail(TOO_COMPLEX)
         except expat.ExpatError as exc:
             if self.kind is None:
                 self.fail(NOT_A_SITEMAP)
                 return
             self.fail(TRUNCATED_XML if exc.code in _TRUNCATION_CODES else MALFORMED_XML)
-            if not self.feed:  # sitemap: rescan from the last complete entry
+            if not self.feed:  # sitemap: rescan from the last entry expat finished
                 self.salvage(data, self.resume)
 
     def salvage(self, data: bytes, pos: int) -> None:
@@ -530,7 +628,11 @@ class _Collector:
                 open_at = -1 if tag.group().endswith(b"/>") else tag.end()
                 open_key = key
             elif open_at >= 0 and key == open_key:
-                self._salvage_entry(data[open_at : tag.start()], key[0], key[1])
+                if self.seen < self.max_urls:
+                    self._salvage_entry(data[open_at : tag.start()], key[0], key[1])
+                else:  # over the limit: count only, as count_end does
+                    self.skipped += 1
+                    self.fail(TOO_MANY_URLS)
                 open_at = -1
 
     def _salvage_entry(self, block: bytes, prefix: bytes, name: bytes) -> None:
@@ -545,20 +647,18 @@ class _Collector:
         if b"\x00" in data[:4096]:  # binary, or UTF-16 text (sitemaps must be UTF-8)
             self.fail(NOT_A_SITEMAP)
             return
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = _URL_LINE.finditer(data)
         found = False
-        pos = 0  # always a line start
-        size = len(data)
-        while (hit := data.find(b"://", pos)) >= 0:
-            start = max(data.rfind(b"\n", pos, hit), data.rfind(b"\r", pos, hit))
-            start = pos if start < 0 else start + 1
-            eol = _LINE_END.search(data, hit)
-            end = size if eol is None else eol.start()
-            line = _URL_LINE.fullmatch(data, start, end)
-            if line is not None:
-                found = True
-                loc = line.group(1).decode("utf-8", "surrogateescape")
-                self.add(self.pages, {"loc": loc}, resolve=False)
-            pos = end
+        for line in lines:
+            found = True
+            if self.seen >= self.max_urls:  # the rest are only counted
+                self.skipped += 1 + sum(1 for _ in lines)
+                self.fail(TOO_MANY_URLS)
+                break
+            loc = line.group(1).decode("utf-8", "surrogateescape")
+            self.add(self.pages, {"loc": loc}, resolve=False)
         if not found:
             self.fail(NOT_A_SITEMAP)
 
@@ -577,11 +677,14 @@ def parse_sitemap(
     cap = MAX_UNCOMPRESSED
     data = body
     gzipped = data[:2] == _GZIP_MAGIC
-    if gzipped:
+    for _ in range(2):  # a .gz also sent with Content-Encoding: gzip arrives doubly packed
+        if data[:2] != _GZIP_MAGIC:
+            break
         data, error = _gunzip(data, cap)
         if error is not None:
             out.fail(error)
-    elif len(data) > cap:
+            break
+    if not gzipped and len(data) > cap:
         data = data[:cap]
         out.fail(TOO_LARGE)
 

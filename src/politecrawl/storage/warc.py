@@ -120,8 +120,14 @@ class WarcWriter:
         resp.headers["Content-Type"] = "application/http; msgtype=response"
         if res.ip:
             resp.headers["WARC-IP-Address"] = res.ip
-        if res.truncated:
-            resp.headers["WARC-Truncated"] = "length"
+        if res.truncated:  # WARC 1.1 section 5.13: why the record is shorter than the payload
+            resp.headers["WARC-Truncated"] = (
+                "length"
+                if res.error is None
+                else "time"
+                if res.error == "timeout"
+                else "disconnect"
+            )
         resp.set_bytes_content(_http_response_block(res))
         req = WarcRecord()
         req.init_headers(WarcRecordType.request)
