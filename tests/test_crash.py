@@ -78,7 +78,8 @@ async def test_kill_minus_nine_twenty_times(tmp_path: Path) -> None:
                 )
                 assert retried_robots or all(r.get("refetch") for r in rs[1:]), (url, rs)
 
-        # server side: no page fetched twice except re-fetches at a kill (bounded by kills)
+        # server side: no page fetched twice except those in flight at a kill (at most one per
+        # site per kill), and each of those is marked as a re-fetch in our log (checked above)
         retried_hosts = {h for h, s in web.sites.items() if s.robots_status >= 500}
         seen = collections.Counter(
             (e.host, e.path)
@@ -87,7 +88,7 @@ async def test_kill_minus_nine_twenty_times(tmp_path: Path) -> None:
             and not (e.path == "/robots.txt" and e.host in retried_hosts)
         )
         extra = sum(n - 1 for n in seen.values() if n > 1)
-        assert extra <= kills
+        assert extra <= kills * len(web.hosts)
 
         # every page of every host that robots allows was reached (nothing lost)
         fetched = {(e.host, e.path) for e in web.access_log}

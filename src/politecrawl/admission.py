@@ -60,10 +60,10 @@ class Admission:
 
     async def admit(
         self, items: Sequence[tuple[str, float]], *, depth: int = 0, hops: int = 0, kind: int = PAGE
-    ) -> int:
-        """Queue canonical ``(url, priority)`` pairs that pass; returns how many were queued."""
+    ) -> set[str]:
+        """Queue canonical ``(url, priority)`` pairs that pass; returns the URLs queued."""
         if not items:
-            return 0
+            return set()
         counters = self.counters
         fresh = set(await self.frontier.unseen([u for u, _ in items]))
         counters["already_seen"] += len(items) - len(fresh)
@@ -88,6 +88,7 @@ class Admission:
             )
         if refused:
             await self.frontier.mark_seen(refused)
-        queued = sum(await self.frontier.add(entries)) if entries else 0
-        counters["queued"] += queued
+        added = await self.frontier.add(entries) if entries else []
+        queued = {e.url for e, ok in zip(entries, added, strict=True) if ok}
+        counters["queued"] += len(queued)
         return queued

@@ -54,7 +54,16 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("seen", str, "seen-set: auto | exact | bloom (auto: Bloom filter past 2 million URLs)"),
     ("expected-urls", int, "URLs the crawl may discover; sizes the Bloom filter (1000000)"),
     ("seen-fp-rate", float, "Bloom filter false-positive rate (0.01)"),
-    ("strategy", str, "frontier order: bfs | random (default bfs)"),
+    (
+        "strategy",
+        str,
+        "frontier order: focused | bfs | random (focused when a topic or a "
+        "relevance function is given, else bfs)",
+    ),
+    ("topic", str, "what the crawl looks for, e.g. 'steam locomotives, steam trains'"),
+    ("relevance", str, "your nugget function 'package.module:function' (Document -> 0..1)"),
+    ("target-relevant", int, "stop after this many relevant pages"),
+    ("max-queue", int, "frontier cap: beyond it the lowest-priority URLs are dropped"),
 ]
 
 
@@ -230,7 +239,11 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         seen_mode=v.get("seen", "auto"),
         expected_urls=int(v.get("expected_urls", 1_000_000)),
         seen_fp_rate=float(v.get("seen_fp_rate", 0.01)),
-        strategy=v.get("strategy", "bfs"),
+        strategy=v.get("strategy"),
+        topic=v.get("topic"),
+        relevance=v.get("relevance"),
+        target_relevant=int(v["target_relevant"]) if v.get("target_relevant") else None,
+        max_queue=int(v["max_queue"]) if v.get("max_queue") else None,
     )
 
 

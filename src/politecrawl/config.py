@@ -154,7 +154,11 @@ class CrawlConfig:
     expected_urls: int = 1_000_000
     seen_fp_rate: float = 0.01
     frontier_url: str | None = None
-    strategy: Literal["bfs", "random", "focused"] = "bfs"
+    strategy: Literal["bfs", "random", "focused"] | None = None  # None: focused if a nugget
+    topic: str | None = None
+    relevance: str | None = None  # "package.module:function", a Document -> [0, 1] callable
+    target_relevant: int | None = None
+    max_queue: int | None = None
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -174,7 +178,11 @@ class CrawlConfig:
             raise ConfigError("--expected-urls must be >= 1")
         if not 0 < self.seen_fp_rate < 1:
             raise ConfigError("--seen-fp-rate must be between 0 and 1")
-        if self.strategy not in ("bfs", "random", "focused"):
+        if self.target_relevant is not None and self.target_relevant < 1:
+            raise ConfigError("--target-relevant must be >= 1")
+        if self.max_queue is not None and self.max_queue < 1:
+            raise ConfigError("--max-queue must be >= 1")
+        if self.strategy is not None and self.strategy not in ("bfs", "random", "focused"):
             raise ConfigError(f"--strategy must be focused, bfs or random, got {self.strategy!r}")
 
     @property

@@ -27,11 +27,12 @@ from politecrawl.config import CrawlConfig
 from politecrawl.errors import FrontierError, StorageError
 from politecrawl.exclusions import NeverCrawlList
 from politecrawl.fetch import Fetcher, FetchResult
+from politecrawl.focus import Focus, PageScore
 from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
 from politecrawl.frontier.sqlite import SqliteFrontier
 from politecrawl.outcome import DropReason, Redirect, Retry, Store, classify, outcome_label
 from politecrawl.page_directives import from_x_robots_tag
-from politecrawl.parse import parse_page
+from politecrawl.parse import ParsedPage, parse_page
 from politecrawl.robotscache import RobotsCache, is_usable
 from politecrawl.sitemaps import parse_sitemap
 from politecrawl.storage import JsonlLog, WarcWriter
@@ -43,6 +44,7 @@ from politecrawl.urls import (
     host_of,
     join,
     origin_of,
+    politeness_key,
     robots_url,
 )
 
@@ -52,7 +54,9 @@ _ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2
 _ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the site's URLs are dropped
 _FLUSH_S = 1.0
 _PARSE_INLINE_BYTES = 256 * 1024  # a parse this small takes about a millisecond
-_SITEMAP_PRIORITY = 1e9  # sitemaps first: they seed the site's pages
+_SITEMAP_PRIORITY = 1e9
+_RESCORE_EVERY = 500  # pages learned between re-scorings of the queue
+_FOCUS_SAVE_S = 60.0  # sitemaps first: they seed the site's pages
 
 
 @dataclass(slots=True)
@@ -123,6 +127,11 @@ class Crawler:
             config.fetch.user_agent,
             config.warc_max_bytes,
         )
+        self.focus = Focus.from_options(config.strategy, config.topic, config.relevance)
+        self.focus.load(out / "focus.json")
+        self.pages_log = JsonlLog(out / "pages.jsonl")
+        self._rescoring: asyncio.Task[None] | None = None
+        self._last_focus_save = time.monotonic()
         self._robots_redirect: dict[str, tuple[str, int]] = {}
         self._stop = asyncio.Event()
         self._wake: asyncio.Event | None = None
@@ -176,6 +185,7 @@ class Crawler:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), timeout)
                     if time.monotonic() - last_flush >= _FLUSH_S:
+                        await self._housekeeping()
                         await self._flush()
                         last_flush = time.monotonic()
                         if progress:
@@ -200,6 +210,28 @@ class Crawler:
         elif self.cfg.max_time_s is not None and now - self._started >= self.cfg.max_time_s:
             self.stop("max_time")
 
+    async def _housekeeping(self) -> None:
+        """Once a second: frontier cap, background re-scoring, saving what was learned."""
+        if self.cfg.max_queue is not None:
+            n = await self.frontier.trim(self.cfg.max_queue)
+            self.counters["queue_full"] += n
+        if self.focus.learned_since_rescore >= _RESCORE_EVERY and (
+            self._rescoring is None or self._rescoring.done()
+        ):
+            self._rescoring = asyncio.create_task(self._rescore())
+        if time.monotonic() - self._last_focus_save > _FOCUS_SAVE_S:
+            self._last_focus_save = time.monotonic()
+            self.focus.save(self.cfg.out_dir / "focus.json")
+
+    async def _rescore(self) -> None:
+        """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""
+        items = self.focus.rescore()
+        mode = self.cfg.politeness.key_mode
+        for i in range(0, len(items), 2000):
+            chunk = [(u, politeness_key(u, mode), p) for u, p in items[i : i + 2000]]
+            self.counters["rescored"] += await self.frontier.reprioritize(chunk)
+            await asyncio.sleep(0)
+
     async def _flush(self) -> None:
         delta = {k: v - self._flushed[k] for k, v in self.counters.items() if v != self._flushed[k]}
         if delta:
@@ -209,6 +241,9 @@ class Crawler:
         self.warc.flush()
 
     async def _finish(self) -> Summary:
+        if self._rescoring is not None:
+            await self._rescoring
+        self.focus.save(self.cfg.out_dir / "focus.json")
         await self._flush()
         c = self.counters
         summary = Summary(
@@ -234,6 +269,7 @@ class Crawler:
         self.warc.close()
         self.request_log.close()
         self.robots_log.close()
+        self.pages_log.close()
         return summary
 
     # -- one turn of one site ---------------------------------------------------------------
@@ -403,12 +439,15 @@ class Crawler:
         self._log_request(res, label, entry.attempt, host, refetch=entry.refetch)
 
     async def _store(self, entry: UrlEntry, res: FetchResult) -> str:
+        """Parse, score, store, then admit the links with their priorities."""
         xrt = res.header_all("x-robots-tag")
         header_dirs = from_x_robots_tag(xrt, self.token) if xrt else None
         if len(res.body) > _PARSE_INLINE_BYTES:  # big pages parse off the loop (GIL released)
             page = await asyncio.to_thread(parse_page, res.body, entry.url, self.token, header_dirs)
         else:
             page = parse_page(res.body, entry.url, self.token, header_dirs)
+        focus = self.focus
+        score = focus.score_page(entry.url, res.body, res.header("content-type"), entry.depth)
         if page.directives.noindex:
             self.counters[DropReason.NOINDEX.value] += 1
         else:
@@ -420,21 +459,38 @@ class Crawler:
             self.counters["links_cut"] += page.links_cut
         if page.directives.nofollow:
             self.counters["nofollow_pages"] += 1
+        self.counters["nofollow_links"] += sum(1 for link in page.links if link.nofollow)
+        if focus.model is not None:  # features only for links not seen before
+            fresh = set(await self.frontier.unseen([link.url for link in page.links]))
+            page.links = [link for link in page.links if link.url in fresh]
         depth = entry.depth + 1
-        items = []
-        for link in page.links:
-            if link.nofollow:
-                self.counters["nofollow_links"] += 1
-                continue
-            items.append((link.url, self._link_priority(depth)))
-        await self.admission.admit(items, depth=depth)
+        items = focus.link_items(entry.url, page, depth, score)
+        queued = await self.admission.admit(items, depth=depth)
+        if focus.model is not None and len(queued) < len(items):
+            focus.forget([u for u, _ in items if u not in queued])
+        self._log_page(entry, res, page, score)
+        if score.relevant:
+            self.counters["relevant_pages"] += 1
+            target = self.cfg.target_relevant
+            if target is not None and focus.relevant_pages >= target:
+                self.stop("target_relevant")
         return "stored" if not page.directives.noindex else "dropped:noindex"
 
-    def _link_priority(self, depth: int) -> float:
-        """Higher first. bfs: shallower first; random: a random order."""
-        if self.cfg.strategy == "random":
-            return self._rng.random()
-        return float(-depth)
+    def _log_page(
+        self, entry: UrlEntry, res: FetchResult, page: ParsedPage, score: PageScore
+    ) -> None:
+        self.pages_log.write(
+            {
+                "time": _iso(res.started),
+                "url": entry.url,
+                "title": page.title,
+                "charset": score.charset,
+                "relevance": score.relevance,
+                "depth": entry.depth,
+                "priority": entry.priority,
+                "outlinks": len(page.links),
+            }
+        )
 
     async def _read_sitemap(self, entry: UrlEntry, res: FetchResult) -> str:
         sm = await asyncio.to_thread(
@@ -443,7 +499,9 @@ class Crawler:
         self.warc.write_exchange(res)
         if sm.error:
             self.counters[f"sitemap_error:{sm.error}"] += 1
-        await self.admission.admit([(p.url, self._link_priority(1)) for p in sm.pages], depth=1)
+        await self.admission.admit(
+            [(p.url, self.focus.default_priority(1)) for p in sm.pages], depth=1
+        )
         children = [c.url for c in sm.children]
         await self._admit_sitemaps(origin_of(entry.url), children)
         self.counters["sitemap_urls"] += len(sm.pages)

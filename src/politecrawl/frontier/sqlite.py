@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS urls(
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS urls_queue ON urls(key, priority DESC, seq) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS urls_flight ON urls(state) WHERE state = 1;
+CREATE INDEX IF NOT EXISTS urls_worst ON urls(priority) WHERE state = 0;
 CREATE TABLE IF NOT EXISTS hosts(key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS robots(
     origin TEXT PRIMARY KEY, fetched_at REAL NOT NULL, status INT NOT NULL, body BLOB NOT NULL,
@@ -283,6 +284,41 @@ class SqliteFrontier:
         self._queued -= self._pending.pop(key, 0)
         self._window.pop(key, None)
         return int(n)
+
+    async def reprioritize(self, items: Sequence[tuple[str, str, float]]) -> int:
+        """New priorities for queued ``(url, key, priority)``; the keys' windows reload."""
+        changed = 0
+        touched: dict[str, float] = {}
+        for url, key, prio in items:
+            n = self._db.execute(
+                "UPDATE urls SET priority=? WHERE url=? AND state=0", (prio, url)
+            ).rowcount
+            if n:
+                changed += 1
+                touched[key] = max(prio, touched.get(key, prio))
+        for key, best in touched.items():
+            self._window.pop(key, None)  # re-read best-first at the next pop
+            self._best[key] = best
+            if key in self._ready_prio:
+                self._push_ready(key)
+        return changed
+
+    async def trim(self, max_queued: int) -> int:
+        """Drop the lowest-priority queued URLs beyond ``max_queued`` (``--max-queue``)."""
+        excess = self._queued - max_queued
+        if excess <= 0:
+            return 0
+        rows = self._db.execute(
+            "SELECT url, key FROM urls WHERE state=0 ORDER BY priority LIMIT ?", (excess,)
+        ).fetchall()
+        for url, key in rows:
+            self._db.execute(
+                "UPDATE urls SET state=2, outcome='dropped:queue_full' WHERE url=?", (url,)
+            )
+            self._pending[key] -= 1
+            self._queued -= 1
+            self._window.pop(key, None)
+        return len(rows)
 
     # -- the penalty box --------------------------------------------------------------
     def _schedule(self, key: str, when: float) -> None:

@@ -159,6 +159,9 @@ def repair_open_file(path: Path) -> int | None:
         size = path.stat().st_size
         with path.open("rb") as fh:
             good = _whole_members_end(fh)
+        if good == 0:  # not even the warcinfo record survived: nothing to keep
+            path.unlink()
+            return size
         if good < size:
             with path.open("rb+") as fh:
                 fh.truncate(good)

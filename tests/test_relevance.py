@@ -1,0 +1,214 @@
+"""relevance: nugget functions, loading a user's function, and page extraction."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from politecrawl.errors import ConfigError
+from politecrawl.relevance import (
+    CascadeScorer,
+    Document,
+    EmbeddingScorer,
+    KeywordScorer,
+    RegexScorer,
+    extract_document,
+    extract_page,
+    load_callable,
+    stem,
+    tokens,
+)
+
+TOPIC = "steam locomotive, heritage railway"
+FILLER = "the people of the town came to see it on a sunny day and stayed for lunch "
+
+
+def doc(text: str, title: str = "", headings: list[str] | None = None) -> Document:
+    return Document("http://x.test/", title, text, headings or [], "utf-8", 1)
+
+
+RELEVANT = doc(
+    "The steam locomotive was restored by the heritage railway. Its boiler was rebuilt and "
+    "the locomotive now hauls trains on the railway every weekend. " + FILLER * 3,
+    title="Steam locomotives at the heritage railway",
+    headings=["Our steam locomotive"],
+)
+IRRELEVANT = doc(
+    "Boil the pasta, then steam the vegetables for five minutes. " + FILLER * 5,
+    title="Cooking pasta",
+    headings=["Pasta"],
+)
+
+
+def test_stem_folds_plurals_only() -> None:
+    assert [stem(w) for w in ("railways", "bodies", "boxes", "churches", "class", "bus")] == [
+        "railway", "body", "box", "church", "class", "bus"]  # fmt: skip
+    assert tokens("Steam-Locomotives, «heritage» railway’s") == [
+        "steam", "locomotives", "heritage", "railway", "s"]  # fmt: skip
+
+
+def test_keyword_scorer_separates_relevant_from_irrelevant() -> None:
+    k = KeywordScorer(TOPIC)
+    assert k(RELEVANT) > 0.7
+    assert k(IRRELEVANT) < 0.2
+    assert k(doc(FILLER * 10, title="Lunch")) == 0.0
+
+
+def test_plurals_match_the_topic() -> None:
+    k = KeywordScorer("steam locomotives")
+    assert k(doc("a steam locomotive " + FILLER)) == k(doc("a steam locomotives " + FILLER))
+
+
+def test_title_and_headings_weigh_in() -> None:
+    k = KeywordScorer(TOPIC)
+    body = "a steam locomotive on the heritage railway " + FILLER * 4
+    plain = k(doc(body, title="News"))
+    titled = k(doc(body, title="Steam locomotive"))
+    headed = k(doc(body, title="Steam locomotive", headings=["Heritage railway"]))
+    assert plain < titled < headed
+
+
+def test_repetition_saturates() -> None:
+    """Boilerplate that repeats a keyword 200 times does not make a page relevant."""
+    k = KeywordScorer(TOPIC)
+    spam = k(doc("steam " * 200 + FILLER * 3, title="Menu"))
+    assert spam < 0.4
+    assert k(doc("steam " * 200)) - k(doc("steam " * 20)) < 0.05
+
+
+def test_longer_pages_need_more_mentions() -> None:
+    k = KeywordScorer(TOPIC)
+    mention = "a steam locomotive on the heritage railway. "
+    assert k(doc(mention + FILLER * 2)) > k(doc(mention + FILLER * 40))
+
+
+def test_phrases_count_more_than_scattered_words() -> None:
+    k = KeywordScorer(TOPIC)
+    together = k(doc("steam locomotive and heritage railway " + FILLER * 3))
+    apart = k(doc("locomotive steam and railway heritage " + FILLER * 3))
+    assert together > apart
+
+
+def test_topic_without_keywords_is_a_config_error() -> None:
+    with pytest.raises(ConfigError):
+        KeywordScorer("the, of, and")
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=400), title=st.text(max_size=40))
+def test_keyword_scores_stay_in_unit_interval(text: str, title: str) -> None:
+    assert 0.0 <= KeywordScorer(TOPIC)(doc(text, title, [title])) <= 1.0
+
+
+def test_regex_scorer() -> None:
+    yes_no = RegexScorer(r"\bsteam\s+locomotives?\b")
+    assert yes_no(RELEVANT) == 1.0
+    assert yes_no(IRRELEVANT) == 0.0
+    graded = RegexScorer("steam", full_at=4)
+    assert graded(doc("steam steam")) == 0.5
+    assert graded(doc("steam " * 9)) == 1.0
+    with pytest.raises(ConfigError):
+        RegexScorer("(unclosed")
+    with pytest.raises(ConfigError):
+        RegexScorer("x", full_at=0)
+
+
+def user_nugget(document: Document) -> float:
+    return 1.0 if "steam" in document.text else 0.0
+
+
+def test_load_callable() -> None:
+    f = load_callable(f"{__name__}:user_nugget")
+    assert f(RELEVANT) == 1.0
+    loaded: object = load_callable("politecrawl.relevance:KeywordScorer")
+    assert loaded is KeywordScorer
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["no_colon", ":f", "mod:", "politecrawl.no_such_module:f", "politecrawl.relevance:nothing",
+     "politecrawl.relevance:_CHROME"],
+)  # fmt: skip
+def test_load_callable_rejects_bad_specs(spec: str) -> None:
+    with pytest.raises(ConfigError, match="nugget function"):
+        load_callable(spec)
+
+
+def test_embedding_scorer_without_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
+    with pytest.raises(ConfigError, match="pip install"):
+        EmbeddingScorer("steam trains")
+
+
+def test_embedding_scorer_with_a_stand_in_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lazy path, with a fake module: one vector per 'is it about steam' bit."""
+    seen: list[str] = []
+
+    class FakeModel:
+        def __init__(self, name: str, device: str) -> None:
+            assert device == "cpu"
+
+        def encode(self, texts: list[str], normalize_embeddings: bool) -> list[list[float]]:
+            seen.extend(texts)
+            return [[1.0, 0.0] if "steam" in t.lower() else [0.0, 1.0] for t in texts]
+
+    fake = types.ModuleType("sentence_transformers")
+    fake.SentenceTransformer = FakeModel  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sentence_transformers", fake)
+    e = EmbeddingScorer("steam trains", max_chars=50)
+    assert e(RELEVANT) == 1.0
+    assert e(doc("pasta", "Cooking")) == 0.0
+    assert all(len(t) <= 50 for t in seen[1:])
+
+
+def test_cascade_calls_the_expensive_scorer_only_when_unsure() -> None:
+    calls: list[Document] = []
+
+    def expensive(d: Document) -> float:
+        calls.append(d)
+        return 0.99
+
+    c = CascadeScorer(KeywordScorer(TOPIC), expensive, low=0.2, high=0.7)
+    assert c(IRRELEVANT) < 0.2 and c(RELEVANT) > 0.7
+    assert calls == []
+    unsure = doc("a steam locomotive " + FILLER * 2)
+    assert 0.2 <= KeywordScorer(TOPIC)(unsure) <= 0.7
+    assert c(unsure) == 0.99 and c.expensive_calls == 1
+
+
+HTML = """<!DOCTYPE html><html><head><meta charset="iso-8859-1">
+<title>Les locomotives à vapeur</title><base href="/base/"><style>.x{color:red}</style></head>
+<body><nav><a href="/">Home</a> menu menu</nav>
+<h1>Locomotives</h1><h2>Été 1905</h2><h4>not a heading</h4>
+<p>The boiler was rebuilt in 1905. Read <a href="castle.html">the Castle class story</a> for
+the whole history of the engine shed.</p>
+<script>var hidden = "script words";</script><noscript>noscript words</noscript>
+<aside>sidebar words</aside><footer>footer words</footer></body></html>"""
+
+
+def test_extract_document() -> None:
+    d = extract_document(HTML.encode("latin-1"), "http://x.test/a/b.html", "text/html", 2)
+    assert d.title == "Les locomotives à vapeur"
+    assert d.headings == ["Locomotives", "Été 1905"]
+    assert "boiler was rebuilt" in d.text and "the Castle class story" in d.text
+    for chrome in ("menu", "script words", "noscript words", "sidebar", "footer", "color"):
+        assert chrome not in d.text
+    assert (d.url, d.depth, d.charset) == ("http://x.test/a/b.html", 2, "cp1252")
+
+
+def test_extract_page_link_contexts() -> None:
+    _doc, ctx = extract_page(HTML.encode("latin-1"), "http://x.test/a/b.html", "text/html")
+    around = ctx["http://x.test/base/castle.html"]  # resolved against <base href>
+    assert "boiler was rebuilt" in around and "engine shed" in around
+    assert ctx["http://x.test/"] == "Home menu menu"
+    _doc, none = extract_page(HTML.encode("latin-1"), "http://x.test/", None, contexts=False)
+    assert none == {}
+
+
+def test_extract_survives_garbage() -> None:
+    d = extract_document(b"\xff\xfe<<<>>>\x00 not html", "http://x.test/", None)
+    assert isinstance(d.text, str) and d.title == ""
