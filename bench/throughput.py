@@ -89,7 +89,9 @@ async def politecrawl(
             allow_private_addresses=True,
             retry_base_s=0.5,
         ),
-        politeness=PolitenessConfig(min_delay_s=delay, jitter_s=0.01, response_time_factor=1.0),
+        politeness=PolitenessConfig(
+            min_delay_s=delay, jitter_s=0.01, response_time_factor=1.0, park_s=1.0
+        ),
         concurrency=concurrency,
         scope="any",
         progress=False,

@@ -40,7 +40,10 @@ def crawl_config(
         out_dir=out,
         fetch=FetchConfig(**fetch_kw),
         politeness=PolitenessConfig(
-            min_delay_s=delay, jitter_s=0.02, response_time_factor=kw.pop("factor", 30.0)
+            min_delay_s=delay,
+            jitter_s=0.02,
+            response_time_factor=kw.pop("factor", 30.0),
+            park_s=0.5,
         ),
         **kw,
     )

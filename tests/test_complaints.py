@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +13,6 @@ import pytest
 from conftest import crawl_config
 
 from politecrawl import Crawler
-from politecrawl import crawler as crawler_module
 from politecrawl.complaints import format_text, lookup, main_args, parse_time
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import JsonlLog, iter_log_records, rotated_files
@@ -30,13 +28,12 @@ def _crawl_with_rotating_logs(out: Path) -> TestWeb:
         async with TestWeb(n_hosts=8, pages_per_host=5, seed=3) as web:
             for limits in ({"max_pages": 40}, {"max_time_s": 4.0}):
                 await Crawler(
-                    crawl_config(web, out, delay=0.05, concurrency=8, robots_ttl_s=1.0, **limits)
+                    crawl_config(web, out, delay=0.05, concurrency=8, robots_ttl_s=1.0,
+                                 log_rotate_bytes=3000, **limits)
                 ).run()
             return web
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(crawler_module, "JsonlLog", functools.partial(JsonlLog, rotate_bytes=3000))
-        return asyncio.run(go())
+    return asyncio.run(go())
 
 
 @pytest.fixture(scope="module")

@@ -178,3 +178,38 @@ async def test_sitemaps_seed_pages_through_the_gate(web, tmp_path: Path) -> None
 async def test_sitemaps_off_by_default(web, tmp_path: Path) -> None:
     await Crawler(crawl_config(web, tmp_path / "out", seeds=1, scope="host")).run()
     assert "/orphan.html" not in {e.path for e in web.access_log}
+
+
+async def test_refetch_is_a_conditional_get_and_a_304_is_a_revisit(web, tmp_path: Path) -> None:
+    import sqlite3
+
+    out = tmp_path / "out"
+    host = web.hosts[0]
+    await Crawler(crawl_config(web, out, seeds=1, scope="host")).run()
+    home = web.url(host, "/")
+    db = sqlite3.connect(out / "state.sqlite")
+    assert db.execute("SELECT etag FROM pages WHERE url=?", (home,)).fetchone()[0]
+    db.execute("UPDATE urls SET state=0 WHERE url=?", (home,))  # due again, as a revisit is
+    db.commit()
+    db.close()
+    before = len(web.access_log)
+    summary = await Crawler(crawl_config(web, out, seeds=1, scope="host")).run()
+    again = web.access_log[before:]
+    assert [e.path for e in again] == ["/"]
+    assert again[0].headers.get("If-None-Match") and again[0].status == 304
+    assert summary.counters["not_modified"] == 1
+    kinds = collections.Counter()
+    for path in (out / "warc").glob("*.warc.gz"):
+        with path.open("rb") as fh:
+            for rec in ArchiveIterator(fh):
+                kinds[rec.rec_type] += 1
+    assert kinds["revisit"] == 1
+    assert read_jsonl(out / "log" / "requests.jsonl")[-1]["outcome"] == "not_modified"
+
+
+async def test_urls_per_host_cap_is_a_recorded_trap_cut(web, tmp_path: Path) -> None:
+    cfg = crawl_config(web, tmp_path / "out", seeds=1, scope="host", max_urls_per_host=5)
+    summary = await Crawler(cfg).run()
+    pages = {e.path for e in web.access_log if e.path != "/robots.txt"}
+    assert len(pages) <= 5
+    assert summary.counters["trap:host_url_limit"] > 0

@@ -397,6 +397,7 @@ def hostile_crawl_config(
         response_time_factor=0.0,
         max_retry_after_s=0.3,
         max_backoff_s=1.0,
+        park_s=0.5,
     )
     kw.setdefault("max_time_s", 50.0)
     return CrawlConfig(

@@ -53,3 +53,22 @@ def test_retry_after_pushes_next_allowed_and_is_capped():
     assert politeness.schedule_next(h, cfg) == 50.0
     politeness.record_overload(h, cfg, now=0.0, retry_after_s=10_000.0)
     assert politeness.schedule_next(h, cfg) == 100.0
+
+
+def test_host_failing_n_times_in_a_row_is_parked():
+    cfg = PolitenessConfig(min_delay_s=1.0, jitter_s=0.0, park_after_failures=3, park_s=600.0)
+    h = HostState("a", last_start=0.0)
+    assert not politeness.record_failure(h, cfg, now=0.0)
+    assert not politeness.record_overload(h, cfg, now=0.0, retry_after_s=None)
+    assert politeness.record_failure(h, cfg, now=10.0)  # the third in a row
+    assert politeness.is_parked(h, now=11.0)
+    assert politeness.schedule_next(h, cfg) == 610.0
+    politeness.record_response(h, cfg, 0.1)  # one good answer resets the count
+    assert h.consecutive_failures == 0
+
+
+def test_a_request_start_persists_a_provisional_next_time():
+    cfg = PolitenessConfig(min_delay_s=15.0, jitter_s=0.0)
+    h = HostState("a")
+    politeness.record_start(h, cfg, now=100.0)
+    assert h.next_allowed == 115.0  # on disk before the request goes out

@@ -36,6 +36,7 @@ class Admission:
         traps: TrapLimits,
         key_mode: Literal["host", "domain", "ip"],
         counters: Counter[str],
+        max_urls_per_host: int | None = None,
     ) -> None:
         self.frontier = frontier
         self.scope = scope
@@ -44,6 +45,8 @@ class Admission:
         self.traps = traps
         self.key_mode: Literal["host", "domain", "ip"] = key_mode
         self.counters = counters
+        self.max_urls_per_host = max_urls_per_host
+        self._per_host: Counter[str] = Counter()
 
     def refusal(self, url: str, kind: int = PAGE) -> tuple[DropReason, str] | None:
         """Why ``url`` may not be queued (seen-set aside), or None."""
@@ -56,6 +59,10 @@ class Admission:
         trap = trap_reason(url, self.traps)
         if trap is not None:
             return DropReason.TRAP, trap
+        if self.max_urls_per_host is not None:
+            host = host_of(url)
+            if self._per_host[host] >= self.max_urls_per_host:
+                return DropReason.TRAP, "host_url_limit"
         return None
 
     async def admit(
@@ -81,6 +88,8 @@ class Admission:
                 if why[1]:
                     counters[f"{why[0].value}:{why[1]}"] += 1
                 continue
+            if self.max_urls_per_host is not None:
+                self._per_host[host_of(url)] += 1
             entries.append(
                 UrlEntry(
                     url, politeness_key(url, key_mode), depth, hops, priority=priority, kind=kind

@@ -64,6 +64,11 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("relevance", str, "your nugget function 'package.module:function' (Document -> 0..1)"),
     ("target-relevant", int, "stop after this many relevant pages"),
     ("max-queue", int, "frontier cap: beyond it the lowest-priority URLs are dropped"),
+    ("max-urls-per-host", int, "trap guard: URLs queued per host at most (unlimited)"),
+    ("park-after", int, "failures in a row after which a site is parked (5)"),
+    ("park-time", float, "how long a parked site is left alone, seconds (3600)"),
+    ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
+    ("log-retention-days", float, "delete rotated logs older than this (30)"),
 ]
 
 
@@ -210,6 +215,8 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         min_delay_s=float(v.get("min_delay", 15.0)),
         response_time_factor=float(v.get("delay_factor", 30.0)),
         key_mode=v.get("politeness_key", "host"),
+        park_after_failures=int(v.get("park_after", 5)),
+        park_s=float(v.get("park_time", 3600.0)),
     )
     resolve = v.get("resolve") or ()
     fetch = FetchConfig(
@@ -244,6 +251,9 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         relevance=v.get("relevance"),
         target_relevant=int(v["target_relevant"]) if v.get("target_relevant") else None,
         max_queue=int(v["max_queue"]) if v.get("max_queue") else None,
+        max_urls_per_host=int(v["max_urls_per_host"]) if v.get("max_urls_per_host") else None,
+        log_rotate_bytes=int(v.get("log_rotate_bytes", 64 * 1024 * 1024)),
+        log_retention_days=float(v.get("log_retention_days", 30.0)),
     )
 
 

@@ -68,11 +68,16 @@ class PolitenessConfig:
     max_backoff_s: float = 3600.0
     max_retry_after_s: float = 3600.0
     key_mode: KeyMode = "host"
+    park_after_failures: int = 5
+    park_s: float = 3600.0
 
     def __post_init__(self) -> None:
         _positive("--min-delay", self.min_delay_s, zero_ok=True)
         _positive("response_time_factor", self.response_time_factor, zero_ok=True)
         _positive("jitter", self.jitter_s, zero_ok=True)
+        if self.park_after_failures < 1:
+            raise ConfigError("park_after_failures must be >= 1")
+        _positive("park", self.park_s, zero_ok=True)
         if self.response_time_window < 1:
             raise ConfigError("response_time_window must be >= 1")
         if self.key_mode not in ("host", "domain", "ip"):
@@ -159,6 +164,9 @@ class CrawlConfig:
     relevance: str | None = None  # "package.module:function", a Document -> [0, 1] callable
     target_relevant: int | None = None
     max_queue: int | None = None
+    max_urls_per_host: int | None = None
+    log_rotate_bytes: int = 64 * 1024 * 1024
+    log_retention_days: float = 30.0
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -180,6 +188,10 @@ class CrawlConfig:
             raise ConfigError("--seen-fp-rate must be between 0 and 1")
         if self.target_relevant is not None and self.target_relevant < 1:
             raise ConfigError("--target-relevant must be >= 1")
+        if self.max_urls_per_host is not None and self.max_urls_per_host < 1:
+            raise ConfigError("--max-urls-per-host must be >= 1")
+        _positive("--log-rotate-bytes", self.log_rotate_bytes)
+        _positive("--log-retention-days", self.log_retention_days)
         if self.max_queue is not None and self.max_queue < 1:
             raise ConfigError("--max-queue must be >= 1")
         if self.strategy is not None and self.strategy not in ("bfs", "random", "focused"):

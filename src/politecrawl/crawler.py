@@ -30,7 +30,15 @@ from politecrawl.fetch import Fetcher, FetchResult
 from politecrawl.focus import Focus, PageScore
 from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
 from politecrawl.frontier.sqlite import SqliteFrontier
-from politecrawl.outcome import DropReason, Redirect, Retry, Store, classify, outcome_label
+from politecrawl.outcome import (
+    DropReason,
+    NotModified,
+    Redirect,
+    Retry,
+    Store,
+    classify,
+    outcome_label,
+)
 from politecrawl.page_directives import from_x_robots_tag
 from politecrawl.parse import ParsedPage, parse_page
 from politecrawl.robotscache import RobotsCache, is_usable
@@ -113,12 +121,17 @@ class Crawler:
             TrapLimits(),
             config.politeness.key_mode,
             self.counters,
+            config.max_urls_per_host,
         )
         self.robots = RobotsCache(
             self.frontier, config.robots_ttl_s, retry_s=max(4 * config.politeness.min_delay_s, 0.5)
         )
-        self.request_log = JsonlLog(out / "log" / "requests.jsonl")
-        self.robots_log = JsonlLog(out / "log" / "robots.jsonl")
+        logs: dict[str, Any] = {
+            "rotate_bytes": config.log_rotate_bytes,
+            "retention_days": config.log_retention_days,
+        }
+        self.request_log = JsonlLog(out / "log" / "requests.jsonl", **logs)
+        self.robots_log = JsonlLog(out / "log" / "robots.jsonl", **logs)
         from politecrawl import __version__
 
         self.warc = WarcWriter(
@@ -129,7 +142,7 @@ class Crawler:
         )
         self.focus = Focus.from_options(config.strategy, config.topic, config.relevance)
         self.focus.load(out / "focus.json")
-        self.pages_log = JsonlLog(out / "pages.jsonl")
+        self.pages_log = JsonlLog(out / "pages.jsonl", **logs)
         self._rescoring: asyncio.Task[None] | None = None
         self._last_focus_save = time.monotonic()
         self._robots_redirect: dict[str, tuple[str, int]] = {}
@@ -384,14 +397,19 @@ class Crawler:
         await self.admission.admit([(u, _SITEMAP_PRIORITY) for u in take], kind=SITEMAP)
 
     async def _request(
-        self, host: politeness.HostState, url: str, *, html_only: bool
+        self,
+        host: politeness.HostState,
+        url: str,
+        *,
+        html_only: bool,
+        extra_headers: dict[str, str] | None = None,
     ) -> FetchResult:
         """Every request the crawler makes passes here: politeness bookkeeping and counts."""
         if host.last_start == 0.0:
             self.counters["hosts_contacted"] += 1
         politeness.record_start(host, self.cfg.politeness, self.clock())
         await self.frontier.begin_request(host.key, host)
-        res = await self.fetcher.fetch(url, html_only=html_only)
+        res = await self.fetcher.fetch(url, html_only=html_only, extra_headers=extra_headers)
         self.counters["requests"] += 1
         if res.status is not None and res.status >= 400:
             self.counters[f"error:http_{res.status}"] += 1
@@ -402,7 +420,16 @@ class Crawler:
         return res
 
     async def _fetch_url(self, entry: UrlEntry, host: politeness.HostState) -> None:
-        res = await self._request(host, entry.url, html_only=entry.kind == PAGE)
+        known = await self.frontier.validators(entry.url) if entry.kind == PAGE else None
+        conditional = {}
+        if known is not None:  # conditional GET: an unchanged page costs the site a 304
+            if known[0]:
+                conditional["If-None-Match"] = known[0]
+            if known[1]:
+                conditional["If-Modified-Since"] = known[1]
+        res = await self._request(
+            host, entry.url, html_only=entry.kind == PAGE, extra_headers=conditional or None
+        )
         entry.attempt += 1
         if res.status is not None:
             self.counters["pages_fetched" if entry.kind == PAGE else "sitemaps_fetched"] += 1
@@ -419,6 +446,14 @@ class Crawler:
                 label = await self._read_sitemap(entry, res)
             else:
                 label = await self._store(entry, res)
+        elif isinstance(outcome, NotModified):
+            self.counters["not_modified"] += 1
+            self.warc.write_revisit(
+                res,
+                profile="server-not-modified",
+                refers_to=entry.url,
+                refers_to_date=known[2] if known else None,
+            )
         elif isinstance(outcome, Redirect):
             self.counters["redirects"] += 1
             self.warc.write_exchange(res)
@@ -426,7 +461,17 @@ class Crawler:
         elif isinstance(outcome, Retry):
             if outcome.overload:
                 ra = outcome.after_s if res.header("retry-after") else None
-                politeness.record_overload(host, self.cfg.politeness, self.clock(), ra)
+                parked = politeness.record_overload(host, self.cfg.politeness, self.clock(), ra)
+            else:
+                parked = politeness.record_failure(host, self.cfg.politeness, self.clock())
+            if parked:
+                self.counters["hosts_parked"] += 1
+                log.warning(
+                    "%s failed %d times in a row: parked for %.0f s",
+                    host.key,
+                    host.consecutive_failures,
+                    self.cfg.politeness.park_s,
+                )
             entry.not_before = self.clock() + outcome.after_s
             self.counters["retries"] += 1
             await self.frontier.push_back(entry)
@@ -451,8 +496,14 @@ class Crawler:
         if page.directives.noindex:
             self.counters[DropReason.NOINDEX.value] += 1
         else:
-            self.warc.write_exchange(res)
+            if page.directives.noarchive:  # the site asks for no archived copy: none kept
+                self.counters["noarchive"] += 1
+            else:
+                self.warc.write_exchange(res)
             self.counters["stored"] += 1
+            etag, modified = res.header("etag"), res.header("last-modified")
+            if etag or modified:
+                await self.frontier.save_validators(entry.url, etag, modified, res.started)
         if res.truncated:
             self.counters["truncated"] += 1
         if page.links_cut:

@@ -31,7 +31,7 @@ async def run_demo(out: Path, hosts: int, pages: int, min_delay_s: float) -> dic
                 allow_private_addresses=True,
                 retry_base_s=0.5,
             ),
-            politeness=PolitenessConfig(min_delay_s=min_delay_s, jitter_s=0.05),
+            politeness=PolitenessConfig(min_delay_s=min_delay_s, jitter_s=0.05, park_s=2.0),
             scope="any",
             exclude_check_s=1.0,
             robots_ttl_s=3600.0,

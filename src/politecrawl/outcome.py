@@ -4,6 +4,7 @@ Pure and table-driven, so it reads like the policy it is:
 
 =========================================  =======================================
 2xx HTML                                   Store
+304 (to a conditional GET)                 NotModified: a WARC revisit record, nothing parsed
 2xx not HTML                               Drop(NOT_HTML) (abandoned after headers)
 301 302 303 307 308 + Location             Redirect (target re-admitted, hop + 1)
 400 401 403 404 406 410 451, other 4xx     Drop(HTTP_PERMANENT), never retried
@@ -50,6 +51,11 @@ class Store:
 
 
 @dataclass(frozen=True, slots=True)
+class NotModified:
+    """The page is what we have (RFC 9110 15.4.5); the site spent a 304, not a body."""
+
+
+@dataclass(frozen=True, slots=True)
 class Redirect:
     location: str
     permanent: bool
@@ -70,7 +76,7 @@ class Drop:
     detail: str = ""
 
 
-Outcome = Store | Redirect | Retry | Drop
+Outcome = Store | NotModified | Redirect | Retry | Drop
 
 _PERMANENT_4XX = frozenset({400, 401, 403, 404, 406, 410, 451})
 _REDIRECTS = {301: True, 308: True, 302: False, 303: False, 307: False}
@@ -126,6 +132,8 @@ def classify(
         if result.abandoned:
             return Drop(DropReason.NOT_HTML, result.content_type)
         return Store(truncated=result.truncated)
+    if status == 304:
+        return NotModified()
     if status in _REDIRECTS:
         loc = result.header("location")
         if not loc or not loc.strip():
@@ -150,6 +158,8 @@ def outcome_label(outcome: Outcome) -> str:
     """The request log's ``outcome`` field: stored / redirect / retry / dropped:reason."""
     if isinstance(outcome, Store):
         return "stored"
+    if isinstance(outcome, NotModified):
+        return "not_modified"
     if isinstance(outcome, Redirect):
         return "redirect"
     if isinstance(outcome, Retry):

@@ -77,16 +77,34 @@ def record_response(state: HostState, cfg: PolitenessConfig, duration_s: float) 
     state.backoff_factor = max(1.0, state.backoff_factor / 2)
 
 
+def record_failure(state: HostState, cfg: PolitenessConfig, now: float) -> bool:
+    """Any failed request; after ``park_after_failures`` in a row the host is parked for
+    ``park_s`` (asked again much later, not hammered). True when it was parked just now."""
+    state.consecutive_failures += 1
+    if state.consecutive_failures % cfg.park_after_failures == 0:
+        state.retry_after_until = max(state.retry_after_until, now + cfg.park_s)
+        return True
+    return False
+
+
+def is_parked(state: HostState, now: float) -> bool:
+    return state.retry_after_until > now and state.consecutive_failures > 0
+
+
 def record_overload(
     state: HostState, cfg: PolitenessConfig, now: float, retry_after_s: float | None
-) -> None:
-    """429/503, a timeout or a 5xx: double the delay (capped) and honour Retry-After."""
-    state.consecutive_failures += 1
+) -> bool:
+    """429/503, a timeout or a 5xx: double the delay (capped) and honour Retry-After.
+
+    Returns True when the host was parked (see ``record_failure``).
+    """
+    parked = record_failure(state, cfg, now)
     base = max(base_delay_s(state, cfg), 1e-3)
     state.backoff_factor = min(state.backoff_factor * 2, max(1.0, cfg.max_backoff_s / base))
     if retry_after_s is not None:
         wait = min(max(0.0, retry_after_s), cfg.max_retry_after_s)
         state.retry_after_until = max(state.retry_after_until, now + wait)
+    return parked
 
 
 def set_crawl_delay(state: HostState, crawl_delay_s: float | None) -> None:

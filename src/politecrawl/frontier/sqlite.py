@@ -47,6 +47,9 @@ CREATE TABLE IF NOT EXISTS robots(
     origin TEXT PRIMARY KEY, fetched_at REAL NOT NULL, status INT NOT NULL, body BLOB NOT NULL,
     failing_since REAL NOT NULL DEFAULT 0, good_body BLOB
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pages(
+    url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, fetched_at REAL NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INT NOT NULL) WITHOUT ROWID;
 """
 
@@ -412,6 +415,20 @@ class SqliteFrontier:
         self._robots.move_to_end(rec.origin)
         while len(self._robots) > self._robots_cap:
             self._robots.popitem(last=False)
+
+    # -- conditional GET ----------------------------------------------------------------
+    async def validators(self, url: str) -> tuple[str | None, str | None, float] | None:
+        row = self._db.execute(
+            "SELECT etag, last_modified, fetched_at FROM pages WHERE url=?", (url,)
+        ).fetchone()
+        return (row[0], row[1], row[2]) if row is not None else None
+
+    async def save_validators(
+        self, url: str, etag: str | None, last_modified: str | None, fetched_at: float
+    ) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO pages VALUES (?,?,?,?)", (url, etag, last_modified, fetched_at)
+        )
 
     # -- bookkeeping ------------------------------------------------------------------
     async def add_counters(self, delta: dict[str, int]) -> None:

@@ -139,6 +139,35 @@ class WarcWriter:
         self._write(req)
         self._write(resp)
 
+    def write_revisit(
+        self, res: FetchResult, *, profile: str, refers_to: str, refers_to_date: float | None = None
+    ) -> None:
+        """A revisit record (WARC 1.1 section 6.7): the response headers, no payload again.
+
+        ``profile``: "server-not-modified" after a 304, "identical-payload-digest" for a page
+        whose content was already stored under ``refers_to``.
+        """
+        if res.status is None:
+            return
+        if self._fh is None or self._size >= self._max_bytes:
+            self.close()
+            self._open()
+        rec = WarcRecord()
+        rec.init_headers(WarcRecordType.revisit)
+        rec.headers["WARC-Target-URI"] = res.url
+        rec.headers["WARC-Date"] = _warc_date(res.started)
+        rec.headers["WARC-Profile"] = f"http://netpreserve.org/warc/1.1/revisit/{profile}"
+        rec.headers["WARC-Refers-To-Target-URI"] = refers_to
+        if refers_to_date is not None:
+            rec.headers["WARC-Refers-To-Date"] = _warc_date(refers_to_date)
+        rec.headers["Content-Type"] = "application/http; msgtype=response"
+        if res.ip:
+            rec.headers["WARC-IP-Address"] = res.ip
+        head = [f"HTTP/{res.http_version} {res.status} {res.reason}"]
+        head += [f"{k}: {v}" for k, v in res.headers]
+        rec.set_bytes_content(("\r\n".join(head) + "\r\n\r\n").encode("latin-1", "replace"))
+        self._write(rec)
+
     def flush(self) -> None:
         if self._fh is not None:
             self._fh.flush()
