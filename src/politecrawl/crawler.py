@@ -24,6 +24,7 @@ from typing import Any
 from politecrawl import politeness
 from politecrawl.admission import Admission
 from politecrawl.config import CrawlConfig
+from politecrawl.dashboard import Dashboard
 from politecrawl.errors import FrontierError, StorageError
 from politecrawl.exclusions import NeverCrawlList
 from politecrawl.fetch import Fetcher, FetchResult
@@ -175,7 +176,7 @@ class Crawler:
             )
         tasks: set[asyncio.Task[None]] = set()
         last_flush = time.monotonic()
-        progress = _Progress(self) if self.cfg.progress and sys.stderr.isatty() else None
+        progress = Dashboard() if self.cfg.progress and sys.stderr.isatty() else None
         async with Fetcher(self.cfg.fetch) as self.fetcher:
             with _signals(self):
                 while not self._stop.is_set():
@@ -202,12 +203,17 @@ class Crawler:
                         await self._flush()
                         last_flush = time.monotonic()
                         if progress:
-                            progress.show(await self.frontier.stats())
+                            progress.show(
+                                self.counters, await self.frontier.stats(), self._harvest()
+                            )
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
         if progress:
-            progress.done()
+            progress.done(self.counters, await self.frontier.stats(), self._harvest())
         return await self._finish()
+
+    def _harvest(self) -> float | None:
+        return self.focus.harvest_rate() if self.focus.nugget is not None else None
 
     def _task_done(self, tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
         def done(task: asyncio.Task[None]) -> None:
@@ -622,31 +628,6 @@ class Crawler:
 
 def _iso(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
-
-
-class _Progress:
-    """One live line on a terminal: pages/s, queued, hosts ready / waiting, errors."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.c = crawler
-        self.t0 = time.monotonic()
-
-    def show(self, stats: dict[str, int]) -> None:
-        c = self.c.counters
-        el = max(1e-6, time.monotonic() - self.t0)
-        errors = sum(v for k, v in c.items() if k.startswith("error:"))
-        line = (
-            f"\r{c['pages_fetched']} pages ({c['pages_fetched'] / el:.1f}/s) "
-            f"{c['requests']} requests  queued {stats.get('queued', 0)}  "
-            f"hosts in flight {stats.get('in_flight', 0)} waiting "
-            f"{stats.get('hosts_waiting', 0)}  errors {errors}   "
-        )
-        sys.stderr.write(line)
-        sys.stderr.flush()
-
-    def done(self) -> None:
-        self.show({})
-        sys.stderr.write("\n")
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ from politecrawl.testweb import TestWeb, politeness_violations
 
 
 async def run_demo(out: Path, hosts: int, pages: int, min_delay_s: float) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
     async with TestWeb(
         n_hosts=hosts,
         pages_per_host=pages,

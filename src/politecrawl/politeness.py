@@ -31,6 +31,7 @@ class HostState:
     backoff_factor: float = 1.0
     retry_after_until: float = 0.0
     consecutive_failures: int = 0
+    parked_until: float = 0.0
 
 
 def base_delay_s(state: HostState, cfg: PolitenessConfig) -> float:
@@ -82,13 +83,14 @@ def record_failure(state: HostState, cfg: PolitenessConfig, now: float) -> bool:
     ``park_s`` (asked again much later, not hammered). True when it was parked just now."""
     state.consecutive_failures += 1
     if state.consecutive_failures % cfg.park_after_failures == 0:
-        state.retry_after_until = max(state.retry_after_until, now + cfg.park_s)
+        state.parked_until = now + cfg.park_s
+        state.retry_after_until = max(state.retry_after_until, state.parked_until)
         return True
     return False
 
 
 def is_parked(state: HostState, now: float) -> bool:
-    return state.retry_after_until > now and state.consecutive_failures > 0
+    return state.parked_until > now
 
 
 def record_overload(

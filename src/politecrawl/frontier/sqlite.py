@@ -22,10 +22,12 @@ import heapq
 import itertools
 import json
 import sqlite3
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
+from politecrawl import politeness
 from politecrawl.errors import FrontierError
 from politecrawl.frontier import RobotsRecord, UrlEntry
 from politecrawl.politeness import HostState
@@ -69,6 +71,7 @@ def host_to_json(h: HostState) -> str:
             "backoff": h.backoff_factor,
             "retry_after_until": h.retry_after_until,
             "failures": h.consecutive_failures,
+            "parked_until": h.parked_until,
         }
     )
 
@@ -83,6 +86,7 @@ def host_from_json(key: str, data: str) -> HostState:
         backoff_factor=d["backoff"],
         retry_after_until=d["retry_after_until"],
         consecutive_failures=d["failures"],
+        parked_until=d.get("parked_until", 0.0),
     )
     h.response_times_s.extend(d["rt"])
     return h
@@ -442,9 +446,12 @@ class SqliteFrontier:
         return dict(self._db.execute("SELECT name, value FROM counters").fetchall())
 
     async def stats(self) -> dict[str, int]:
+        now = time.time()
         return {
             "queued": self._queued,
             "hosts_waiting": len(self._scheduled),
+            "ready": sum(1 for t in self._scheduled.values() if t <= now),
+            "parked": sum(1 for h in self._hosts.values() if politeness.is_parked(h, now)),
             "in_flight": len(self._leased),
             "seen": self.seen.count,
             "seen_bytes": self.seen.bytes_used() if self.seen.mode == "bloom" else 0,
