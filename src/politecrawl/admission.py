@@ -13,10 +13,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
+from politecrawl.config import CrawlConfig
 from politecrawl.exclusions import NeverCrawlList
 from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
 from politecrawl.outcome import DropReason
 from politecrawl.urls import (
+    DEFAULT_BLOCKED_EXTENSIONS,
     ExtensionFilter,
     Scope,
     TrapLimits,
@@ -26,27 +28,34 @@ from politecrawl.urls import (
 )
 
 
-class Admission:
+class Gate:
+    """The filters of the gate (no seen-set): shared by the crawler and the segment builder."""
+
     def __init__(
         self,
-        frontier: Frontier,
         scope: Scope,
         never: NeverCrawlList,
         extensions: ExtensionFilter,
         traps: TrapLimits,
-        key_mode: Literal["host", "domain", "ip"],
-        counters: Counter[str],
         max_urls_per_host: int | None = None,
     ) -> None:
-        self.frontier = frontier
         self.scope = scope
         self.never = never
         self.extensions = extensions
         self.traps = traps
-        self.key_mode: Literal["host", "domain", "ip"] = key_mode
-        self.counters = counters
         self.max_urls_per_host = max_urls_per_host
         self._per_host: Counter[str] = Counter()
+
+    @classmethod
+    def from_config(cls, cfg: CrawlConfig, never: NeverCrawlList | None = None) -> Gate:
+        exts = cfg.blocked_extensions
+        return cls(
+            Scope(cfg.scope, cfg.seeds, cfg.allow),
+            never if never is not None else NeverCrawlList(cfg.exclude_file, cfg.exclude_check_s),
+            ExtensionFilter(exts if exts is not None else DEFAULT_BLOCKED_EXTENSIONS),
+            TrapLimits(),
+            cfg.max_urls_per_host,
+        )
 
     def refusal(self, url: str, kind: int = PAGE) -> tuple[DropReason, str] | None:
         """Why ``url`` may not be queued (seen-set aside), or None."""
@@ -65,6 +74,27 @@ class Admission:
                 return DropReason.TRAP, "host_url_limit"
         return None
 
+    def admitted(self, url: str) -> None:
+        """Count a URL that passed (for the per-host cap)."""
+        if self.max_urls_per_host is not None:
+            self._per_host[host_of(url)] += 1
+
+
+class Admission:
+    """The gate plus the seen-set and the queue."""
+
+    def __init__(
+        self,
+        frontier: Frontier,
+        gate: Gate,
+        key_mode: Literal["host", "domain", "ip"],
+        counters: Counter[str],
+    ) -> None:
+        self.frontier = frontier
+        self.gate = gate
+        self.key_mode: Literal["host", "domain", "ip"] = key_mode
+        self.counters = counters
+
     async def admit(
         self, items: Sequence[tuple[str, float]], *, depth: int = 0, hops: int = 0, kind: int = PAGE
     ) -> set[str]:
@@ -81,15 +111,14 @@ class Admission:
             if url not in fresh:
                 continue
             fresh.discard(url)  # a URL twice in one batch counts once
-            why = self.refusal(url, kind)
+            why = self.gate.refusal(url, kind)
             if why is not None:
                 refused.append(url)
                 counters[why[0].value] += 1
                 if why[1]:
                     counters[f"{why[0].value}:{why[1]}"] += 1
                 continue
-            if self.max_urls_per_host is not None:
-                self._per_host[host_of(url)] += 1
+            self.gate.admitted(url)
             entries.append(
                 UrlEntry(
                     url, politeness_key(url, key_mode), depth, hops, priority=priority, kind=kind

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import sys
 import tempfile
@@ -69,6 +70,7 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("park-time", float, "how long a parked site is left alone, seconds (3600)"),
     ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
     ("log-retention-days", float, "delete rotated logs older than this (30)"),
+    ("state", Path, "robots.txt cache and site statistics kept in this file across crawls"),
 ]
 
 
@@ -129,6 +131,33 @@ def build_parser() -> argparse.ArgumentParser:
     robots.add_argument("--user-agent", required=True, help="the bot's User-Agent")
     robots.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR")
     robots.add_argument("--allow-private-addresses", action="store_true")
+    seg = sub.add_parser(
+        "segment",
+        help="offline segments: build the next list to fetch",
+        description="The offline crawl model: build a segment from earlier "
+        "crawls, then `politecrawl fetch` it.",
+    )
+    seg_sub = seg.add_subparsers(dest="segment_command", required=True, parser_class=_Parser)
+    build = seg_sub.add_parser(
+        "build",
+        help="links of earlier crawls, minus what was fetched",
+        description="Every URL earlier crawls discovered but did not "
+        "fetch, through the admission gate, sorted by domain.",
+    )
+    build.add_argument("crawl_dirs", nargs="+", type=Path, metavar="CRAWL_DIR")
+    build.add_argument("--out", type=Path, required=True, help="the segment file to write")
+    build.add_argument("--scope", default="any", help="host | domain | any (default any)")
+    build.add_argument("--allow", type=Path, help="allow-list file (domains or re:REGEX)")
+    build.add_argument("--exclude-file", type=Path, help="never-crawl list")
+    build.add_argument("--max-urls-per-host", type=int, help="URLs per host at most")
+    fetch = sub.add_parser(
+        "fetch",
+        help="fetch a segment politely, following nothing",
+        description="Fetch the URLs of a segment file (one a line) with "
+        "every politeness rule, following no link. Takes crawl's options.",
+    )
+    fetch.add_argument("segment", type=Path, help="the segment file")
+    _add_crawl_options(fetch)
     log = sub.add_parser(
         "log",
         help="answer a complaint: every request to a host, with the robots.txt in force",
@@ -254,6 +283,7 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         max_urls_per_host=int(v["max_urls_per_host"]) if v.get("max_urls_per_host") else None,
         log_rotate_bytes=int(v.get("log_rotate_bytes", 64 * 1024 * 1024)),
         log_retention_days=float(v.get("log_retention_days", 30.0)),
+        state_file=Path(v["state"]) if v.get("state") else None,
     )
 
 
@@ -278,10 +308,54 @@ def _print_summary(summary: dict[str, Any], out: Path) -> None:
     print(f"  output               {out} (summary.json, warc/, log/, state.sqlite)")
 
 
+def cmd_segment(args: argparse.Namespace) -> int:
+    from politecrawl.admission import Gate
+    from politecrawl.exclusions import NeverCrawlList
+    from politecrawl.segments import build
+    from politecrawl.urls import DEFAULT_BLOCKED_EXTENSIONS, ExtensionFilter, Scope, TrapLimits
+
+    if args.scope not in ("host", "domain", "any"):
+        raise ConfigError(f"--scope must be host, domain or any, got {args.scope!r}")
+    if args.max_urls_per_host is not None and args.max_urls_per_host < 1:
+        raise ConfigError("--max-urls-per-host must be >= 1")
+    allow = read_lines_file(args.allow, "allow-list") if args.allow else ()
+    seeds: list[str] = []
+    if args.scope != "any":  # the earlier crawls' seeds define host/domain scope
+        for d in args.crawl_dirs:
+            summary = d / "seeds.txt"
+            if summary.exists():
+                seeds += read_seeds(summary)
+    gate = Gate(
+        Scope(args.scope, seeds, allow),
+        NeverCrawlList(args.exclude_file),
+        ExtensionFilter(DEFAULT_BLOCKED_EXTENSIONS),
+        TrapLimits(),
+        args.max_urls_per_host,
+    )
+    counts = build(args.crawl_dirs, args.out, gate)
+    others = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if k != "written")
+    print(
+        f"segment {args.out}: {counts['written']} URLs"
+        + (f" (not taken: {others})" if others else "")
+    )
+    return 0
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    values = _merge(args)
+    values["seeds"] = values.pop("segment")
+    values.setdefault("scope", "any")
+    return _run_crawl(values, follow=False)
+
+
 def cmd_crawl(args: argparse.Namespace) -> int:
+    return _run_crawl(_merge(args), follow=True)
+
+
+def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     from politecrawl.crawler import Crawler
 
-    cfg = config_from_values(_merge(args))
+    cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
     crawler = Crawler(cfg)
     summary = asyncio.run(crawler.run())
     _print_summary(summary.to_json(), cfg.out_dir)
@@ -329,6 +403,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     handlers = {
+        "segment": cmd_segment,
+        "fetch": cmd_fetch,
         "crawl": cmd_crawl,
         "demo": cmd_demo,
         "robots": cmd_robots,

@@ -165,6 +165,8 @@ class CrawlConfig:
     target_relevant: int | None = None
     max_queue: int | None = None
     max_urls_per_host: int | None = None
+    follow_links: bool = True  # False: fetch the seeds (a segment) and nothing else
+    state_file: Path | None = None  # robots cache + host statistics shared across crawls
     log_rotate_bytes: int = 64 * 1024 * 1024
     log_retention_days: float = 30.0
 

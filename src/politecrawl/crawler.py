@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from politecrawl import politeness
-from politecrawl.admission import Admission
+from politecrawl.admission import Admission, Gate
 from politecrawl.config import CrawlConfig
 from politecrawl.dashboard import Dashboard
 from politecrawl.errors import FrontierError, StorageError
@@ -46,10 +46,6 @@ from politecrawl.robotscache import RobotsCache, is_usable
 from politecrawl.sitemaps import parse_sitemap
 from politecrawl.storage import JsonlLog, WarcWriter
 from politecrawl.urls import (
-    DEFAULT_BLOCKED_EXTENSIONS,
-    ExtensionFilter,
-    Scope,
-    TrapLimits,
     host_of,
     join,
     origin_of,
@@ -99,11 +95,15 @@ class Crawler:
         self.token = config.fetch.product_token
         out = config.out_dir
         out.mkdir(parents=True, exist_ok=True)
+        seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
+        if not seeds_file.exists():
+            seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
         self.frontier: Frontier = SqliteFrontier(
             out / "state.sqlite",
             seen_mode=config.resolved_seen_mode,
             expected_urls=config.expected_urls,
             seen_fp_rate=config.seen_fp_rate,
+            state_path=config.state_file,
         )
         self.counters: Counter[str] = Counter()
         self._flushed: Counter[str] = Counter()
@@ -112,17 +112,9 @@ class Crawler:
         self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)
         self.admission = Admission(
             self.frontier,
-            Scope(config.scope, config.seeds, config.allow),
-            self.never,
-            ExtensionFilter(
-                config.blocked_extensions
-                if config.blocked_extensions is not None
-                else DEFAULT_BLOCKED_EXTENSIONS
-            ),
-            TrapLimits(),
+            Gate.from_config(config, self.never),
             config.politeness.key_mode,
             self.counters,
-            config.max_urls_per_host,
         )
         self.robots = RobotsCache(
             self.frontier, config.robots_ttl_s, retry_s=max(4 * config.politeness.min_delay_s, 0.5)
@@ -521,6 +513,8 @@ class Crawler:
             fresh = set(await self.frontier.unseen([link.url for link in page.links]))
             page.links = [link for link in page.links if link.url in fresh]
         depth = entry.depth + 1
+        if not self.cfg.follow_links:  # a segment fetch: the list is the whole job
+            page.links = []
         items = focus.link_items(entry.url, page, depth, score)
         queued = await self.admission.admit(items, depth=depth)
         if focus.model is not None and len(queued) < len(items):

@@ -44,15 +44,19 @@ CREATE TABLE IF NOT EXISTS urls(
 CREATE INDEX IF NOT EXISTS urls_queue ON urls(key, priority DESC, seq) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS urls_flight ON urls(state) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS urls_worst ON urls(priority) WHERE state = 0;
-CREATE TABLE IF NOT EXISTS hosts(key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS robots(
-    origin TEXT PRIMARY KEY, fetched_at REAL NOT NULL, status INT NOT NULL, body BLOB NOT NULL,
-    failing_since REAL NOT NULL DEFAULT 0, good_body BLOB
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pages(
     url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, fetched_at REAL NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INT NOT NULL) WITHOUT ROWID;
+"""
+
+# Host knowledge: in the crawl's own file, or in a --state file shared across crawls/segments.
+_HOST_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {db}.hosts(key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS {db}.robots(
+    origin TEXT PRIMARY KEY, fetched_at REAL NOT NULL, status INT NOT NULL, body BLOB NOT NULL,
+    failing_since REAL NOT NULL DEFAULT 0, good_body BLOB
+) WITHOUT ROWID;
 """
 
 _QUEUED, _IN_FLIGHT, _FINISHED = 0, 1, 2
@@ -103,14 +107,25 @@ class SqliteFrontier:
         expected_urls: int = 1_000_000,
         seen_fp_rate: float = 0.01,
         robots_cache_size: int = 1_000_000,
+        state_path: Path | None = None,
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._path = path
         try:
             self._db = sqlite3.connect(path, isolation_level="DEFERRED")
             self._db.executescript(_SCHEMA)
+            db = "main"
+            if state_path is not None:  # robots cache and host statistics reused across crawls
+                state_path.parent.mkdir(parents=True, exist_ok=True)
+                self._db.execute("ATTACH DATABASE ? AS shared", (str(state_path),))
+                self._db.execute("PRAGMA shared.journal_mode=WAL")
+                db = "shared"
+            self._db.executescript(_HOST_SCHEMA.format(db=db))
+            self._db.commit()
         except sqlite3.DatabaseError as exc:
             raise FrontierError(f"cannot open crawl state {path}: {exc}") from exc
+        self._t_hosts = f"{db}.hosts"
+        self._t_robots = f"{db}.robots"
         self.seen = SeenSet(seen_mode, expected_urls, seen_fp_rate)
         self._seen_path = path.with_name("seen.bloom")
         self._pending: dict[str, int] = {}
@@ -135,7 +150,7 @@ class SqliteFrontier:
     # -- start-up -------------------------------------------------------------------
     def _load(self) -> None:
         db = self._db
-        for key, data in db.execute("SELECT key, data FROM hosts"):
+        for key, data in db.execute(f"SELECT key, data FROM {self._t_hosts}"):
             self._hosts[key] = host_from_json(key, data)
         # a crash left these in flight: queue them again, marked as re-fetches
         self.refetches = db.execute(
@@ -367,12 +382,16 @@ class SqliteFrontier:
 
     async def begin_request(self, key: str, state: HostState) -> None:
         """Persist the host's provisional next time and any in-flight mark, then commit."""
-        self._db.execute("INSERT OR REPLACE INTO hosts VALUES (?,?)", (key, host_to_json(state)))
+        self._db.execute(
+            f"INSERT OR REPLACE INTO {self._t_hosts} VALUES (?,?)", (key, host_to_json(state))
+        )
         self._commit()
 
     async def release(self, key: str, state: HostState) -> None:
         self._leased.discard(key)
-        self._db.execute("INSERT OR REPLACE INTO hosts VALUES (?,?)", (key, host_to_json(state)))
+        self._db.execute(
+            f"INSERT OR REPLACE INTO {self._t_hosts} VALUES (?,?)", (key, host_to_json(state))
+        )
         if self._pending.get(key):
             self._schedule(key, max(state.next_allowed, self._earliest_not_before(key)))
         else:
@@ -390,7 +409,8 @@ class SqliteFrontier:
             self._robots.move_to_end(origin)
             return rec
         row = self._db.execute(
-            "SELECT fetched_at, status, body, failing_since, good_body FROM robots WHERE origin=?",
+            "SELECT fetched_at, status, body, failing_since, good_body FROM "
+            f"{self._t_robots} WHERE origin=?",
             (origin,),
         ).fetchone()
         if row is None:
@@ -402,7 +422,7 @@ class SqliteFrontier:
 
     async def save_robots(self, record: RobotsRecord) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO robots VALUES (?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO {self._t_robots} VALUES (?,?,?,?,?,?)",
             (
                 record.origin,
                 record.fetched_at,

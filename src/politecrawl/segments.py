@@ -1,0 +1,67 @@
+"""Offline segments, the seeds' first crawl model: build a fixed list, then fetch it politely.
+
+``build`` reads earlier crawls' state files, takes every discovered URL that was never
+fetched (queued, or dropped only for the frontier's cap), passes it through the same gate
+as live links (``admission.Gate``: scope, never-crawl list, extension filter, traps), drops
+duplicates, and writes them sorted by registered domain then URL (one site's URLs together,
+the order the fetcher's politeness keys want). ``politecrawl fetch SEGMENT`` then crawls that
+list and follows nothing; ``--state FILE`` keeps robots.txt copies, response times and delays
+across segments, so a site's robots.txt is not asked again while fresh.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from politecrawl.admission import Gate
+from politecrawl.errors import ConfigError
+from politecrawl.urls import host_of, registered_domain
+
+_HEADER = "# politecrawl segment: one URL a line, sorted by registered domain\n"
+_UNFETCHED = "state = 0 OR outcome = 'dropped:queue_full'"
+
+
+def _rows(crawl_dir: Path) -> Iterator[tuple[str, bool]]:
+    """(url, fetched) for every URL a crawl discovered."""
+    path = crawl_dir / "state.sqlite"
+    if not path.exists():
+        raise ConfigError(f"{crawl_dir} is not a crawl folder (no state.sqlite in it)")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        yield from db.execute(f"SELECT url, NOT ({_UNFETCHED}) FROM urls")
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    finally:
+        db.close()
+
+
+def build(crawl_dirs: Sequence[Path], out: Path, gate: Gate) -> Counter[str]:
+    """Write the next segment; returns counts (written, fetched_before, and drop reasons)."""
+    fetched: set[str] = set()
+    candidates: set[str] = set()
+    for d in crawl_dirs:
+        for url, was_fetched in _rows(d):
+            (fetched if was_fetched else candidates).add(url)
+    counts: Counter[str] = Counter()
+    keep = []
+    for url in candidates:
+        if url in fetched:
+            counts["fetched_before"] += 1
+            continue
+        why = gate.refusal(url)
+        if why is not None:
+            counts[why[0].value] += 1
+            continue
+        gate.admitted(url)
+        keep.append((registered_domain(host_of(url)), url))
+    keep.sort()
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(_HEADER)
+        fh.writelines(f"{url}\n" for _, url in keep)
+    tmp.replace(out)
+    counts["written"] = len(keep)
+    return counts
