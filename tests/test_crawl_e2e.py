@@ -213,3 +213,14 @@ async def test_urls_per_host_cap_is_a_recorded_trap_cut(web, tmp_path: Path) -> 
     pages = {e.path for e in web.access_log if e.path != "/robots.txt"}
     assert len(pages) <= 5
     assert summary.counters["trap:host_url_limit"] > 0
+
+
+async def test_politeness_by_ip_treats_many_hosts_on_one_server_as_one(web, tmp_path: Path):
+    cfg = crawl_config(web, tmp_path / "out", seeds=4, concurrency=8, max_pages=25)
+    cfg = dataclasses.replace(cfg, politeness=dataclasses.replace(cfg.politeness, key_mode="ip"))
+    await Crawler(cfg).run()
+    log = sorted(web.access_log, key=lambda e: e.start)
+    assert len({e.host for e in log}) >= 3
+    for a, b in zip(log, log[1:], strict=False):  # one server: one request at a time, spaced
+        assert b.start >= a.end - 0.001
+        assert b.start - a.start >= DELAY - LOOP_LAG_S

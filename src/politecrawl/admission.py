@@ -10,7 +10,7 @@ as seen too, so its refusal is counted once.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 from politecrawl.config import CrawlConfig
@@ -89,9 +89,11 @@ class Admission:
         gate: Gate,
         key_mode: Literal["host", "domain", "ip"],
         counters: Counter[str],
+        ip_of: Callable[[str], Awaitable[str | None]] | None = None,
     ) -> None:
         self.frontier = frontier
         self.gate = gate
+        self.ip_of = ip_of
         self.key_mode: Literal["host", "domain", "ip"] = key_mode
         self.counters = counters
 
@@ -119,11 +121,12 @@ class Admission:
                     counters[f"{why[0].value}:{why[1]}"] += 1
                 continue
             self.gate.admitted(url)
-            entries.append(
-                UrlEntry(
-                    url, politeness_key(url, key_mode), depth, hops, priority=priority, kind=kind
-                )
-            )
+            if key_mode == "ip" and self.ip_of is not None:
+                # many host names on one server share one politeness key: its address
+                key = politeness_key(url, "ip", await self.ip_of(url))
+            else:
+                key = politeness_key(url, key_mode)
+            entries.append(UrlEntry(url, key, depth, hops, priority=priority, kind=kind))
         if refused:
             await self.frontier.mark_seen(refused)
         added = await self.frontier.add(entries) if entries else []

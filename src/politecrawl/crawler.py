@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from yarl import URL
+
 from politecrawl import politeness
 from politecrawl.admission import Admission, Gate
 from politecrawl.config import CrawlConfig
@@ -60,6 +62,7 @@ _ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the site's URLs a
 _FLUSH_S = 1.0
 _PARSE_INLINE_BYTES = 256 * 1024  # a parse this small takes about a millisecond
 _SITEMAP_PRIORITY = 1e9
+_SEED_PRIORITY = 2.0  # above any link's: the seeds first, whatever the strategy
 _RESCORE_EVERY = 500  # pages learned between re-scorings of the queue
 _FOCUS_SAVE_S = 60.0  # sitemaps first: they seed the site's pages
 
@@ -115,7 +118,9 @@ class Crawler:
             Gate.from_config(config, self.never),
             config.politeness.key_mode,
             self.counters,
+            self._ip_of,
         )
+        self._ips: dict[str, str | None] = {}
         self.robots = RobotsCache(
             self.frontier, config.robots_ttl_s, retry_s=max(4 * config.politeness.min_delay_s, 0.5)
         )
@@ -160,7 +165,6 @@ class Crawler:
         self._wake = asyncio.Event()
         self.counters.update(await self.frontier.counters())
         self._flushed = Counter(self.counters)
-        await self.admission.admit([(seed, 0.0) for seed in self.cfg.seeds])
         refetch = getattr(self.frontier, "refetches", 0)
         if refetch:
             log.info(
@@ -170,6 +174,7 @@ class Crawler:
         last_flush = time.monotonic()
         progress = Dashboard() if self.cfg.progress and sys.stderr.isatty() else None
         async with Fetcher(self.cfg.fetch) as self.fetcher:
+            await self.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
             with _signals(self):
                 while not self._stop.is_set():
                     now = self.clock()
@@ -203,6 +208,23 @@ class Crawler:
         if progress:
             progress.done(self.counters, await self.frontier.stats(), self._harvest())
         return await self._finish()
+
+    async def _ip_of(self, url: str) -> str | None:
+        """The address a URL's host resolves to (cached per origin), for ``--politeness-key ip``."""
+        origin = origin_of(url)
+        if origin in self._ips:
+            return self._ips[origin]
+        ip: str | None = None
+        u = URL(url)
+        try:
+            found = await self.fetcher.resolver.resolve(u.host or "", u.port or 0)
+            ip = str(found[0]["host"]) if found else None
+        except OSError:
+            ip = None  # unresolvable or refused: keyed by host; the fetch will say why
+        if len(self._ips) > 1_000_000:
+            self._ips.clear()
+        self._ips[origin] = ip
+        return ip
 
     def _harvest(self) -> float | None:
         return self.focus.harvest_rate() if self.focus.nugget is not None else None
