@@ -226,3 +226,31 @@ def test_decompress_identity_and_empty() -> None:
     assert decompress(b"abcdef", "", 4) == (b"abcd", True)
     assert decompress(b"abcd", "identity", 4) == (b"abcd", False)
     assert decompress(b"", "gzip", 4) == (b"", False)  # e.g. a 304 or HEAD with the header
+
+
+async def test_failed_lookups_are_cached() -> None:
+    """A fake at the system-resolver seam: a real failing lookup would need a DNS server."""
+    from politecrawl.fetch import GuardedResolver
+
+    r = GuardedResolver((), allow_private=False)
+    calls = 0
+
+    class Failing:
+        async def resolve(self, host: str, port: int = 0, family: int = 0) -> list[object]:
+            nonlocal calls
+            calls += 1
+            raise OSError(-2, "Name or service not known")
+
+        async def close(self) -> None:
+            pass
+
+    r._inner = Failing()  # type: ignore[assignment]
+    for _ in range(5):
+        with pytest.raises(OSError):
+            await r.resolve("no-such-host.invalid", 80)
+    assert calls == 1
+    r.negative_ttl_s = 0.0
+    r._failed.clear()
+    with pytest.raises(OSError):
+        await r.resolve("no-such-host.invalid", 80)
+    assert calls == 2

@@ -129,6 +129,9 @@ def _ip_literal(host: str) -> str | None:
     return None
 
 
+_NEGATIVE_DNS_TTL_S = 300.0
+
+
 class _Refused(OSError):
     """Raised inside the resolver so aiohttp wraps it; unwrapped to AddressRefused."""
 
@@ -147,6 +150,10 @@ class GuardedResolver(AbstractResolver):
                 self._exact[(host, port)] = addr
         self._allow_private = allow_private
         self._inner: AbstractResolver | None = None  # made on first use (needs a loop)
+        # aiohttp caches answers (ttl_dns_cache) but not failures: a dead domain linked from
+        # a thousand pages would cost a thousand lookups without this negative cache
+        self._failed: dict[str, tuple[float, OSError]] = {}
+        self.negative_ttl_s = _NEGATIVE_DNS_TTL_S
 
     def override(self, host: str, port: int) -> str | None:
         addr = self._exact.get((host, port))
@@ -177,9 +184,18 @@ class GuardedResolver(AbstractResolver):
                 }
             ]
         else:
+            failed = self._failed.get(host)
+            if failed is not None and failed[0] > time.monotonic():
+                raise failed[1]
             if self._inner is None:
                 self._inner = aiohttp.ThreadedResolver()
-            results = await self._inner.resolve(host, port, family)
+            try:
+                results = await self._inner.resolve(host, port, family)
+            except OSError as exc:
+                if len(self._failed) > 100_000:
+                    self._failed.clear()
+                self._failed[host] = (time.monotonic() + self.negative_ttl_s, exc)
+                raise
         allowed = []
         for r in results:
             try:
