@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import json
 import logging
 import sys
 import tempfile
@@ -71,6 +72,12 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
     ("log-retention-days", float, "delete rotated logs older than this (30)"),
     ("state", Path, "robots.txt cache and site statistics kept in this file across crawls"),
+    (
+        "frontier",
+        str,
+        "redis://HOST:PORT/DB: share the crawl with other workers (default: OUT/state.sqlite)",
+    ),
+    ("crawl-id", str, "the shared crawl's name (default: the --out folder's name)"),
 ]
 
 
@@ -131,6 +138,33 @@ def build_parser() -> argparse.ArgumentParser:
     robots.add_argument("--user-agent", required=True, help="the bot's User-Agent")
     robots.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR")
     robots.add_argument("--allow-private-addresses", action="store_true")
+    worker = sub.add_parser(
+        "worker",
+        help="join a shared crawl (--frontier redis://...)",
+        description="Crawl from a shared Redis frontier with the others: "
+        "politeness is global. Takes crawl's options; --seeds optional.",
+    )
+    _add_crawl_options(worker)
+    seed = sub.add_parser(
+        "seed",
+        help="add seed URLs to a shared crawl",
+        description="Pass URLs through the admission gate into a shared "
+        "frontier; no request is made.",
+    )
+    seed.add_argument("file", type=Path, help="seed URLs, one a line")
+    seed.add_argument("--frontier", required=True, help="redis://HOST:PORT/DB")
+    seed.add_argument("--crawl-id", default="default", help="the shared crawl's name")
+    seed.add_argument("--scope", default="any", help="host | domain | any (default any)")
+    seed.add_argument("--exclude-file", type=Path, help="never-crawl list")
+    status = sub.add_parser(
+        "status",
+        help="what a shared crawl is doing",
+        description="Queued URLs, sites waiting/ready/parked, leases and "
+        "their workers, counters of a shared crawl.",
+    )
+    status.add_argument("--frontier", required=True, help="redis://HOST:PORT/DB")
+    status.add_argument("--crawl-id", default="default", help="the shared crawl's name")
+    status.add_argument("--json", action="store_true", help="JSON for machines")
     seg = sub.add_parser(
         "segment",
         help="offline segments: build the next list to fetch",
@@ -236,10 +270,11 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
     unknown = set(v) - known
     if unknown:
         raise ConfigError(f"unknown option(s) in config: {', '.join(sorted(unknown))}")
-    for required in ("seeds", "user_agent", "out"):
+    required_opts = ("user_agent", "out") if v.get("frontier") else ("seeds", "user_agent", "out")
+    for required in required_opts:
         if v.get(required) in (None, ""):
             raise ConfigError(f"--{required.replace('_', '-')} is required")
-    seeds = read_seeds(Path(v["seeds"]))
+    seeds = read_seeds(Path(v["seeds"])) if v.get("seeds") else ()
     politeness = PolitenessConfig(
         min_delay_s=float(v.get("min_delay", 15.0)),
         response_time_factor=float(v.get("delay_factor", 30.0)),
@@ -284,6 +319,8 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         log_rotate_bytes=int(v.get("log_rotate_bytes", 64 * 1024 * 1024)),
         log_retention_days=float(v.get("log_retention_days", 30.0)),
         state_file=Path(v["state"]) if v.get("state") else None,
+        frontier_url=v.get("frontier"),
+        crawl_id=v.get("crawl_id"),
     )
 
 
@@ -348,6 +385,55 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     return _run_crawl(values, follow=False)
 
 
+def cmd_worker(args: argparse.Namespace) -> int:
+    values = _merge(args)
+    if not values.get("frontier"):
+        raise ConfigError("worker needs --frontier redis://HOST:PORT/DB")
+    values.setdefault("scope", "any")
+    if not values.get("seeds"):
+        values["seeds"] = None
+    return _run_crawl(values, follow=True)
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    from politecrawl.crawler import Crawler
+
+    seeds = read_seeds(args.file)
+    out = Path(tempfile.mkdtemp(prefix="politecrawl-seed-"))
+    cfg = CrawlConfig(
+        seeds=seeds,
+        out_dir=out,
+        fetch=FetchConfig(user_agent=DEMO_UA),
+        scope=args.scope,
+        exclude_file=args.exclude_file,
+        frontier_url=args.frontier,
+        crawl_id=args.crawl_id,
+        progress=False,
+    )
+    n = asyncio.run(Crawler(cfg).seed())
+    print(f"{n} of {len(seeds)} URLs queued in crawl {args.crawl_id!r}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from politecrawl.frontier.redis import status
+
+    st = asyncio.run(status(args.frontier, args.crawl_id))
+    if args.json:
+        print(json.dumps(st, indent=2))
+        return 0
+    print(
+        f"crawl {st['crawl_id']!r}: {st['queued']} queued, {st['urls_open']} not finished; "
+        f"sites {st['hosts_waiting']} waiting ({st['hosts_ready']} ready, "
+        f"{st['hosts_parked']} parked); {st['leases_held']} leases held; {st['seen']} seen"
+    )
+    for lease in st["leases"]:
+        print(f"  lease {lease['key']} by {lease['worker']}")
+    for k, v in st["counters"].items():
+        print(f"  {k:24} {v}")
+    return 0
+
+
 def cmd_crawl(args: argparse.Namespace) -> int:
     return _run_crawl(_merge(args), follow=True)
 
@@ -404,6 +490,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     handlers = {
         "segment": cmd_segment,
+        "worker": cmd_worker,
+        "seed": cmd_seed,
+        "status": cmd_status,
         "fetch": cmd_fetch,
         "crawl": cmd_crawl,
         "demo": cmd_demo,

@@ -158,7 +158,8 @@ class CrawlConfig:
     seen_mode: Literal["auto", "exact", "bloom"] = "auto"
     expected_urls: int = 1_000_000
     seen_fp_rate: float = 0.01
-    frontier_url: str | None = None
+    frontier_url: str | None = None  # redis://HOST:PORT/DB: a crawl shared by many workers
+    crawl_id: str | None = None  # the shared crawl's name (default: the out folder's name)
     strategy: Literal["bfs", "random", "focused"] | None = None  # None: focused if a nugget
     topic: str | None = None
     relevance: str | None = None  # "package.module:function", a Document -> [0, 1] callable
@@ -171,7 +172,7 @@ class CrawlConfig:
     log_retention_days: float = 30.0
 
     def __post_init__(self) -> None:
-        if not self.seeds:
+        if not self.seeds and self.frontier_url is None:
             raise ConfigError("no seed URLs")
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency must be >= 1, got {self.concurrency}")
@@ -182,6 +183,10 @@ class CrawlConfig:
         if self.scope not in ("host", "domain", "any"):
             raise ConfigError(f"--scope must be host, domain or any, got {self.scope!r}")
         _positive("exclude_check", self.exclude_check_s)
+        if self.frontier_url is not None and not self.frontier_url.startswith(
+            ("redis://", "rediss://", "unix://", "valkey://")
+        ):
+            raise ConfigError(f"--frontier must be a redis:// URL, got {self.frontier_url!r}")
         if self.seen_mode not in ("auto", "exact", "bloom"):
             raise ConfigError(f"--seen must be auto, exact or bloom, got {self.seen_mode!r}")
         if self.expected_urls < 1:

@@ -27,12 +27,12 @@ from politecrawl import politeness
 from politecrawl.admission import Admission, Gate
 from politecrawl.config import CrawlConfig
 from politecrawl.dashboard import Dashboard
-from politecrawl.errors import FrontierError, StorageError
+from politecrawl.errors import FrontierError, LeaseLost, StorageError
 from politecrawl.exclusions import NeverCrawlList
 from politecrawl.fetch import Fetcher, FetchResult
 from politecrawl.focus import Focus, PageScore
 from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
-from politecrawl.frontier.sqlite import SqliteFrontier
+from politecrawl.frontier.factory import make_frontier
 from politecrawl.outcome import (
     DropReason,
     NotModified,
@@ -101,13 +101,7 @@ class Crawler:
         seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
         if not seeds_file.exists():
             seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
-        self.frontier: Frontier = SqliteFrontier(
-            out / "state.sqlite",
-            seen_mode=config.resolved_seen_mode,
-            expected_urls=config.expected_urls,
-            seen_fp_rate=config.seen_fp_rate,
-            state_path=config.state_file,
-        )
+        self.frontier: Frontier = make_frontier(config)
         self.counters: Counter[str] = Counter()
         self._flushed: Counter[str] = Counter()
         self._rng = random.Random()
@@ -160,6 +154,16 @@ class Crawler:
             if self._wake is not None:
                 self._wake.set()
 
+    async def seed(self) -> int:
+        """Only admit the seeds (``politecrawl seed``): no request is made."""
+        async with Fetcher(self.cfg.fetch) as self.fetcher:
+            queued = await self.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
+        await self.frontier.flush()
+        await self.frontier.close()
+        for log_ in (self.request_log, self.robots_log, self.pages_log):
+            log_.close()
+        return len(queued)
+
     async def run(self) -> Summary:
         self._started = self.clock()
         self._wake = asyncio.Event()
@@ -191,6 +195,8 @@ class Crawler:
                     wake = await self.frontier.next_wake()
                     if not tasks and wake is None:
                         break
+                    if len(tasks) >= self.cfg.concurrency:
+                        wake = None  # full: only a finished turn (or the flush tick) matters
                     timeout = _FLUSH_S if wake is None else min(_FLUSH_S, max(0.0, wake - now))
                     self._wake.clear()
                     with contextlib.suppress(TimeoutError):
@@ -312,6 +318,10 @@ class Crawler:
         made_request = False
         try:
             made_request = await self._step(key, host)
+        except LeaseLost as exc:  # our lease expired (we were too slow): nothing to release
+            log.warning("lease on %s lost: %s", key, exc)
+            self.counters["leases_lost"] += 1
+            return
         except (StorageError, FrontierError) as exc:  # disk full, I/O error: stop cleanly
             log.error("stopping: %s", exc)
             self.counters["error:storage"] += 1
@@ -358,6 +368,8 @@ class Crawler:
             self._pages_this_run += 1
             try:
                 await self._fetch_url(entry, host)
+            except LeaseLost:
+                raise  # another worker holds the site now; the URL was re-queued for it
             except Exception:
                 # nothing is lost: the URL is recorded with the failure, then we go on
                 await self.frontier.finish(entry.url, "dropped:internal_error")

@@ -12,6 +12,7 @@
      │    └── BodyTooLarge
      ├── RobotsError
      ├── FrontierError
+     │    └── LeaseLost                  a shared frontier's lease expired under us
      └── StorageError
 
 Outcomes of requests are values (see ``outcome``), never exceptions; these are for
@@ -61,6 +62,10 @@ class RobotsError(PolitecrawlError):
 
 class FrontierError(PolitecrawlError):
     """The frontier store failed."""
+
+
+class LeaseLost(FrontierError):
+    """This worker's lease on a key expired (it was frozen or cut off longer than the TTL)."""
 
 
 class StorageError(PolitecrawlError):

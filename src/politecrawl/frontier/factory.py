@@ -15,8 +15,7 @@ from politecrawl.frontier.sqlite import SqliteFrontier
 def crawl_id_of(config: CrawlConfig) -> str:
     """The shared crawl's name: ``config.crawl_id`` if the config has one, else the out dir's
     name (so workers of one crawl need the same ``--crawl-id``, or same-named out dirs)."""
-    explicit = getattr(config, "crawl_id", None)
-    return str(explicit) if explicit else config.out_dir.resolve().name or "default"
+    return config.crawl_id or config.out_dir.resolve().name or "default"
 
 
 def lease_ttl_for(config: CrawlConfig) -> float:
@@ -27,10 +26,12 @@ def lease_ttl_for(config: CrawlConfig) -> float:
 def make_frontier(config: CrawlConfig) -> Frontier:
     """The frontier ``config`` asks for (see the module docstring)."""
     if config.frontier_url:
+        # (--state, the robots/site statistics shared between crawls, is what a shared
+        # frontier already is: every worker of the crawl reads and writes the same ones)
         from politecrawl.frontier.redis import RedisFrontier  # redis only when used
 
         return RedisFrontier(
-            config.frontier_url,
+            config.frontier_url.replace("valkey://", "redis://", 1),
             crawl_id_of(config),
             lease_ttl_s=lease_ttl_for(config),
             seen_mode=config.resolved_seen_mode,
@@ -43,4 +44,5 @@ def make_frontier(config: CrawlConfig) -> Frontier:
         seen_mode=config.resolved_seen_mode,
         expected_urls=config.expected_urls,
         seen_fp_rate=config.seen_fp_rate,
+        state_path=config.state_file,
     )

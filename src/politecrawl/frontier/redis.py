@@ -17,19 +17,27 @@ Keys (``P`` = ``pc:{CRAWL_ID}:``)
     ``P meta``     hash  queued/in-flight URL -> TAG + JSON (key, depth, hops, attempt,
                          not_before, priority, kind)
     ``P rf``       set   URLs to be handed out marked ``refetch`` (their lease expired)
+    ``P worst``    zset  queued URL -> priority: ``trim`` drops from its low end
     ``P seen``     set   8-byte blake2b digests (exact mode), or ``P bloom`` a bitmap
     ``P hosts``    hash  key -> HostState JSON (``sqlite.host_to_json``, the same format)
+    ``P parked``   zset  parked key -> parked until (so ``stats`` counts them without a scan)
     ``P robots``   hash  origin -> packed RobotsRecord;  ``P robots:t`` zset origin -> write tick
+    ``P pages``    hash  digest of a stored page's URL -> [ETag, Last-Modified, fetched at]
+                         (conditional GET; a digest collision only costs a full 200)
     ``P counters`` hash  shared counters (HINCRBY);  ``P stat`` hash queued / seen_n / seq
     ``P outcomes`` stream of finished URLs (MAXLEN ~ ``outcome_log_size``);
     ``P outcome_counts`` hash outcome -> count;  ``P conf`` hash seen mode and Bloom sizing
 
 Redis Cluster: the ``{CRAWL_ID}`` hash tag puts every key of one crawl in one slot, so each
 script may touch any of them (the per-key queues are computed inside the scripts, all in that
-slot; ``KEYS[1]`` routes the call). The price, accepted: one crawl lives on one shard (other
-crawls spread over the others). Splitting per politeness key (``{CRAWL_ID:KEY}``) would let a
-crawl span shards, but ``lease`` chooses among all keys and must update the box, the ready set
-and the chosen key's queue in one step, which a script can only do inside one slot.
+slot; ``KEYS[1]`` routes the call). The contract suite proves it on a cluster-mode server with
+the scripts marked ``#!lua``, under which Redis refuses any access to a second slot (the
+shipped scripts carry no such header, so Redis 6.2 still runs them). The price, accepted: one
+crawl lives on one shard (other crawls spread over the others). Splitting per politeness key
+(``{CRAWL_ID:KEY}``) would let a crawl span shards, but ``lease`` chooses among all keys and
+must update the box, the ready set and the chosen key's queue in one step, which a script can
+only do inside one slot. (The client here is a single-node one: a Cluster deployment needs
+``redis.asyncio.RedisCluster`` in ``__init__``; nothing else changes.)
 
 Queue order. Within a key: highest priority first, FIFO among equals. The score is exactly
 ``-priority`` (any float: random priorities included, no precision lost to packing) and the
@@ -46,31 +54,37 @@ to this lease. ``pop_url`` and ``release`` act only if the token still holds (a 
 lease expired gets ``None`` from ``pop_url`` and its ``release`` cannot schedule the key a
 second time: it only pushes the key's box time later if its late request needs that, and
 writes its HostState only if nobody leased the key since). Leases are renewed by every
-``pop_url`` (each request follows one), by ``renew``, and by a heartbeat task every
+``pop_url`` and ``begin_request`` (each request follows both; ``begin_request`` also saves the
+provisional HostState, and raises ``LeaseLost`` instead of letting a request out under a lease
+that expired), by ``renew``, and by a heartbeat task every
 ``lease_ttl_s / 3`` while the worker holds any lease (``heartbeat=False`` turns it off), so
 only a dead or frozen worker's leases expire.
 
 Expiry. Each ``lease`` call first reclaims expired leases: the key's in-flight URLs go back to
 its queue in their old place, marked refetch, and the key goes back to the box at
-``max(last next_allowed, now + delay)``, delay being the last HostState's
+``max(last next_allowed, now + delay)``, delay being the last saved HostState's
 ``next_allowed - last_start`` (or ``reclaim_delay_s`` if it has none): the dead worker may
-have started a request just before dying. ``close`` gives back the leases still held the
+have started a request just before dying, and ``begin_request`` saved that request's start
+and provisional next time before it went out. ``close`` gives back the leases still held the
 same way. ``release`` re-queues any URL popped but neither finished nor pushed back.
 
-Seen-set. Exact: a SET of 8-byte blake2b digests rather than URLs (about 50 bytes per URL in
-Redis instead of 100+); the chance of any collision among n URLs is about n^2 / 2^65 (1e-7 at
-2 million, 3e-4 at 100 million), and a collision only makes a new URL look seen (skipped),
-never fetched twice. Bloom: a bitmap of m bits (at most 2^32) with k positions per URL
-computed here by double hashing one blake2b digest, tested and set by a script (SETBIT
-returns the old bit); the first worker's sizing is stored in ``P conf`` and later workers
-adopt it. ``meta`` (queued and in-flight URLs) stays the exact check, as sqlite's primary
-key does. ``unseen``, ``mark_seen`` and ``add`` are one round trip per call (per page).
+Seen-set. Exact: a SET of 8-byte blake2b digests rather than URLs (64 bytes per URL measured on
+Redis 7, whatever the URL's length); the chance of any collision among n URLs is about n^2 /
+2^65 (1e-7 at 2 million, 3e-4 at 100 million), and a collision only makes a new URL look seen
+(skipped), never fetched twice. Bloom: a bitmap of m bits (at most 2^32) with k positions per
+URL computed here by double hashing one blake2b digest, tested and set by a script (SETBIT
+returns the old bit); the first worker's sizing is stored in ``P conf`` and later workers adopt
+it. ``meta`` (queued and in-flight URLs) stays the exact check, as sqlite's primary key does.
+``unseen``, ``mark_seen`` and ``add`` are one round trip per call (per page).
 
-Memory stays bounded by the work left: a URL's ``meta`` and queue entry are deleted when it
-is finished; finished URLs leave only their seen-set entry, one ``outcome_counts`` increment
-and a stream entry that ``XADD MAXLEN ~`` trims. robots.txt copies are capped at
-``robots_cache_size`` origins, evicting the least recently written (an origin in use is
-written again at least every robots TTL).
+Memory stays bounded by the work left: a queued URL costs about 540 bytes (measured, 50-char
+URLs: the URL is stored three times, as ``meta`` field, queue member and ``worst`` member;
+keying them by digest is the next saving if queues grow to tens of millions), freed when the
+URL is finished; finished
+URLs leave only their seen-set entry, one ``outcome_counts`` increment and a stream entry that
+``XADD MAXLEN ~`` trims. robots.txt copies are capped at ``robots_cache_size`` origins,
+evicting the least recently written (an origin in use is written again at least every robots
+TTL).
 
 Durability is Redis's: ``flush`` has nothing to do. ``appendonly yes`` with ``appendfsync
 everysec`` loses about the last second, like sqlite's commit cadence, and since every change
@@ -108,7 +122,7 @@ import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
-from politecrawl.errors import FrontierError
+from politecrawl.errors import FrontierError, LeaseLost
 from politecrawl.frontier import RobotsRecord, UrlEntry
 from politecrawl.frontier.sqlite import host_from_json, host_to_json
 from politecrawl.politeness import HostState
@@ -120,6 +134,7 @@ _CRAWL_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 _MAX_BLOOM_BITS = 2**32  # a Redis string holds at most 512 MiB
 _REAP_BATCH = 100  # expired leases reclaimed per lease() call
 _PROMOTE_BATCH = 1000  # due keys moved from the box to the ready set per lease() call
+_BATCH = 10_000  # URLs per reprioritize/trim script: one script blocks the server meanwhile
 
 # Shared helpers, prepended to every script. ARGV[1] is the key prefix; KEYS[1] (a key under
 # the same hash tag) only routes the call. Scores computed here are written with %.17g, which
@@ -133,6 +148,13 @@ local function host_times(key)
   if not h then return 0, 0 end
   local d = cjson.decode(h)
   return tonumber(d.next_allowed) or 0, tonumber(d.last_start) or 0
+end
+-- a HostState saved; parked hosts (repeated failures) indexed by until when, for stats
+local function save_host(key, js)
+  redis.call('HSET', P .. 'hosts', key, js)
+  local until_ = tonumber(cjson.decode(js).parked_until) or 0
+  if until_ > 0 then redis.call('ZADD', P .. 'parked', fmt(until_), key)
+  else redis.call('ZREM', P .. 'parked', key) end
 end
 -- when the key next has a URL to fetch: 0 if one is queued, else its first not_before
 local function earliest(key)
@@ -156,6 +178,7 @@ local function enqueue(url, key, js, qscore, nb, front)
   if front then tag = string.format('%016d', 1e15 - seq)
   else tag = string.format('%016d', 1e15 + seq) end
   redis.call('HSET', P .. 'meta', url, tag .. js)
+  redis.call('ZADD', P .. 'worst', fmt(-tonumber(qscore)), url)
   if tonumber(nb) > 0 then
     redis.call('ZADD', P .. 'd:' .. key, nb, tag .. url)
   else
@@ -173,6 +196,7 @@ local function promote_delayed(key, now)
       redis.call('ZADD', P .. 'q:' .. key, fmt(-meta_json(meta).p), m)
     else
       redis.call('HINCRBY', P .. 'stat', 'queued', -1)
+      redis.call('ZREM', P .. 'worst', string.sub(m, 17))
     end
   end
 end
@@ -182,7 +206,9 @@ local function requeue_flight(key)
   for _, url in ipairs(urls) do
     local m = redis.call('HGET', P .. 'meta', url)
     if m then
-      redis.call('ZADD', P .. 'q:' .. key, fmt(-meta_json(m).p), string.sub(m, 1, 16) .. url)
+      local p = meta_json(m).p
+      redis.call('ZADD', P .. 'q:' .. key, fmt(-p), string.sub(m, 1, 16) .. url)
+      redis.call('ZADD', P .. 'worst', fmt(p), url)
       redis.call('SADD', P .. 'rf', url)
       redis.call('HINCRBY', P .. 'stat', 'queued', 1)
     end
@@ -307,6 +333,7 @@ if #top == 0 then return false end
 local m = top[1]
 local url = string.sub(m, 17)
 redis.call('ZREM', P .. 'q:' .. key, m)
+redis.call('ZREM', P .. 'worst', url)
 redis.call('SADD', P .. 'f:' .. key, url)
 redis.call('HINCRBY', P .. 'stat', 'queued', -1)
 return {url, redis.call('HGET', P .. 'meta', url), redis.call('SISMEMBER', P .. 'rf', url)}
@@ -334,7 +361,7 @@ _RELEASE = r"""
 local key, na, ls = ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[6])
 local owner = redis.call('HGET', P .. 'owner', key)
 if owner == ARGV[3] then
-  redis.call('HSET', P .. 'hosts', key, ARGV[4])
+  save_host(key, ARGV[4])
   redis.call('ZREM', P .. 'leases', key)
   redis.call('HDEL', P .. 'owner', key)
   requeue_flight(key)
@@ -344,7 +371,7 @@ if owner == ARGV[3] then
 end
 if not owner then
   local _, stored_ls = host_times(key)
-  if ls >= stored_ls then redis.call('HSET', P .. 'hosts', key, ARGV[4]) end
+  if ls >= stored_ls then save_host(key, ARGV[4]) end
   if redis.call('ZSCORE', P .. 'ready', key) then
     redis.call('ZREM', P .. 'ready', key)
     redis.call('ZADD', P .. 'box', ARGV[5], key)
@@ -353,6 +380,14 @@ if not owner then
   if cur and tonumber(cur) < na then redis.call('ZADD', P .. 'box', ARGV[5], key) end
 end
 return 0
+"""
+
+# ARGV: P, key, token, host json, expiry. 1 if the lease holds (state saved, lease renewed).
+_BEGIN = r"""
+if redis.call('HGET', P .. 'owner', ARGV[2]) ~= ARGV[3] then return 0 end
+save_host(ARGV[2], ARGV[4])
+redis.call('ZADD', P .. 'leases', 'XX', ARGV[5], ARGV[2])
+return 1
 """
 
 # ARGV: P, expiry, then key, token pairs. Returns the keys whose lease was lost.
@@ -390,11 +425,72 @@ if m then
   local r = redis.call('ZREM', P .. 'q:' .. key, om) + redis.call('ZREM', P .. 'd:' .. key, om)
   if r > 0 then redis.call('HINCRBY', P .. 'stat', 'queued', -1) end
   redis.call('HDEL', P .. 'meta', url)
+  redis.call('ZREM', P .. 'worst', url)
 end
 redis.call('SREM', P .. 'rf', url)
 redis.call('XADD', P .. 'outcomes', 'MAXLEN', '~', ARGV[4], '*', 'url', url, 'outcome', ARGV[3])
 redis.call('HINCRBY', P .. 'outcome_counts', ARGV[3], 1)
 return 1
+"""
+
+# ARGV: P, then per URL: url, -priority, priority. Returns how many queued URLs changed.
+# The JSON's last field is "p" (``_entry_json``), rewritten in place: no re-encoding of floats.
+_REPRIORITIZE = r"""
+local n, touched = 0, {}
+for i = 2, #ARGV, 3 do
+  local url, qs, p = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local m = redis.call('HGET', P .. 'meta', url)
+  if m then
+    local key = meta_json(m).k
+    local mem = string.sub(m, 1, 16) .. url
+    local inq = redis.call('ZSCORE', P .. 'q:' .. key, mem)
+    if inq or redis.call('ZSCORE', P .. 'd:' .. key, mem) then
+      local js = string.gsub(string.sub(m, 17), '"p":[^,}]*}$', '"p":' .. p .. '}')
+      redis.call('HSET', P .. 'meta', url, string.sub(m, 1, 16) .. js)
+      redis.call('ZADD', P .. 'worst', p, url)
+      if inq then redis.call('ZADD', P .. 'q:' .. key, qs, mem) end
+      touched[key] = true
+      n = n + 1
+    end
+  end
+end
+for key in pairs(touched) do  -- a waiting key's rank is its best URL's
+  if redis.call('ZSCORE', P .. 'ready', key) then
+    local top = redis.call('ZRANGE', P .. 'q:' .. key, 0, 0, 'WITHSCORES')
+    if #top > 0 then redis.call('ZADD', P .. 'ready', top[2], key) end
+  end
+end
+return n
+"""
+
+# ARGV: P, max queued, batch cap, stream cap. Drops the lowest-priority queued URLs beyond
+# the cap (at most batch cap per call). Returns how many.
+_TRIM = r"""
+local queued = tonumber(redis.call('HGET', P .. 'stat', 'queued') or '0')
+local excess = math.min(queued - tonumber(ARGV[2]), tonumber(ARGV[3]))
+if excess <= 0 then return 0 end
+local n = 0
+for _, url in ipairs(redis.call('ZRANGE', P .. 'worst', 0, excess - 1)) do
+  redis.call('ZREM', P .. 'worst', url)
+  local m = redis.call('HGET', P .. 'meta', url)
+  if m then
+    local key = meta_json(m).k
+    local mem = string.sub(m, 1, 16) .. url
+    local r = redis.call('ZREM', P .. 'q:' .. key, mem) + redis.call('ZREM', P .. 'd:' .. key, mem)
+    if r > 0 then
+      redis.call('HDEL', P .. 'meta', url)
+      redis.call('SREM', P .. 'rf', url)
+      redis.call('XADD', P .. 'outcomes', 'MAXLEN', '~', ARGV[4], '*', 'url', url,
+        'outcome', 'dropped:queue_full')
+      n = n + 1
+    end
+  end
+end
+if n > 0 then
+  redis.call('HINCRBY', P .. 'stat', 'queued', -n)
+  redis.call('HINCRBY', P .. 'outcome_counts', 'dropped:queue_full', n)
+end
+return n
 """
 
 # ARGV: P, key, outcome, stream cap. Returns how many queued URLs were finished.
@@ -404,6 +500,7 @@ for _, z in ipairs({'q:', 'd:'}) do
   for _, m in ipairs(redis.call('ZRANGE', P .. z .. key, 0, -1)) do
     local url = string.sub(m, 17)
     redis.call('HDEL', P .. 'meta', url)
+    redis.call('ZREM', P .. 'worst', url)
     redis.call('SREM', P .. 'rf', url)
     redis.call('XADD', P .. 'outcomes', 'MAXLEN', '~', ARGV[4], '*', 'url', url,
       'outcome', ARGV[3])
@@ -481,8 +578,8 @@ def _entry_json(e: UrlEntry) -> str:
             "h": e.hops,
             "a": e.attempt,
             "n": float(e.not_before),
-            "p": float(e.priority),
             "t": e.kind,
+            "p": float(e.priority),  # last: _REPRIORITIZE rewrites it in place
         },
         separators=(",", ":"),
     )
@@ -584,11 +681,14 @@ class RedisFrontier:
                 ("lease", _LEASE),
                 ("pop", _POP),
                 ("push", _PUSH),
+                ("begin", _BEGIN),
                 ("release", _RELEASE),
                 ("renew", _RENEW),
                 ("give_back", _GIVE_BACK),
                 ("finish", _FINISH),
                 ("drop", _DROP),
+                ("reprioritize", _REPRIORITIZE),
+                ("trim", _TRIM),
                 ("save_robots", _SAVE_ROBOTS),
             ):
                 self._scripts[name] = r.register_script(_LIB + body)
@@ -708,6 +808,21 @@ class RedisFrontier:
         """Finish every queued URL of a key (the site became excluded or unreachable)."""
         return int(await self._run("drop", [key, outcome, self._outcome_cap]))
 
+    async def reprioritize(self, items: Sequence[tuple[str, str, float]]) -> int:
+        """New priorities for queued ``(url, key, priority)`` (URLs in flight keep theirs)."""
+        total = 0
+        for i in range(0, len(items), _BATCH):
+            args: list[Any] = []
+            for url, _key, prio in items[i : i + _BATCH]:
+                args += [url, _f(-prio), _f(prio)]
+            total += int(await self._run("reprioritize", args))
+        return total
+
+    async def trim(self, max_queued: int) -> int:
+        """Drop the lowest-priority queued URLs beyond ``max_queued`` (``--max-queue``), at
+        most ``_BATCH`` a call (the crawler calls it every second)."""
+        return int(await self._run("trim", [max_queued, _BATCH, self._outcome_cap]))
+
     # -- leases -------------------------------------------------------------------------------
     async def lease(self, now: float) -> str | None:
         """The due key holding the best URL, leased to this worker until released or expired."""
@@ -726,6 +841,20 @@ class RedisFrontier:
         if self._heartbeat and (self._beat is None or self._beat.done()):
             self._beat = asyncio.create_task(self._beat_loop())
         return key
+
+    async def begin_request(self, key: str, state: HostState) -> None:
+        """Before a request: save the host's provisional state (its ``next_allowed`` already a
+        full delay ahead, so a reclaim after a crash mid-request waits it) and renew the lease.
+        Raises ``LeaseLost`` if the lease expired: the request must not go out, since another
+        worker may hold the key now (the popped URL is already queued again, as a re-fetch)."""
+        token = self._held.get(key)
+        ok = await self._run(
+            "begin",
+            [key, token or "", host_to_json(state), _f(state.last_start + self.lease_ttl_s)],
+        )
+        if not int(ok):
+            self._lost(key)
+            raise LeaseLost(f"lease on {key} expired: request not sent")
 
     async def release(self, key: str, state: HostState) -> None:
         """Save the key's politeness state and put it back in the box if URLs remain."""
@@ -815,6 +944,29 @@ class RedisFrontier:
     async def save_robots(self, record: RobotsRecord) -> None:
         await self._run("save_robots", [record.origin, _pack_robots(record), self._robots_cap])
 
+    # -- conditional GET ----------------------------------------------------------------------
+    async def validators(self, url: str) -> tuple[str | None, str | None, float] | None:
+        """ETag, Last-Modified and fetch time of the last stored copy of ``url``."""
+        await self._ensure()
+        try:
+            data = await self._r.hget(self._p + "pages", url_digest(url))
+        except RedisError as exc:
+            raise FrontierError(f"frontier {self._url} failed (validators): {exc}") from exc
+        if data is None:
+            return None
+        etag, modified, fetched_at = json.loads(data)
+        return etag, modified, float(fetched_at)
+
+    async def save_validators(
+        self, url: str, etag: str | None, last_modified: str | None, fetched_at: float
+    ) -> None:
+        await self._ensure()
+        value = json.dumps([etag, last_modified, fetched_at])
+        try:
+            await self._r.hset(self._p + "pages", url_digest(url), value)
+        except RedisError as exc:
+            raise FrontierError(f"frontier {self._url} failed (save_validators): {exc}") from exc
+
     # -- bookkeeping --------------------------------------------------------------------------
     async def add_counters(self, delta: dict[str, int]) -> None:
         items = [(k, v) for k, v in delta.items() if v]
@@ -839,10 +991,12 @@ class RedisFrontier:
 
     async def stats(self) -> dict[str, int]:
         await self._ensure()
-        st = await _raw_stats(self._r, self._p, self.seen_mode == "bloom")
+        st = await _raw_stats(self._r, self._p, self.seen_mode == "bloom", self._clock())
         return {
             "queued": st["queued"],
             "hosts_waiting": st["hosts_waiting"],
+            "ready": st["ready"],
+            "parked": st["parked"],
             "in_flight": st["leases"],
             "seen": st["seen"],
             "seen_bytes": self._bloom_m // 8 if self.seen_mode == "bloom" else 0,
@@ -869,23 +1023,27 @@ class RedisFrontier:
             await self._r.aclose()
 
 
-async def _raw_stats(r: aioredis.Redis, p: str, bloom: bool) -> dict[str, int]:
+async def _raw_stats(r: aioredis.Redis, p: str, bloom: bool, now: float) -> dict[str, int]:
     try:
         pipe = r.pipeline(transaction=False)
         pipe.hget(p + "stat", "queued")
         pipe.zcard(p + "box")
         pipe.zcard(p + "ready")
+        pipe.zcount(p + "box", "-inf", now)
+        pipe.zcount(p + "parked", f"({now!r}", "+inf")
         pipe.zcard(p + "leases")
         if bloom:
             pipe.hget(p + "stat", "seen_n")
         else:
             pipe.scard(p + "seen")
-        queued, box, ready, leases, seen = await pipe.execute()
+        queued, box, ready, due, parked, leases, seen = await pipe.execute()
     except RedisError as exc:
         raise FrontierError(f"frontier failed (stats): {exc}") from exc
     return {
         "queued": int(queued or 0),
         "hosts_waiting": int(box) + int(ready),
+        "ready": int(ready) + int(due),
+        "parked": int(parked),
         "leases": int(leases),
         "seen": int(seen or 0),
     }
@@ -898,7 +1056,7 @@ async def status(url: str, crawl_id: str = "default") -> dict[str, Any]:
     try:
         conf = {_s(a): _s(b) for a, b in (await r.hgetall(p + "conf")).items()}
         bloom = conf.get("seen_mode") == "bloom"
-        st = await _raw_stats(r, p, bloom)
+        st = await _raw_stats(r, p, bloom, time.time())
         try:
             pipe = r.pipeline(transaction=False)
             pipe.zrange(p + "leases", 0, -1, withscores=True)
@@ -920,6 +1078,8 @@ async def status(url: str, crawl_id: str = "default") -> dict[str, Any]:
             "queued": st["queued"],
             "urls_open": int(n_open),  # queued + in flight: not finished yet
             "hosts_waiting": st["hosts_waiting"],
+            "hosts_ready": st["ready"],
+            "hosts_parked": st["parked"],
             "next_due": float(nxt[0][1]) if nxt else None,
             "leases_held": st["leases"],
             "leases": [
@@ -938,4 +1098,12 @@ async def status(url: str, crawl_id: str = "default") -> dict[str, Any]:
         await r.aclose()
 
 
-__all__ = ["RedisFrontier", "bloom_positions", "bloom_sizing", "prefix", "status", "url_digest"]
+__all__ = [
+    "LeaseLost",
+    "RedisFrontier",
+    "bloom_positions",
+    "bloom_sizing",
+    "prefix",
+    "status",
+    "url_digest",
+]

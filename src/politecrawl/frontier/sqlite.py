@@ -389,6 +389,7 @@ class SqliteFrontier:
 
     async def release(self, key: str, state: HostState) -> None:
         self._leased.discard(key)
+        self._hosts[key] = state
         self._db.execute(
             f"INSERT OR REPLACE INTO {self._t_hosts} VALUES (?,?)", (key, host_to_json(state))
         )

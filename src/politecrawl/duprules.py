@@ -1,0 +1,488 @@
+"""URL rewrite rules learned per site from pages that turned out to be the same.
+
+Canonicalisation (``urls.canonicalize``) removes what is the same on every server; what is
+the same on *one* server (``?utm_source=`` ignored, ``www.`` and the bare host both serving,
+``/index.html`` and ``/`` the same page, paths case-insensitive) only shows in the content.
+``RuleLearner`` watches pairs of URLs of one site whose content was the same
+(``observe_duplicate``) or different (``observe_distinct``), explains each pair by the one way
+the two URLs differ, and once a difference was seen often enough on different pages and never
+between pages with different content, rewrites every later URL of that site before it is
+queued (``apply``), so the variants are never fetched.
+
+Rule kinds (``Rule.kind``):
+
+* ``"drop_param"``: the query parameter ``Rule.param`` never changes the content.
+* ``"www"``: ``www.HOST`` and ``HOST`` serve the same pages; ``Rule.param`` is the form kept
+  (``"www"`` or ``"bare"``: the form of the first-fetched URL in most pairs).
+* ``"strip_index"``: ``/dir/FILE`` (``Rule.param``: ``index.html``, ``index.php``,
+  ``default.aspx``...) is ``/dir/``.
+* ``"lower_path"``: paths differing in letter case only are the same page.
+
+Evidence rules: a pair counts for a difference only when that is the pair's only difference
+not already explained by an active rule (pairs with several unexplained differences are kept
+in a short per-site list and looked at again when a rule is learned). A rule needs
+``min_support`` pairs from ``min_support`` different pages and no counter-example: a pair with
+different content whose only unexplained difference is that one (or whose differences are all
+active rules) revokes it for good, since a wrong rule loses pages while a missing one only
+costs fetches.
+
+``observe_page(url, exact, simhash)`` produces the pairs itself: it groups recent fetches by
+site and case-folded path (index file dropped, query ignored) and compares each new page with
+the group, so the crawler makes one call per stored page.
+
+Cost: ``apply`` is one dict lookup on the host for a site without rules (well under 1 µs
+here), a few µs with rules (``bench/dedup.py`` measures both).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["INDEX_FILES", "Rule", "RuleKind", "RuleLearner", "site_key"]
+
+RuleKind = Literal["drop_param", "www", "strip_index", "lower_path"]
+
+INDEX_FILES: frozenset[str] = frozenset(
+    {"index.html", "index.htm", "index.php", "index.asp", "index.shtml", "index.jsp",
+     "default.aspx", "default.asp", "default.htm", "default.html"}
+)  # fmt: skip
+"""File names that servers commonly serve for a directory URL."""
+
+_WWW, _CASE = "www", "case"
+_PARAM, _INDEX = "param:", "index:"
+_PENDING_PER_SITE = 32
+_GROUP_SIZE = 8
+_HEX_ESCAPE = re.compile(r"%[0-9a-f]{2}")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One learned rewrite: for ``host`` (the site, ``www.`` removed), of one ``kind``."""
+
+    host: str
+    kind: RuleKind
+    param: str | None = None
+    support: int = 0
+
+    def describe(self) -> str:
+        """One line for the log: what is rewritten, on how much evidence."""
+        pairs = f"{self.support} duplicate pair{'s' if self.support != 1 else ''}"
+        if self.kind == "drop_param":
+            what = f"drop query parameter {self.param!r}"
+        elif self.kind == "www":
+            keep = "www." + self.host if self.param == "www" else self.host
+            what = f"www.{self.host} and {self.host} serve the same pages; use {keep}"
+        elif self.kind == "strip_index":
+            what = f"strip trailing {self.param!r} from paths"
+        else:
+            what = "paths are case-insensitive; lower-case them"
+        return f"{self.host}: {what} ({pairs})"
+
+
+def site_key(host: str) -> str:
+    """The host with a leading ``www.`` removed: ``www.a.com`` and ``a.com`` are one site."""
+    return host[4:] if host.startswith("www.") else host
+
+
+@dataclass(slots=True)
+class _Parts:
+    prefix: str  # "http://"
+    host: str
+    port: str  # ":8080" or ""
+    path: str
+    query: str | None
+
+
+def _split(url: str) -> _Parts | None:
+    """A canonical absolute URL in parts, or None if it does not look like one."""
+    start = url.find("://")
+    if start <= 0:
+        return None
+    start += 3
+    end = len(url)
+    for mark in "/?#":
+        pos = url.find(mark, start)
+        if 0 <= pos < end:
+            end = pos
+    hostport = url[start:end]
+    if hostport.startswith("["):
+        close = hostport.find("]")
+        host, port = hostport[: close + 1], hostport[close + 1 :]
+    else:
+        host, colon, port = hostport.partition(":")
+        port = colon + port
+    rest = url[end:].partition("#")[0]
+    path, qmark, query = rest.partition("?")
+    return _Parts(url[:start], host.lower(), port, path or "/", query if qmark else None)
+
+
+def _params(query: str | None) -> dict[str, list[str]]:
+    """Parameter name -> its values (in order); a bare ``flag`` has the value ``""``."""
+    out: dict[str, list[str]] = {}
+    if query:
+        for item in query.split("&"):
+            if item:
+                name, _, value = item.partition("=")
+                out.setdefault(name, []).append(value)
+    return out
+
+
+def _strip_index(path: str) -> tuple[str, str | None]:
+    """(path without a trailing index file, the file) — the file matched in lower case only."""
+    slash = path.rfind("/")
+    last = path[slash + 1 :]
+    if last in INDEX_FILES:
+        return path[: slash + 1], last
+    return path, None
+
+
+def _lower_path(path: str) -> str:
+    """Lower-case a path but keep percent-escapes in canonical upper-case hex."""
+    low = path.lower()
+    if "%" in low:
+        low = _HEX_ESCAPE.sub(lambda m: m.group().upper(), low)
+    return low
+
+
+def _group_key(parts: _Parts) -> str:
+    """Where variants of one page meet: site, lower-cased path without an index file."""
+    path = parts.path
+    slash = path.rfind("/")
+    if path[slash + 1 :].lower() in INDEX_FILES:
+        path = path[: slash + 1]
+    return site_key(parts.host) + parts.port + " " + path.lower()
+
+
+def _differences(a: _Parts, b: _Parts) -> frozenset[str] | None:
+    """How two URLs of one site differ, as dimension names; None if not by rule kinds."""
+    if a.prefix != b.prefix or a.port != b.port or site_key(a.host) != site_key(b.host):
+        return None
+    dims: set[str] = set()
+    if a.host != b.host:
+        dims.add(_WWW)
+    if a.path != b.path:
+        pa, fa = _strip_index(a.path)
+        pb, fb = _strip_index(b.path)
+        if fa != fb:
+            if fa is not None:
+                dims.add(_INDEX + fa)
+            if fb is not None:
+                dims.add(_INDEX + fb)
+        if pa != pb:
+            if pa.lower() != pb.lower():
+                return None  # different paths: not one page under two spellings
+            dims.add(_CASE)
+    if a.query != b.query:
+        qa, qb = _params(a.query), _params(b.query)
+        for name in qa.keys() | qb.keys():
+            if qa.get(name) != qb.get(name):
+                dims.add(_PARAM + name)
+    return frozenset(dims)
+
+
+@dataclass(slots=True)
+class _Evidence:
+    support: int = 0
+    contra: int = 0
+    pages: list[str] = field(default_factory=list)  # distinct witnesses, up to min_support
+
+
+@dataclass(slots=True)
+class _Compiled:
+    """A site's active rules in the shape ``apply`` wants."""
+
+    www: str | None = None  # "www" / "bare"
+    lower: bool = False
+    index: frozenset[str] = frozenset()
+    params: frozenset[str] = frozenset()
+
+
+@dataclass(slots=True)
+class _Site:
+    evidence: dict[str, _Evidence] = field(default_factory=dict)
+    active: set[str] = field(default_factory=set)
+    revoked: set[str] = field(default_factory=set)
+    www_votes: list[int] = field(default_factory=lambda: [0, 0])  # [bare first, www first]
+    www_keep: str | None = None  # "www" / "bare", fixed when the www rule is learned
+    pending: deque[tuple[frozenset[str], str]] = field(
+        default_factory=lambda: deque(maxlen=_PENDING_PER_SITE)
+    )
+
+
+_Seen = tuple[str, str, int | None, float | None]  # (url, exact fingerprint, simhash, time)
+
+
+class RuleLearner:
+    """Learns per-site URL rewrite rules from duplicate and distinct page pairs."""
+
+    def __init__(
+        self,
+        min_support: int = 3,
+        *,
+        near_distance: int = 3,
+        max_groups: int = 100_000,
+        max_pair_age_s: float = 6 * 3600.0,
+    ) -> None:
+        if min_support < 1:
+            raise ValueError("min_support must be >= 1")
+        self.min_support = min_support
+        self.near_distance = near_distance
+        self.max_groups = max_groups
+        self.max_pair_age_s = max_pair_age_s
+        self._sites: dict[str, _Site] = {}
+        self._compiled: dict[str, _Compiled] = {}  # site key -> rules, only sites with rules
+        self._new: list[Rule] = []
+        self._revoked: list[Rule] = []
+        self._groups: OrderedDict[str, list[_Seen]] = OrderedDict()
+
+    # -- evidence ------------------------------------------------------------------------------
+
+    def observe_duplicate(self, url_a: str, url_b: str) -> None:
+        """``url_a`` (fetched first) and ``url_b`` of one site had the same content."""
+        self._observe(url_a, url_b, same=True)
+
+    def observe_distinct(self, url_a: str, url_b: str) -> None:
+        """``url_a`` and ``url_b`` of one site had different content: counter-evidence."""
+        self._observe(url_a, url_b, same=False)
+
+    def observe_page(
+        self, url: str, exact: str, simhash: int | None = None, *, now: float | None = None
+    ) -> None:
+        """A fetched page and its fingerprints; compared with earlier variants of its path.
+
+        Same content means equal ``exact`` fingerprints or, when both pages have a simhash,
+        at most ``near_distance`` differing bits. Different content counts against a rule only
+        if the two fetches were at most ``max_pair_age_s`` apart (when ``now`` is given): a
+        page that changed between two visits says nothing about its URL variants. A variant
+        that the current rules already rewrite to this URL (or the URL itself, refetched) is
+        replaced rather than compared.
+        """
+        parts = _split(url)
+        if parts is None:
+            return
+        key = _group_key(parts)
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = []
+            if len(self._groups) > self.max_groups:
+                self._groups.popitem(last=False)
+        else:
+            self._groups.move_to_end(key)
+        target = self.apply(url)
+        kept: list[_Seen] = []
+        for seen in group:
+            other_url, other_exact, other_sim, other_time = seen
+            if other_url == url or self.apply(other_url) == target:
+                continue
+            kept.append(seen)
+            same = other_exact == exact or (
+                simhash is not None
+                and other_sim is not None
+                and ((simhash ^ other_sim) & 0xFFFFFFFFFFFFFFFF).bit_count() <= self.near_distance
+            )
+            if same:
+                self._observe(other_url, url, same=True)
+            elif now is None or other_time is None or abs(now - other_time) <= self.max_pair_age_s:
+                self._observe(other_url, url, same=False)
+        kept.append((url, exact, simhash, now))
+        group[:] = kept[-_GROUP_SIZE:]
+
+    def _observe(self, url_a: str, url_b: str, *, same: bool) -> None:
+        a, b = _split(url_a), _split(url_b)
+        if a is None or b is None:
+            return
+        dims = _differences(a, b)
+        if not dims:
+            return
+        key = site_key(a.host)
+        site = self._sites.get(key)
+        if site is None:
+            site = self._sites[key] = _Site()
+        if same:
+            if _WWW in dims:
+                site.www_votes[1 if a.host.startswith("www.") else 0] += 1
+            self._support(key, site, dims, _group_key(a))
+        else:
+            self._contradict(key, site, dims)
+
+    def _support(self, key: str, site: _Site, dims: frozenset[str], page: str) -> None:
+        open_dims = dims - site.active
+        if len(open_dims) > 1:
+            site.pending.append((dims, page))
+            return
+        if not open_dims:
+            return
+        (dim,) = open_dims
+        if dim in site.revoked:
+            return
+        ev = site.evidence.get(dim)
+        if ev is None:
+            ev = site.evidence[dim] = _Evidence()
+        ev.support += 1
+        if page not in ev.pages and len(ev.pages) < self.min_support:
+            ev.pages.append(page)
+        if ev.contra == 0 and ev.support >= self.min_support and len(ev.pages) >= self.min_support:
+            self._activate(key, site, dim)
+
+    def _contradict(self, key: str, site: _Site, dims: frozenset[str]) -> None:
+        open_dims = dims - site.active
+        if len(open_dims) == 1:
+            blamed = open_dims
+        elif not open_dims:
+            blamed = dims  # every difference was declared harmless, yet the pages differ
+        else:
+            return  # several unexplained differences: no telling which one matters
+        for dim in blamed:
+            ev = site.evidence.get(dim)
+            if ev is None:
+                ev = site.evidence[dim] = _Evidence()
+            ev.contra += 1
+            if dim in site.active:
+                site.active.discard(dim)
+                site.revoked.add(dim)
+                self._revoked.append(self._rule(key, site, dim))
+                self._compile(key, site)
+
+    def _activate(self, key: str, site: _Site, dim: str) -> None:
+        site.active.add(dim)
+        self._new.append(self._rule(key, site, dim))
+        self._compile(key, site)
+        # pairs that were ambiguous may now have a single open difference
+        pending = list(site.pending)
+        site.pending.clear()
+        for dims, page in pending:
+            self._support(key, site, dims, page)
+
+    # -- rules ---------------------------------------------------------------------------------
+
+    def _rule(self, key: str, site: _Site, dim: str) -> Rule:
+        support = site.evidence[dim].support if dim in site.evidence else 0
+        if dim == _WWW:
+            return Rule(key, "www", site.www_keep or _www_keep(site.www_votes), support)
+        if dim == _CASE:
+            return Rule(key, "lower_path", None, support)
+        if dim.startswith(_INDEX):
+            return Rule(key, "strip_index", dim[len(_INDEX) :], support)
+        return Rule(key, "drop_param", dim[len(_PARAM) :], support)
+
+    def _compile(self, key: str, site: _Site) -> None:
+        if not site.active:
+            self._compiled.pop(key, None)
+            return
+        if _WWW in site.active and site.www_keep is None:
+            site.www_keep = _www_keep(site.www_votes)
+        self._compiled[key] = _Compiled(
+            site.www_keep if _WWW in site.active else None,
+            _CASE in site.active,
+            frozenset(d[len(_INDEX) :] for d in site.active if d.startswith(_INDEX)),
+            frozenset(d[len(_PARAM) :] for d in site.active if d.startswith(_PARAM)),
+        )
+
+    def rules_for(self, host: str) -> list[Rule]:
+        """The active rules of ``host``'s site (``www.`` or not), sorted by kind and param."""
+        key = site_key(host.lower())
+        site = self._sites.get(key)
+        if site is None:
+            return []
+        rules = [self._rule(key, site, d) for d in site.active]
+        return sorted(rules, key=lambda r: (r.kind, r.param or ""))
+
+    def new_rules(self) -> list[Rule]:
+        """Rules activated since the last call (for the log)."""
+        out, self._new = self._new, []
+        return out
+
+    def revoked_rules(self) -> list[Rule]:
+        """Rules revoked by counter-evidence since the last call (for the log)."""
+        out, self._revoked = self._revoked, []
+        return out
+
+    def apply(self, url: str) -> str:
+        """``url`` rewritten by its site's rules (unchanged if none); idempotent, never raises.
+
+        Order: host form, path case, index file, query parameters.
+        """
+        compiled = self._compiled
+        if not compiled:
+            return url
+        start = url.find("://") + 3
+        if start < 3:
+            return url
+        end = url.find("/", start)
+        if end < 0:
+            end = len(url)
+        host = url[start:end].partition(":")[0]
+        if "?" in host or "#" in host:
+            return url  # "http://h?x": not the canonical shape the crawler hands in
+        rules = compiled.get(host[4:] if host.startswith("www.") else host)
+        if rules is None:
+            return url
+        return _rewrite(url, rules)
+
+    # -- persistence ---------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-ready state (evidence and rules; the recent-page groups are not kept)."""
+        sites: dict[str, Any] = {}
+        for key, site in self._sites.items():
+            sites[key] = {
+                "evidence": {
+                    d: [e.support, e.contra, list(e.pages)] for d, e in site.evidence.items()
+                },
+                "active": sorted(site.active),
+                "revoked": sorted(site.revoked),
+                "www_votes": list(site.www_votes),
+                "www_keep": site.www_keep,
+            }
+        return {"version": 1, "min_support": self.min_support, "sites": sites}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Replace evidence and rules with a ``state_dict``'s."""
+        if state.get("version") != 1:
+            raise ValueError("unknown RuleLearner state version")
+        self._sites.clear()
+        self._compiled.clear()
+        for key, data in state["sites"].items():
+            site = _Site()
+            for dim, (support, contra, pages) in data["evidence"].items():
+                site.evidence[str(dim)] = _Evidence(int(support), int(contra), list(pages))
+            site.active = {str(d) for d in data["active"]}
+            site.revoked = {str(d) for d in data["revoked"]}
+            site.www_votes = [int(v) for v in data["www_votes"]]
+            keep = data.get("www_keep")
+            site.www_keep = None if keep is None else str(keep)
+            self._sites[str(key)] = site
+            self._compile(str(key), site)
+
+
+def _www_keep(votes: list[int]) -> str:
+    """The host form kept: the one fetched first in most pairs (ties: the bare host)."""
+    bare, www = votes
+    return "www" if www > bare else "bare"
+
+
+def _rewrite(url: str, rules: _Compiled) -> str:
+    parts = _split(url)
+    if parts is None:
+        return url
+    host = parts.host
+    if rules.www == "bare" and host.startswith("www."):
+        host = host[4:]
+    elif rules.www == "www" and not host.startswith("www."):
+        host = "www." + host
+    path = parts.path
+    if rules.lower:
+        path = _lower_path(path)
+    if rules.index:
+        slash = path.rfind("/")
+        if path[slash + 1 :] in rules.index:
+            path = path[: slash + 1]
+    query = parts.query
+    if query and rules.params:
+        kept = [i for i in query.split("&") if i.partition("=")[0] not in rules.params]
+        query = "&".join(kept) if kept else None
+    tail = "" if query is None else "?" + query
+    return f"{parts.prefix}{host}{parts.port}{path}{tail}"

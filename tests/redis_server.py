@@ -1,0 +1,146 @@
+"""A real, throw-away redis-server on 127.0.0.1 for the shared-frontier tests.
+
+``RedisServer`` starts ``redis-server`` (Debian's, or Valkey's ``valkey-server``) on a free
+port with its own temp dir and no persistence, waits until it answers PING, and stops it.
+``redis_url`` is the session fixture tests import; it skips (with the reason) only when no
+server binary is installed: CI installs one. ``redis_cluster_url`` is a one-node Redis
+Cluster (cluster mode on, every slot on that node), where a script declared with ``#!lua``
+may not touch keys of two slots: the contract suite runs there too, to prove each crawl's
+scripts stay in one slot.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+BINARIES = ("redis-server", "valkey-server")
+
+
+def server_binary() -> str | None:
+    for name in BINARIES:
+        found = shutil.which(name)
+        if found:
+            return found
+        if os.access(f"/usr/bin/{name}", os.X_OK):  # PATH without /usr/bin
+            return f"/usr/bin/{name}"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class RedisServer:
+    """One redis-server process; ``url`` once started. Extra ``args`` go on its command line."""
+
+    def __init__(self, binary: str, *args: str) -> None:
+        self.binary = binary
+        self.args = args
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="pc-redis-")
+        log = Path(self._dir.name) / "server.log"
+        for _ in range(5):  # the free port may be taken between probe and bind: try again
+            self.port = _free_port()
+            cmd = [
+                self.binary,
+                "--port", str(self.port),
+                "--bind", "127.0.0.1",
+                "--dir", self._dir.name,
+                "--save", "",
+                "--appendonly", "no",
+                "--daemonize", "no",
+                "--logfile", str(log),
+                *self.args,
+            ]  # fmt: skip
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                if _ping(self.port):
+                    return
+                time.sleep(0.02)
+            self.stop(keep_dir=True)
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise RuntimeError(f"redis-server did not start: {tail}")
+
+    def stop(self, *, keep_dir: bool = False) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+            if proc.stderr is not None:
+                proc.stderr.close()
+        if not keep_dir and self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+
+def _binary_or_skip() -> str:
+    binary = server_binary()
+    if binary is None:
+        pytest.skip("redis-server (or valkey-server) not installed: apt-get install redis-server")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    server = RedisServer(_binary_or_skip())
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    import redis
+
+    server = RedisServer(
+        _binary_or_skip(), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"
+    )
+    server.start()
+    try:
+        with redis.Redis(port=server.port) as r:
+            r.execute_command("CLUSTER", "ADDSLOTS", *range(16384))
+            deadline = time.monotonic() + 10
+            while b"cluster_state:ok" not in r.execute_command("CLUSTER", "INFO"):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("one-node cluster did not come up")
+                time.sleep(0.05)
+        yield server.url
+    finally:
+        server.stop()

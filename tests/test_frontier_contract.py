@@ -1,0 +1,625 @@
+"""One contract for every frontier backend: the promises of ``politecrawl.frontier``.
+
+Each test runs against SqliteFrontier (a file under tmp_path) and RedisFrontier (a real
+redis-server, a fresh crawl id per test; exact and Bloom seen-sets; and a one-node Cluster
+that refuses any script touching two hash slots). "Reopen" means a new
+object on the same store: the same file, or the same crawl id. Times are fake (``T0``...) and
+the Redis heartbeat is off, so leases expire only when a test says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis_server import redis_cluster_url, redis_url  # noqa: F401  (fixtures)
+
+from politecrawl.frontier import SITEMAP, Frontier, RobotsRecord, UrlEntry
+from politecrawl.frontier import redis as redis_frontier
+from politecrawl.frontier.redis import LeaseLost, RedisFrontier, status
+from politecrawl.frontier.sqlite import SqliteFrontier
+from politecrawl.politeness import HostState
+
+T0 = 1000.0
+Opener = Callable[..., Awaitable[Any]]
+
+
+@pytest.fixture(params=["sqlite", "redis", "redis-bloom", "redis-cluster"])
+async def open_frontier(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Opener]:
+    """An opener of frontier objects on ONE store, for every backend."""
+    async for opener in _openers(request.param, request, tmp_path, monkeypatch):
+        yield opener
+
+
+@pytest.fixture(params=["redis", "redis-bloom", "redis-cluster"])
+async def open_shared(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Opener]:
+    """The same for the shared backends only: promises between workers."""
+    async for opener in _openers(request.param, request, tmp_path, monkeypatch):
+        yield opener
+
+
+async def _openers(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Opener]:
+    """Every object opened is closed at the end."""
+    opened: list[Any] = []
+    crawl_id = f"t-{uuid.uuid4().hex[:12]}"
+    url = ""
+    if kind == "redis-cluster":
+        # cluster mode + a #!lua header: Redis refuses a script touching two slots
+        url = request.getfixturevalue("redis_cluster_url")
+        monkeypatch.setattr(redis_frontier, "_LIB", "#!lua\n" + redis_frontier._LIB)
+    elif kind.startswith("redis"):
+        url = request.getfixturevalue("redis_url")
+
+    async def opener(**kw: Any) -> Any:
+        if kind == "sqlite":
+            f: Any = SqliteFrontier(tmp_path / "state.sqlite")
+        else:
+            kw.setdefault("lease_ttl_s", 60.0)
+            kw.setdefault("reclaim_delay_s", 1.0)
+            f = RedisFrontier(
+                url,
+                crawl_id,
+                heartbeat=False,
+                seen_mode="bloom" if kind == "redis-bloom" else "exact",
+                expected_urls=10_000,
+                **kw,
+            )
+        opened.append(f)
+        return f
+
+    opener.kind = kind  # type: ignore[attr-defined]
+    yield opener
+    for f in opened:
+        with contextlib.suppress(Exception):  # already closed by the test
+            await f.close()
+
+
+def e(url: str, key: str = "a.test", prio: float = 0.0, **kw: Any) -> UrlEntry:
+    return UrlEntry(f"http://{key}/{url}", key, priority=prio, **kw)
+
+
+async def drain(f: Frontier, key: str, now: float) -> list[str]:
+    """Pop (and finish) everything a leased key has due at ``now``."""
+    out = []
+    while (entry := await f.pop_url(key, now)) is not None:
+        out.append(entry.url.rsplit("/", 1)[1])
+        await f.finish(entry.url, "stored")
+    return out
+
+
+def state(key: str, next_allowed: float, last_start: float = 0.0) -> HostState:
+    return HostState(key=key, last_start=last_start, next_allowed=next_allowed)
+
+
+def test_every_backend_has_every_protocol_method() -> None:
+    wanted = {n for n, v in vars(Frontier).items() if not n.startswith("_") and callable(v)}
+    for cls in (SqliteFrontier, RedisFrontier):
+        assert {n for n in wanted if not callable(getattr(cls, n, None))} == set(), cls
+
+
+# -- the seen-set --------------------------------------------------------------------------
+
+
+async def test_add_dedupes_and_remembers(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    assert await f.add([e("1"), e("2"), e("1")]) == [True, True, False]
+    assert await f.add([e("2"), e("3")]) == [False, True]
+    assert await f.unseen(["http://a.test/1", "http://a.test/9"]) == ["http://a.test/9"]
+    await f.mark_seen(["http://a.test/9"])
+    assert await f.unseen(["http://a.test/9", "http://b.test/x"]) == ["http://b.test/x"]
+    assert await f.add([e("9")]) == [False]
+    st = await f.stats()
+    assert st["queued"] == 3 and st["seen"] == 4
+    assert set(st) == {
+        "queued",
+        "hosts_waiting",
+        "ready",
+        "parked",
+        "in_flight",
+        "seen",
+        "seen_bytes",
+    }
+
+
+async def test_finished_urls_stay_seen(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1")])
+    assert await f.lease(T0) == "a.test"
+    assert await drain(f, "a.test", T0) == ["1"]
+    await f.release("a.test", state("a.test", T0))
+    assert await f.add([e("1")]) == [False]
+    assert (await f.stats())["queued"] == 0
+
+
+# -- order -----------------------------------------------------------------------------------
+
+
+async def test_priority_order_within_a_key(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("low", prio=-2), e("high", prio=5), e("mid", prio=0.5), e("rnd", prio=0.25)])
+    assert await f.lease(T0) == "a.test"
+    assert await drain(f, "a.test", T0) == ["high", "mid", "rnd", "low"]
+
+
+async def test_fifo_among_equal_priorities(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    names = [f"u{i}" for i in range(12)]
+    for i in range(0, 12, 3):  # in several batches
+        await f.add([e(n, prio=1.0) for n in names[i : i + 3]])
+    await f.add([e("first", prio=2.0)])
+    assert await f.lease(T0) == "a.test"
+    assert await drain(f, "a.test", T0) == ["first", *names]
+
+
+async def test_key_with_the_best_url_is_leased_first(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("x", "a.test", prio=1.0), e("y", "b.test", prio=7.0), e("z", "c.test", 3.0)])
+    assert [await f.lease(T0) for _ in range(4)] == ["b.test", "c.test", "a.test", None]
+
+
+async def test_reprioritize_reorders_queued_urls(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("a1", "a.test", 1.0), e("a2", "a.test", 1.0), e("a3", "a.test", 1.0)])
+    await f.add([e("b1", "b.test", 2.0), e("c1", "c.test", 0.0)])
+    assert await f.lease(T0) == "b.test"  # a and c are now ready, ranked by their best URLs
+    rescored = [("http://a.test/a3", "a.test", 5.0), ("http://c.test/c1", "c.test", 9.0)]
+    assert await f.reprioritize([*rescored, ("http://z.test/never", "z.test", 1.0)]) == 2
+    popped = await f.pop_url("b.test", T0)
+    assert popped is not None
+    assert await f.reprioritize([(popped.url, "b.test", 99.0)]) == 0  # in flight: not queued
+    assert await f.lease(T0) == "c.test"  # raised above a.test's best
+    assert await f.lease(T0) == "a.test"
+    assert await drain(f, "a.test", T0) == ["a3", "a1", "a2"]
+    await f.release("a.test", state("a.test", T0))
+
+
+async def test_reprioritized_retry_keeps_its_new_priority(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("r", prio=1.0), e("x", prio=2.0), e("y", prio=3.0)])
+    assert await f.lease(T0) == "a.test"
+    r = await f.pop_url("a.test", T0)
+    assert r is not None and r.url.endswith("/y")
+    r.not_before = T0 + 5
+    await f.push_back(r)  # waiting for not_before
+    assert await f.reprioritize([(r.url, "a.test", 0.5)]) == 1
+    assert await drain(f, "a.test", T0 + 5) == ["x", "r", "y"]
+
+
+async def test_trim_drops_the_lowest_priorities(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("p1", "a.test", 1.0), e("p4", "a.test", 4.0), e("p2", "b.test", 2.0)])
+    await f.add([e("p5", "b.test", 5.0), e("p3", "c.test", 3.0), e("p0", "c.test", 0.0)])
+    assert await f.trim(10) == 0
+    assert await f.trim(3) == 3
+    assert (await f.stats())["queued"] == 3
+    assert await f.trim(3) == 0
+    assert await f.add([e("p0", "c.test"), e("p1", "a.test")]) == [False, False]  # finished
+    left = []
+    while (key := await f.lease(T0)) is not None:
+        left += await drain(f, key, T0)
+        await f.release(key, state(key, T0 + 1))
+    assert sorted(left) == ["p3", "p4", "p5"]
+
+
+async def test_sitemap_kind_and_metadata_round_trip(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("s.xml", prio=1e9, kind=SITEMAP, depth=2, hops=1)])
+    assert await f.lease(T0) == "a.test"
+    got = await f.pop_url("a.test", T0)
+    assert got == UrlEntry("http://a.test/s.xml", "a.test", 2, 1, 0, 0.0, 1e9, SITEMAP)
+
+
+# -- leases and the penalty box ----------------------------------------------------------------
+
+
+async def test_leased_key_is_not_leased_again_until_released(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1"), e("2")])
+    assert await f.lease(T0) == "a.test"
+    await f.add([e("3", prio=9.0)])  # new URLs for a leased key do not free it
+    assert await f.lease(T0) is None
+    assert await f.lease(T0 + 30) is None  # (within a Redis lease's 60 s)
+    assert (await f.stats())["in_flight"] == 1
+    await f.release("a.test", state("a.test", T0))
+    assert await f.lease(T0) == "a.test"
+    assert await drain(f, "a.test", T0) == ["3", "1", "2"]
+
+
+async def test_next_allowed_is_respected(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1"), e("2")])
+    assert await f.lease(T0) == "a.test"
+    assert await f.pop_url("a.test", T0) is not None
+    h = await f.host("a.test")  # as the crawler does: the object host() gave, updated
+    h.last_start, h.next_allowed = T0, T0 + 50.25
+    await f.release("a.test", h)
+    assert await f.next_wake() == T0 + 50.25
+    assert await f.lease(T0 + 50.24) is None
+    assert await f.lease(T0 + 50.25) == "a.test"
+    assert (await f.host("a.test")).next_allowed == T0 + 50.25
+
+
+async def test_next_wake_none_when_nothing_left(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    assert await f.next_wake() is None
+    await f.add([e("1")])
+    assert await f.next_wake() is not None
+    assert await f.lease(T0) == "a.test"
+    await drain(f, "a.test", T0)
+    await f.release("a.test", state("a.test", T0 + 5))
+    assert await f.next_wake() is None
+    assert await f.lease(T0 + 10) is None
+
+
+async def test_push_back_front_and_back(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1"), e("2"), e("3")])
+    assert await f.lease(T0) == "a.test"
+    one = await f.pop_url("a.test", T0)
+    assert one is not None
+    await f.push_back(one, front=True)  # robots.txt first: the same URL comes next
+    assert (await f.stats())["queued"] == 3
+    again = await f.pop_url("a.test", T0)
+    assert again is not None and again.url == one.url
+    await f.push_back(again)  # to the back of its priority
+    assert await drain(f, "a.test", T0) == ["2", "3", "1"]
+
+
+async def test_retry_waits_for_not_before(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("retry"), e("other")])
+    assert await f.lease(T0) == "a.test"
+    r = await f.pop_url("a.test", T0)
+    assert r is not None and r.url.endswith("retry")
+    r.attempt, r.not_before = 1, T0 + 30
+    await f.push_back(r)
+    assert await drain(f, "a.test", T0 + 1) == ["other"]
+    assert await f.pop_url("a.test", T0 + 1) is None
+    await f.release("a.test", state("a.test", T0 + 2, last_start=T0 + 1))
+    assert await f.next_wake() == T0 + 30  # max(next_allowed, not_before)
+    assert await f.lease(T0 + 29) is None
+    assert await f.lease(T0 + 30) == "a.test"
+    got = await f.pop_url("a.test", T0 + 30)
+    assert got is not None and (got.url, got.attempt, got.not_before) == (r.url, 1, T0 + 30)
+
+
+async def test_drop_queued(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1"), e("2"), e("3"), e("x", "b.test")])
+    assert await f.lease(T0) == "a.test"
+    popped = await f.pop_url("a.test", T0)
+    assert popped is not None
+    assert await f.drop_queued("a.test", "dropped:robots_unavailable") == 2
+    await f.finish(popped.url, "dropped:robots_unavailable")
+    await f.release("a.test", state("a.test", T0))
+    assert (await f.stats())["queued"] == 1
+    assert await f.lease(T0) == "b.test"
+    assert await f.lease(T0) is None
+    assert await f.add([e("2")]) == [False]
+
+
+async def test_finish_is_final(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1"), e("2")])
+    assert await f.lease(T0) == "a.test"
+    one = await f.pop_url("a.test", T0)
+    assert one is not None
+    await f.finish(one.url, "stored")
+    assert (await f.stats())["queued"] == 1
+    await f.release("a.test", state("a.test", T0))
+    await f.close()
+    g = await open_frontier()
+    assert await g.lease(T0) == "a.test"
+    assert await drain(g, "a.test", T0) == ["2"]
+
+
+# -- robots, hosts, counters, stats -----------------------------------------------------------
+
+
+async def test_counters_add_and_read(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    assert await f.counters() == {}
+    await f.add_counters({"requests": 3, "stored": 1, "zero": 0})
+    await f.add_counters({"requests": 2, "error:http_500": 1})
+    assert await f.counters() == {"requests": 5, "stored": 1, "error:http_500": 1}
+
+
+async def test_robots_save_and_load(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    assert await f.robots("http://a.test") is None
+    ok = RobotsRecord("http://a.test", T0, 200, b"User-agent: *\nDisallow: /x\n")
+    failing = RobotsRecord("http://b.test:8080", T0 + 1, 503, b"\x00busy\n", T0 - 5, b"good\n")
+    await f.save_robots(ok)
+    await f.save_robots(failing)
+    assert await f.robots("http://a.test") == ok
+    assert await f.robots("http://b.test:8080") == failing
+    newer = RobotsRecord("http://a.test", T0 + 9, 404, b"")
+    await f.save_robots(newer)
+    assert await f.robots("http://a.test") == newer
+
+
+async def test_validators_round_trip(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    url = "http://a.test/page.html"
+    assert await f.validators(url) is None
+    await f.save_validators(url, '"v1"', None, T0)
+    await f.save_validators("http://a.test/other", None, "Sun, 01 Nov 2026 10:00:00 GMT", T0)
+    assert await f.validators(url) == ('"v1"', None, T0)
+    await f.save_validators(url, '"v2"', "Mon, 02 Nov 2026 10:00:00 GMT", T0 + 60.5)
+    await f.close()
+    g = await open_frontier()
+    assert await g.validators(url) == ('"v2"', "Mon, 02 Nov 2026 10:00:00 GMT", T0 + 60.5)
+    assert await g.validators("http://a.test/other") == (
+        None,
+        "Sun, 01 Nov 2026 10:00:00 GMT",
+        T0,
+    )
+
+
+async def test_host_state_round_trip(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    fresh = await f.host("a.test")
+    assert (fresh.key, fresh.last_start, fresh.next_allowed) == ("a.test", 0.0, 0.0)
+    await f.add([e("1")])
+    assert await f.lease(T0) == "a.test"
+    h = await f.host("a.test")
+    h.last_start, h.next_allowed, h.crawl_delay_s = T0, T0 + 2.5, 2.0
+    h.backoff_factor, h.retry_after_until, h.consecutive_failures = 4.0, T0 + 1, 2
+    h.response_times_s.extend([0.1, 0.25])
+    await f.release("a.test", h)
+    await f.close()
+    g = await open_frontier()
+    got = await g.host("a.test")
+    assert got == h
+
+
+async def test_begin_request_saves_the_provisional_state_at_once(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1")])
+    assert await f.lease(T0) == "a.test"
+    assert await f.pop_url("a.test", T0) is not None
+    h = await f.host("a.test")
+    h.last_start, h.next_allowed = T0 + 1, T0 + 16  # as politeness.record_start sets them
+    await f.begin_request("a.test", h)
+    other = await open_frontier()  # another process on the same store, before any flush
+    got = await other.host("a.test")
+    assert (got.last_start, got.next_allowed) == (T0 + 1, T0 + 16)
+
+
+async def test_stats(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1"), e("2"), e("3", "b.test")])
+    st = await f.stats()
+    assert (st["queued"], st["hosts_waiting"], st["in_flight"], st["seen"]) == (3, 2, 0, 3)
+    key = await f.lease(T0)
+    assert key is not None
+    assert await f.pop_url(key, T0) is not None
+    st = await f.stats()
+    assert (st["queued"], st["hosts_waiting"], st["in_flight"]) == (2, 1, 1)
+    if open_frontier.kind == "redis-bloom":  # type: ignore[attr-defined]
+        assert st["seen_bytes"] > 0
+    else:
+        assert st["seen_bytes"] == 0
+
+
+async def test_stats_ready_and_parked_hosts(open_frontier: Opener) -> None:
+    """``ready`` and ``parked`` are judged at the wall clock (the live dashboard's)."""
+    f = await open_frontier()
+    await f.add([e("1", "a.test"), e("2", "a.test"), e("3", "b.test"), e("4", "c.test")])
+    st = await f.stats()
+    assert (st["hosts_waiting"], st["ready"], st["parked"]) == (3, 3, 0)
+    key = await f.lease(T0)
+    assert key == "a.test"
+    assert await f.pop_url(key, T0) is not None
+    h = await f.host(key)
+    wall = time.time()
+    h.last_start, h.next_allowed, h.parked_until = wall, wall + 3600, wall + 3600
+    await f.release(key, h)
+    st = await f.stats()
+    assert (st["hosts_waiting"], st["ready"], st["parked"], st["in_flight"]) == (3, 2, 1, 0)
+
+
+async def test_state_survives_close_and_reopen(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1"), e("2"), e("3"), e("x", "b.test", prio=-1)])
+    await f.add_counters({"requests": 4})
+    await f.save_robots(RobotsRecord("http://a.test", T0, 200, b"ok"))
+    assert await f.lease(T0) == "a.test"
+    done = await f.pop_url("a.test", T0)
+    assert done is not None
+    await f.finish(done.url, "stored")
+    in_flight = await f.pop_url("a.test", T0)  # the crawl stops with this one unfinished
+    assert in_flight is not None and in_flight.url.endswith("/2")
+    await f.close()
+
+    g = await open_frontier()
+    st = await g.stats()
+    assert st["queued"] == 3 and st["seen"] == 4
+    assert await g.add([e("1"), e("2"), e("x", "b.test")]) == [False, False, False]
+    assert await g.counters() == {"requests": 4}
+    assert await g.robots("http://a.test") == RobotsRecord("http://a.test", T0, 200, b"ok")
+    later = T0 + 100
+    assert await g.lease(later) == "a.test"
+    again = await g.pop_url("a.test", later)
+    assert again is not None and again.url == in_flight.url and again.refetch
+    rest = await g.pop_url("a.test", later)
+    assert rest is not None and rest.url.endswith("/3") and not rest.refetch
+    assert await g.lease(later) == "b.test"
+
+
+# -- Redis only: many workers ------------------------------------------------------------------
+
+
+async def test_expired_lease_requeues_in_flight_url_as_refetch(open_shared: Opener) -> None:
+    dead = await open_shared(lease_ttl_s=5.0)
+    alive = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=2.0)
+    await dead.add([e("1"), e("2")])
+    assert await dead.lease(T0) == "a.test"
+    lost = await dead.pop_url("a.test", T0)
+    assert lost is not None and lost.url.endswith("/1")
+    # the dead worker never finishes, pushes back nor releases
+    assert await alive.lease(T0 + 4.9) is None
+    assert await alive.next_wake() == T0 + 5.0  # a lease that may expire is worth waiting for
+    assert await alive.lease(T0 + 5.0) is None  # reclaimed, but waits its delay first
+    assert alive.refetches == 1
+    st = await alive.stats()
+    assert (st["queued"], st["in_flight"], st["hosts_waiting"]) == (2, 0, 1)
+    assert await alive.next_wake() == T0 + 7.0
+    assert await alive.lease(T0 + 7.0) == "a.test"
+    got = await alive.pop_url("a.test", T0 + 7.0)
+    assert got is not None and got.url == lost.url and got.refetch
+    # the old holder comes back to life: it can neither pop nor release a second time
+    assert await dead.pop_url("a.test", T0 + 7.0) is None
+    await dead.release("a.test", state("a.test", T0 + 1))
+    assert dead.lost_leases == 1
+    assert (await alive.stats())["in_flight"] == 1
+    assert await dead.lease(T0 + 10) is None  # still alive's (its lease runs to T0 + 12)
+    await alive.finish(got.url, "stored")
+    assert await drain(alive, "a.test", T0 + 7.0) == ["2"]
+    await alive.release("a.test", state("a.test", T0 + 8))
+    assert await alive.next_wake() is None
+    assert (await status(alive._url, alive.crawl_id))["outcomes"] == {"stored": 2}
+
+
+async def test_reclaim_waits_the_last_delay_of_the_host(open_shared: Opener) -> None:
+    w1 = await open_shared(lease_ttl_s=5.0)
+    w2 = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=0.5)
+    await w1.add([e("1"), e("2")])
+    assert await w1.lease(T0) == "a.test"
+    assert await w1.pop_url("a.test", T0) is not None
+    await w1.release("a.test", state("a.test", T0 + 20, last_start=T0))  # a 20 s site
+    assert await w1.lease(T0 + 20) == "a.test"
+    assert await w1.pop_url("a.test", T0 + 20) is not None  # ...and w1 dies here
+    assert await w2.lease(T0 + 25) is None
+    assert await w2.next_wake() == T0 + 45  # now + the host's own 20 s, not 0.5 s
+    assert await w2.lease(T0 + 45) == "a.test"
+
+
+async def test_renew_keeps_a_slow_turn_leased(open_shared: Opener) -> None:
+    w1 = await open_shared(lease_ttl_s=5.0)
+    w2 = await open_shared(lease_ttl_s=5.0)
+    await w1.add([e("1"), e("2")])
+    assert await w1.lease(T0) == "a.test"
+    assert await w1.renew("a.test", T0 + 4)
+    assert await w1.renew_held(T0 + 8) == []
+    assert await w2.lease(T0 + 12) is None
+    assert await w1.pop_url("a.test", T0 + 12) is not None  # pop renews too: until T0 + 17
+    assert await w2.lease(T0 + 16.9) is None
+    assert await w2.lease(T0 + 17) is None  # expired now, reclaimed, waiting its delay
+    assert await w1.renew_held(T0 + 17) == ["a.test"]
+    assert not await w1.renew("a.test", T0 + 17)
+
+
+async def test_begin_request_renews_or_refuses(open_shared: Opener) -> None:
+    w1 = await open_shared(lease_ttl_s=5.0)
+    w2 = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=1.0)
+    await w1.add([e("1"), e("2")])
+    assert await w1.lease(T0) == "a.test"
+    assert await w1.pop_url("a.test", T0) is not None
+    await w1.begin_request("a.test", state("a.test", T0 + 4 + 0.5, last_start=T0 + 4))
+    assert await w2.lease(T0 + 8.9) is None  # renewed to T0 + 9 by the request's start
+    assert await w2.lease(T0 + 9) is None  # expired: reclaimed, waiting max(next, now + delay)
+    assert await w2.next_wake() == T0 + 10
+    with pytest.raises(LeaseLost):
+        await w1.begin_request("a.test", state("a.test", T0 + 10, last_start=T0 + 9.5))
+    assert (await w2.host("a.test")).last_start == T0 + 4  # the refused state was not saved
+    assert await w2.lease(T0 + 10) == "a.test"
+
+
+async def test_close_gives_back_held_leases(open_shared: Opener) -> None:
+    w1 = await open_shared()
+    await w1.add([e("1")])
+    assert await w1.lease(T0) == "a.test"
+    assert await w1.pop_url("a.test", T0) is not None
+    await w1.close()
+    w2 = await open_shared()
+    assert (await w2.stats())["in_flight"] == 0
+    assert await w2.lease(T0 + 1) == "a.test"  # back after reclaim_delay_s, not a lease TTL
+    got = await w2.pop_url("a.test", T0 + 1)
+    assert got is not None and got.refetch
+
+
+async def test_two_workers_never_hold_one_key(open_shared: Opener) -> None:
+    workers = [await open_shared(), await open_shared(), await open_shared()]
+    keys = [f"k{i}.test" for i in range(6)]
+    urls = [e(str(n), k) for k, n in itertools.product(keys, range(8))]
+    await workers[0].add(urls)
+    holder: dict[str, int] = {}
+    overlaps: list[str] = []
+    fetched: list[str] = []
+    rng = random.Random(7)
+    clock = itertools.count()
+
+    def take(w: int, key: str) -> None:
+        if key in holder:
+            overlaps.append(f"{key}: worker {w} while worker {holder[key]}")
+        holder[key] = w
+
+    async def turn(w: int, f: RedisFrontier, key: str) -> None:
+        await asyncio.sleep(rng.random() * 0.002)
+        now = T0 + next(clock) * 1e-3
+        entry = await f.pop_url(key, now)
+        if entry is not None:
+            fetched.append(entry.url)
+            await asyncio.sleep(rng.random() * 0.002)
+            await f.finish(entry.url, "stored")
+        del holder[key]
+        await f.release(key, state(key, now))
+
+    async def worker(w: int, f: RedisFrontier) -> None:
+        for _ in range(2000):  # bounded
+            now = T0 + next(clock) * 1e-3
+            leased: list[str] = []
+            while len(leased) < 3 and (key := await f.lease(now)) is not None:
+                take(w, key)
+                leased.append(key)
+            if leased:
+                await asyncio.gather(*(turn(w, f, k) for k in leased))
+            elif await f.next_wake() is None:
+                return
+            else:
+                await asyncio.sleep(0)
+
+    await asyncio.wait_for(
+        asyncio.gather(*(worker(i, f) for i, f in enumerate(workers))), timeout=30
+    )
+    assert overlaps == []
+    assert sorted(fetched) == sorted(u.url for u in urls)  # each exactly once
+    assert (await workers[1].stats())["queued"] == 0
+
+
+# -- which backend a crawl gets ------------------------------------------------------------------
+
+
+async def test_make_frontier_picks_the_backend(tmp_path: Path) -> None:
+    import dataclasses
+
+    from politecrawl.config import CrawlConfig, FetchConfig
+    from politecrawl.frontier.factory import make_frontier
+
+    cfg = CrawlConfig(
+        seeds=("http://a.test/",),
+        out_dir=tmp_path / "crawl7",
+        fetch=FetchConfig(user_agent="testbot/1.0 (+http://bot.example/info)"),
+    )
+    local = make_frontier(cfg)
+    assert isinstance(local, SqliteFrontier)
+    await local.close()
+    shared = make_frontier(dataclasses.replace(cfg, frontier_url="redis://127.0.0.1:1/0"))
+    assert isinstance(shared, RedisFrontier)  # not connected until first used
+    assert shared.crawl_id == "crawl7" and shared.lease_ttl_s >= 2 * cfg.fetch.total_timeout_s
+    await shared.close()

@@ -1,0 +1,255 @@
+"""Three crawler workers share one Redis frontier: one crawl, politeness still global.
+
+The workers are three ``Crawler`` objects in one event loop, each with its own out dir, all
+on one crawl id. Until ``Crawler`` builds its frontier with ``frontier.factory.make_frontier``
+the test swaps the frontier in by hand (``attach``). The test web's own access log is the
+judge: no two requests to a host closer than the delay or overlapping, across workers; no URL
+fetched twice; every page a single worker reaches is reached. The crash test kills one worker
+mid-crawl (no release, no finish, its heartbeat stops): its leases expire after 2 s, the
+others take its sites back and re-fetch what it had in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import DELAY, crawl_config
+from redis_server import redis_url  # noqa: F401  (fixture)
+
+from politecrawl import Crawler
+from politecrawl.frontier import UrlEntry
+from politecrawl.frontier.redis import RedisFrontier, status
+from politecrawl.politeness import HostState
+from politecrawl.storage.logs import read_jsonl
+from politecrawl.testweb import AccessEntry, TestWeb, politeness_violations
+
+WEB = {"n_hosts": 8, "pages_per_host": 6, "seed": 3}
+# The delay is the floor (factor 1, not 30 x response time: seconds, not minutes, a crawl).
+# Workers and test server share one event loop, so the server may see a request a while after
+# the crawler started it (median 2 ms, p95 20 ms, now and then ~0.1 s). So the frontier's
+# spacing is checked exactly on the crawler's clock (the start times every worker hands
+# ``begin_request``) at the full FLOOR, and the server's log at DELAY, 0.1 s of slack.
+FLOOR = DELAY + 0.1
+CRAWL = {"concurrency": 8, "factor": 1.0, "delay": FLOOR}
+LEASE_TTL = 2.0
+
+
+class Recording(RedisFrontier):
+    """Notes every request start (crawler clock) the worker announces, in one shared list,
+    and the URLs it was handed again as re-fetches."""
+
+    def __init__(self, *args: Any, starts: list[tuple[float, str, str]], **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.starts = starts
+        self.refetched: list[str] = []
+
+    async def begin_request(self, key: str, state: HostState) -> None:
+        await super().begin_request(key, state)
+        self.starts.append((state.last_start, key, self.worker_id))
+
+    async def pop_url(self, key: str, now: float) -> UrlEntry | None:
+        entry = await super().pop_url(key, now)
+        if entry is not None and entry.refetch:
+            self.refetched.append(entry.url)
+        return entry
+
+
+def start_gaps(starts: list[tuple[float, str, str]], floor: float) -> list[str]:
+    """Request starts of one key, whichever worker made them, closer than ``floor``."""
+    by_key: dict[str, list[tuple[float, str]]] = collections.defaultdict(list)
+    for t, key, worker in starts:
+        by_key[key].append((t, worker))
+    bad = []
+    for key, ts in by_key.items():
+        ts.sort()
+        for (t0, a), (t1, b) in itertools.pairwise(ts):
+            if t1 - t0 < floor - 1e-6:
+                bad.append(f"{key}: {b} started {t1 - t0:.3f} s after {a}")
+    return bad
+
+
+def path_of(url: str) -> tuple[str, str]:
+    """(host, path) of a crawled URL, as the access log has it."""
+    hostport, _, path = url.split("://", 1)[1].partition("/")
+    return hostport.split(":")[0], "/" + path
+
+
+def reached(log: list[AccessEntry]) -> set[tuple[str, str]]:
+    return {(e.host, e.path) for e in log}
+
+
+@pytest.fixture(scope="module")
+def single_worker_reach(tmp_path_factory: pytest.TempPathFactory) -> set[tuple[str, str]]:
+    """What one ordinary (SQLite) crawler fetches from the same test web: the ground truth."""
+    out = tmp_path_factory.mktemp("single")
+
+    async def crawl() -> set[tuple[str, str]]:
+        async with TestWeb(**WEB) as web:
+            summary = await Crawler(crawl_config(web, out / "out", **CRAWL)).run()
+            assert summary.stopped_by == "done"
+            return reached(web.access_log)
+
+    with ThreadPoolExecutor(1) as pool:  # its own event loop, away from the test's
+        return pool.submit(asyncio.run, crawl()).result()
+
+
+async def attach(crawler: Crawler, frontier: RedisFrontier) -> None:
+    """Put the shared frontier where ``Crawler.__init__`` put its SQLite one."""
+    old = crawler.frontier
+    crawler.frontier = frontier
+    crawler.admission.frontier = frontier
+    crawler.robots._store = frontier
+    await old.close()
+
+
+def fetched_twice(web: TestWeb, also_ok: set[tuple[str, str]] = frozenset()) -> dict[Any, int]:  # type: ignore[assignment]
+    """(host, path) requested more than once, apart from deliberate retries (the same
+    exclusions as test_crawl_e2e.test_resume_fetches_nothing_twice)."""
+    retried = {h for h, s in web.sites.items() if s.robots_status >= 500}
+    # KNOWN CRAWLER GAP (crawler.py, not the frontier): a robots.txt redirect's next hop is
+    # remembered in one worker's memory (Crawler._robots_redirect), so when another worker
+    # gets the site's next turn it asks /robots.txt again. Remove once the hop is shared.
+    retried |= {h for h, s in web.sites.items() if 300 <= s.robots_status < 400}
+    seen = collections.Counter(
+        (e.host, e.path)
+        for e in web.access_log
+        if not e.path.startswith(("/status/5", "/status/429"))
+        and not (e.path == "/robots.txt" and e.host in retried)
+        and (e.host, e.path) not in also_ok
+    )
+    return {k: v for k, v in seen.items() if v > 1}
+
+
+async def workers(
+    web: TestWeb, root: Path, url: str, crawl_id: str, starts: list[tuple[float, str, str]]
+) -> list[Crawler]:
+    out = []
+    for i in range(3):
+        c = Crawler(crawl_config(web, root / f"w{i}", **CRAWL))
+        frontier = Recording(
+            url,
+            crawl_id,
+            lease_ttl_s=LEASE_TTL,
+            reclaim_delay_s=DELAY,
+            worker_id=f"w{i}",
+            starts=starts,
+        )
+        await attach(c, frontier)
+        out.append(c)
+    return out
+
+
+async def test_three_workers_crawl_as_one(
+    redis_url: str,  # noqa: F811
+    tmp_path: Path,
+    single_worker_reach: set[tuple[str, str]],
+) -> None:
+    crawl_id = f"w3-{uuid.uuid4().hex[:8]}"
+    async with TestWeb(**WEB, access_log_path=str(tmp_path / "access.jsonl")) as web:
+        starts: list[tuple[float, str, str]] = []
+        crawlers = await workers(web, tmp_path, redis_url, crawl_id, starts)
+        summaries = await asyncio.wait_for(asyncio.gather(*(c.run() for c in crawlers)), 60)
+        log = web.access_log
+        assert all(s.stopped_by == "done" for s in summaries)
+        assert politeness_violations(log, DELAY) == []
+        assert start_gaps(starts, FLOOR) == []
+        assert fetched_twice(web) == {}
+        assert single_worker_reach - reached(log) == set()
+        # the work was shared, and the shared counters add up
+        logs = [read_jsonl(tmp_path / f"w{i}/log/requests.jsonl") for i in range(3)]
+        assert all(logs), [len(x) for x in logs]
+        ours = collections.Counter(path_of(r["url"]) for x in logs for r in x)
+        server = collections.Counter((e.host, e.path) for e in log)
+        assert (server - ours, ours - server) == ({}, {})
+        st = await status(redis_url, crawl_id)
+        assert st["counters"]["requests"] == len(log)
+        assert (st["queued"], st["urls_open"], st["leases_held"]) == (0, 0, 0)
+        assert st["hosts_waiting"] == 0
+
+
+class Mortal(Recording):
+    """A worker's frontier that dies at its ``die_at``-th pop, mid-crawl: from then on every
+    call raises CancelledError (its heartbeat included), so its turns end without finishing
+    or releasing anything, exactly as if the process had been killed. (A third of some 230
+    turns are its: it always gets that far.)"""
+
+    die_at = 8
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.dead = False
+        self.victim: UrlEntry | None = None
+        self.on_death: Callable[[], None] = lambda: None
+        self._pops = 0
+
+    async def _ensure(self) -> None:
+        if self.dead:
+            raise asyncio.CancelledError("worker killed")
+        await super()._ensure()
+
+    async def pop_url(self, key: str, now: float) -> UrlEntry | None:
+        entry = await super().pop_url(key, now)
+        if entry is not None and self.victim is None:
+            self._pops += 1
+            if self._pops >= self.die_at:
+                self.victim, self.dead = entry, True
+                self.on_death()
+        return entry
+
+
+async def test_a_dead_worker_loses_nothing(
+    redis_url: str,  # noqa: F811
+    tmp_path: Path,
+    single_worker_reach: set[tuple[str, str]],
+) -> None:
+    crawl_id = f"crash-{uuid.uuid4().hex[:8]}"
+    async with TestWeb(**WEB, access_log_path=str(tmp_path / "access.jsonl")) as web:
+        starts: list[tuple[float, str, str]] = []
+        crawlers = await workers(web, tmp_path, redis_url, crawl_id, starts)
+        mortal = Mortal(
+            redis_url,
+            crawl_id,
+            lease_ttl_s=LEASE_TTL,
+            reclaim_delay_s=DELAY,
+            worker_id="mortal",
+            starts=starts,
+        )
+        await attach(crawlers[2], mortal)
+        tasks = [asyncio.create_task(c.run()) for c in crawlers]
+        mortal.on_death = tasks[2].cancel
+        results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
+
+        assert mortal.victim is not None, f"the worker never got to die: {results[2]!r}"
+        assert isinstance(results[2], asyncio.CancelledError), results[2]
+        assert [r.stopped_by for r in results[:2]] == ["done", "done"]  # type: ignore[union-attr]
+        log = web.access_log
+        assert politeness_violations(log, DELAY) == []
+        assert start_gaps(starts, FLOOR) == []
+        assert single_worker_reach - reached(log) == set()
+        # what it had in flight (the victim, and whatever its other turns held) went back to
+        # the queue and was handed to a survivor marked as a re-fetch, and logged as one if
+        # fetched; nothing else was fetched twice
+        survivors = [c.frontier for c in crawlers[:2]]
+        assert all(isinstance(f, Recording) for f in survivors)
+        handed_again = {u for f in survivors for u in f.refetched}  # type: ignore[attr-defined]
+        assert mortal.victim.url in handed_again, sorted(handed_again)
+        assert len(handed_again) <= sum(f.refetches for f in survivors)  # type: ignore[attr-defined]
+        for i in range(2):
+            for r in read_jsonl(tmp_path / f"w{i}/log/requests.jsonl"):
+                assert r.get("refetch", False) is (r["url"] in handed_again), r
+        assert fetched_twice(web, {path_of(u) for u in handed_again}) == {}
+        st = await status(redis_url, crawl_id)
+        assert (st["queued"], st["urls_open"], st["leases_held"]) == (0, 0, 0)
+        for c in crawlers[2:]:  # the dead one's files were never closed
+            c.request_log.close()
+            c.robots_log.close()
+            c.warc.close()
+        await mortal._r.aclose()
