@@ -126,12 +126,89 @@ def scrapy(port: int, hosts: int, delay: float, concurrency: int) -> tuple[float
     return wall, usage.ru_utime + usage.ru_stime, int(stats["responses"])
 
 
+def redis_workers(
+    port: int, hosts: int, delay: float, concurrency: int, n_workers: int
+) -> tuple[float, float, int] | None:
+    """The same crawl shared by ``n_workers`` worker processes on one Redis frontier."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from redis_server import RedisServer, server_binary
+
+    binary = server_binary()
+    if binary is None:
+        return None
+    server = RedisServer(binary)
+    server.start()
+    tmp = Path(tempfile.mkdtemp(prefix="pc-redis-bench-"))
+    try:
+        seeds = tmp / "seeds.txt"
+        seeds.write_text("".join(f"http://h{i}.test:{port}/\n" for i in range(hosts)))
+        cli = [sys.executable, "-m", "politecrawl.cli"]
+        subprocess.run(
+            [*cli, "seed", str(seeds), "--frontier", server.url, "--crawl-id", "bench"],
+            check=True,
+            capture_output=True,
+        )
+        t0 = time.perf_counter()
+        procs = [
+            subprocess.Popen(
+                [
+                    *cli,
+                    "worker",
+                    "--frontier",
+                    server.url,
+                    "--crawl-id",
+                    "bench",
+                    "--out",
+                    str(tmp / f"w{i}"),
+                    "--user-agent",
+                    UA,
+                    "--resolve",
+                    f"*.test:{port}:127.0.0.1",
+                    "--allow-private-addresses",
+                    "--min-delay",
+                    str(delay),
+                    "--delay-factor",
+                    "1",
+                    "--concurrency",
+                    str(concurrency // n_workers),
+                    "--retry-base",
+                    "0.5",
+                    "--park-time",
+                    "1",
+                    "--no-progress",
+                ],
+                stdout=subprocess.DEVNULL,
+            )
+            for i in range(n_workers)
+        ]
+        cpu = 0.0
+        for proc in procs:
+            _, status, usage = os.wait4(proc.pid, 0)
+            if status != 0:
+                raise RuntimeError("a Redis worker failed")
+            cpu += usage.ru_utime + usage.ru_stime
+        wall = time.perf_counter() - t0
+        pages = 0
+        for i in range(n_workers):
+            pages += json.loads((tmp / f"w{i}" / "summary.json").read_text())["pages_fetched"]
+        return wall, cpu, pages
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=1000)
     ap.add_argument("--pages", type=int, default=4)
     ap.add_argument("--delay", type=float, default=0.2)
     ap.add_argument("--concurrency", type=int, default=100)
+    ap.add_argument(
+        "--no-redis",
+        dest="redis",
+        action="store_false",
+        help="skip the shared-frontier runs (they need redis-server)",
+    )
     ap.add_argument(
         "--no-scrapy",
         dest="scrapy",
@@ -146,6 +223,12 @@ def main() -> int:
             politecrawl(port, args.hosts, args.delay, args.concurrency, out)
         )
         bwall, bcpu, bok = asyncio.run(baseline(port, args.hosts, pages, args.concurrency))
+        rw = {}
+        if args.redis:
+            for n in (1, 2):
+                got = redis_workers(port, args.hosts, args.delay, args.concurrency, n)
+                if got is not None:
+                    rw[n] = got
         sc = None
         if args.scrapy and importlib.util.find_spec("scrapy") is not None:
             sc = scrapy(port, args.hosts, args.delay, args.concurrency)
@@ -190,6 +273,11 @@ def main() -> int:
         print(
             f"scrapy      : not run; reference {SCRAPY_CPU_PER_1000} CPU-s per 1000 pages "
             f"(../shared/LIBRARIES.md) / politecrawl = {SCRAPY_CPU_PER_1000 / per_k:.1f}x"
+        )
+    for n, (rwall, rcpu, rpages) in rw.items():
+        print(
+            f"redis x{n}    : {rpages} pages in {rwall:.1f}s = {rpages / rwall:.0f} pages/s; "
+            f"{rcpu / max(rpages, 1) * 1000:.2f} CPU-s per 1000 pages (all workers)"
         )
     print(
         f"politeness  : ideal rate hosts/delay = {ideal:.0f} req/s; achieved "
