@@ -90,10 +90,12 @@ class Admission:
         key_mode: Literal["host", "domain", "ip"],
         counters: Counter[str],
         ip_of: Callable[[str], Awaitable[str | None]] | None = None,
+        rewrite: Callable[[str], str] | None = None,
     ) -> None:
         self.frontier = frontier
         self.gate = gate
         self.ip_of = ip_of
+        self.rewrite = rewrite  # learned duplicate-URL rules (continuity): variants never fetched
         self.key_mode: Literal["host", "domain", "ip"] = key_mode
         self.counters = counters
 
@@ -103,6 +105,9 @@ class Admission:
         """Queue canonical ``(url, priority)`` pairs that pass; returns the URLs queued."""
         if not items:
             return set()
+        if self.rewrite is not None:
+            rewrite = self.rewrite
+            items = [(rewrite(u), p) for u, p in items]
         counters = self.counters
         fresh = set(await self.frontier.unseen([u for u, _ in items]))
         counters["already_seen"] += len(items) - len(fresh)

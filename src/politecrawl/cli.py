@@ -71,6 +71,8 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("park-time", float, "how long a parked site is left alone, seconds (3600)"),
     ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
     ("log-retention-days", float, "delete rotated logs older than this (30)"),
+    ("revisit-min", float, "with --recrawl: shortest revisit interval, seconds (86400)"),
+    ("revisit-max", float, "with --recrawl: longest revisit interval, seconds (2592000)"),
     ("state", Path, "robots.txt cache and site statistics kept in this file across crawls"),
     (
         "frontier",
@@ -103,6 +105,12 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         default=None,
         help="also seed from the Sitemap lines of each site's robots.txt",
+    )
+    p.add_argument(
+        "--recrawl",
+        action="store_true",
+        default=None,
+        help="continuous crawl: fetched pages come back after their revisit interval",
     )
     p.add_argument("--no-progress", action="store_true", default=None, help="no live progress line")
     p.add_argument("-v", "--verbose", action="store_true", help="log more")
@@ -320,6 +328,9 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         log_retention_days=float(v.get("log_retention_days", 30.0)),
         state_file=Path(v["state"]) if v.get("state") else None,
         frontier_url=v.get("frontier"),
+        recrawl=bool(v.get("recrawl", False)),
+        revisit_min_s=float(v.get("revisit_min", 86400.0)),
+        revisit_max_s=float(v.get("revisit_max", 30 * 86400.0)),
         crawl_id=v.get("crawl_id"),
     )
 

@@ -166,6 +166,9 @@ class CrawlConfig:
     target_relevant: int | None = None
     max_queue: int | None = None
     max_urls_per_host: int | None = None
+    recrawl: bool = False  # continuous: fetched pages come back after their revisit interval
+    revisit_min_s: float = 86400.0
+    revisit_max_s: float = 30 * 86400.0
     follow_links: bool = True  # False: fetch the seeds (a segment) and nothing else
     state_file: Path | None = None  # robots cache + host statistics shared across crawls
     log_rotate_bytes: int = 64 * 1024 * 1024
@@ -195,6 +198,8 @@ class CrawlConfig:
             raise ConfigError("--seen-fp-rate must be between 0 and 1")
         if self.target_relevant is not None and self.target_relevant < 1:
             raise ConfigError("--target-relevant must be >= 1")
+        if not 0 < self.revisit_min_s <= self.revisit_max_s:
+            raise ConfigError("need 0 < --revisit-min <= --revisit-max")
         if self.max_urls_per_host is not None and self.max_urls_per_host < 1:
             raise ConfigError("--max-urls-per-host must be >= 1")
         _positive("--log-rotate-bytes", self.log_rotate_bytes)

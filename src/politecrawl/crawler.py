@@ -26,6 +26,7 @@ from yarl import URL
 from politecrawl import politeness
 from politecrawl.admission import Admission, Gate
 from politecrawl.config import CrawlConfig
+from politecrawl.continuity import Continuity
 from politecrawl.dashboard import Dashboard
 from politecrawl.errors import FrontierError, LeaseLost, StorageError
 from politecrawl.exclusions import NeverCrawlList
@@ -135,6 +136,14 @@ class Crawler:
         self.focus = Focus.from_options(config.strategy, config.topic, config.relevance)
         self.focus.load(out / "focus.json")
         self.pages_log = JsonlLog(out / "pages.jsonl", **logs)
+        self.continuity = Continuity(
+            out,
+            recrawl=config.recrawl,
+            revisit_min_s=config.revisit_min_s,
+            revisit_max_s=config.revisit_max_s,
+            rules_log=JsonlLog(out / "log" / "rules.jsonl", **logs),
+        )
+        self.admission.rewrite = self.continuity.rewrite
         self._rescoring: asyncio.Task[None] | None = None
         self._last_focus_save = time.monotonic()
         self._robots_redirect: dict[str, tuple[str, int]] = {}
@@ -261,6 +270,7 @@ class Crawler:
         if time.monotonic() - self._last_focus_save > _FOCUS_SAVE_S:
             self._last_focus_save = time.monotonic()
             self.focus.save(self.cfg.out_dir / "focus.json")
+            self.continuity.save()
 
     async def _rescore(self) -> None:
         """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""
@@ -277,6 +287,7 @@ class Crawler:
             await self.frontier.add_counters(delta)
             self._flushed = Counter(self.counters)
         await self.frontier.flush()
+        self.continuity.flush()
         self.warc.flush()
 
     async def _finish(self) -> Summary:
@@ -309,6 +320,7 @@ class Crawler:
         self.request_log.close()
         self.robots_log.close()
         self.pages_log.close()
+        self.continuity.close()
         return summary
 
     # -- one turn of one site ---------------------------------------------------------------
@@ -473,13 +485,15 @@ class Crawler:
             retry_base_s=self.cfg.fetch.retry_base_s,
         )
         label = outcome_label(outcome)
+        due: float | None = None  # with --recrawl: when this page comes back
         if isinstance(outcome, Store):
             if entry.kind == SITEMAP:
                 label = await self._read_sitemap(entry, res)
             else:
-                label = await self._store(entry, res)
+                label, due = await self._store(entry, res)
         elif isinstance(outcome, NotModified):
             self.counters["not_modified"] += 1
+            due = self.continuity.on_not_modified(entry.url, now=res.started)
             self.warc.write_revisit(
                 res,
                 profile="server-not-modified",
@@ -511,12 +525,18 @@ class Crawler:
             self.counters[outcome.reason.value] += 1
             if res.status is not None and not res.abandoned:
                 self.warc.write_exchange(res)
-        if not isinstance(outcome, Retry):
+        if due is not None:  # a continuous crawl: back in the queue, due at its interval
+            entry.not_before, entry.attempt, entry.refetch = due, 0, False
+            self.counters["revisits_scheduled"] += 1
+            await self.frontier.push_back(entry)
+        elif not isinstance(outcome, Retry):
             await self.frontier.finish(entry.url, label)
-        self._log_request(res, label, entry.attempt, host, refetch=entry.refetch)
+        self._log_request(
+            res, label, entry.attempt, host, refetch=entry.refetch, revisit=known is not None
+        )
 
-    async def _store(self, entry: UrlEntry, res: FetchResult) -> str:
-        """Parse, score, store, then admit the links with their priorities."""
+    async def _store(self, entry: UrlEntry, res: FetchResult) -> tuple[str, float | None]:
+        """Parse, score, recognise duplicates, store, then admit the links with priorities."""
         xrt = res.header_all("x-robots-tag")
         header_dirs = from_x_robots_tag(xrt, self.token) if xrt else None
         if len(res.body) > _PARSE_INLINE_BYTES:  # big pages parse off the loop (GIL released)
@@ -525,7 +545,22 @@ class Crawler:
             page = parse_page(res.body, entry.url, self.token, header_dirs)
         focus = self.focus
         score = focus.score_page(entry.url, res.body, res.header("content-type"), entry.depth)
-        if page.directives.noindex:
+        etag, modified = res.header("etag"), res.header("last-modified")
+        seen = self.continuity.on_page(
+            entry.url, page.text, page.canonical, now=res.started, etag=etag, last_modified=modified
+        )
+        if seen.revisit:
+            self.counters["revisits"] += 1
+            self.counters["changes_seen"] += bool(seen.changed)
+        if seen.duplicate_of is not None:
+            # same content as a page already stored: a revisit record, links not followed
+            self.counters["duplicates"] += 1
+            self.counters[f"duplicates:{host_of(entry.url)}"] += 1
+            self.warc.write_revisit(
+                res, profile="identical-payload-digest", refers_to=seen.duplicate_of
+            )
+            page.links = []
+        elif page.directives.noindex:
             self.counters[DropReason.NOINDEX.value] += 1
         else:
             if page.directives.noarchive:  # the site asks for no archived copy: none kept
@@ -533,7 +568,6 @@ class Crawler:
             else:
                 self.warc.write_exchange(res)
             self.counters["stored"] += 1
-            etag, modified = res.header("etag"), res.header("last-modified")
             if etag or modified:
                 await self.frontier.save_validators(entry.url, etag, modified, res.started)
         if res.truncated:
@@ -553,16 +587,24 @@ class Crawler:
         queued = await self.admission.admit(items, depth=depth)
         if focus.model is not None and len(queued) < len(items):
             focus.forget([u for u, _ in items if u not in queued])
-        self._log_page(entry, res, page, score)
+        self._log_page(entry, res, page, score, seen.duplicate_of, seen.changed)
         if score.relevant:
             self.counters["relevant_pages"] += 1
             target = self.cfg.target_relevant
             if target is not None and focus.relevant_pages >= target:
                 self.stop("target_relevant")
-        return "stored" if not page.directives.noindex else "dropped:noindex"
+        if seen.duplicate_of is not None:
+            return f"duplicate:{seen.duplicate_of}", seen.next_due
+        return ("stored" if not page.directives.noindex else "dropped:noindex"), seen.next_due
 
     def _log_page(
-        self, entry: UrlEntry, res: FetchResult, page: ParsedPage, score: PageScore
+        self,
+        entry: UrlEntry,
+        res: FetchResult,
+        page: ParsedPage,
+        score: PageScore,
+        duplicate_of: str | None,
+        changed: bool | None,
     ) -> None:
         self.pages_log.write(
             {
@@ -590,6 +632,8 @@ class Crawler:
         children = [c.url for c in sm.children]
         await self._admit_sitemaps(origin_of(entry.url), children)
         self.counters["sitemap_urls"] += len(sm.pages)
+        for p in sm.pages:
+            self.continuity.hint(p.url, p.changefreq, p.lastmod)
         return "stored:sitemap" if not sm.error else f"stored:sitemap:{sm.error}"
 
     async def _redirect(self, entry: UrlEntry, outcome: Redirect) -> None:
@@ -613,6 +657,7 @@ class Crawler:
         host: politeness.HostState,
         *,
         refetch: bool = False,
+        revisit: bool = False,
     ) -> None:
         rec: dict[str, Any] = {
             "time": _iso(res.started),
@@ -636,6 +681,8 @@ class Crawler:
             rec["truncated"] = True
         if refetch:
             rec["refetch"] = True
+        if revisit:
+            rec["revisit"] = True
         self.request_log.write(rec)
 
     def _log_robots(self, origin: str, res: FetchResult, outcome: str) -> None:

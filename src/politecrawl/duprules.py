@@ -11,7 +11,13 @@ queued (``apply``), so the variants are never fetched.
 
 Rule kinds (``Rule.kind``):
 
-* ``"drop_param"``: the query parameter ``Rule.param`` never changes the content.
+* ``"drop_param"``: the query parameter ``Rule.param`` never changes the content, in one
+  section of the site (``Rule.scope``: the first path segment, ``/articles/``) or, once that
+  holds in two sections and nowhere was contradicted, on the whole site (``scope`` None).
+  Parameters mean different things in different parts of a site: ``sort`` may reorder the
+  comments of an article (the same page) but choose other items on ``/news/`` (another page),
+  and once a rule is active its variants are no longer fetched, so no counter-example would
+  ever arrive to correct a site-wide rule learned from articles alone.
 * ``"www"``: ``www.HOST`` and ``HOST`` serve the same pages; ``Rule.param`` is the form kept
   (``"www"`` or ``"bare"``: the form of the first-fetched URL in most pairs).
 * ``"strip_index"``: ``/dir/FILE`` (``Rule.param``: ``index.html``, ``index.php``,
@@ -21,14 +27,17 @@ Rule kinds (``Rule.kind``):
 Evidence rules: a pair counts for a difference only when that is the pair's only difference
 not already explained by an active rule (pairs with several unexplained differences are kept
 in a short per-site list and looked at again when a rule is learned). A rule needs
-``min_support`` pairs from ``min_support`` different pages and no counter-example: a pair with
-different content whose only unexplained difference is that one (or whose differences are all
-active rules) revokes it for good, since a wrong rule loses pages while a missing one only
-costs fetches.
+``min_support`` pairs from ``min_support`` different pages (what the two URLs have in common)
+and no counter-example. A pair with different content whose only unexplained difference is
+that one (or whose differences are all active rules) blocks or revokes it for good: a wrong
+rule loses pages, a missing one only costs fetches.
 
 ``observe_page(url, exact, simhash)`` produces the pairs itself: it groups recent fetches by
 site and case-folded path (index file dropped, query ignored) and compares each new page with
 the group, so the crawler makes one call per stored page.
+
+Memory: at most ``max_groups`` recent paths (8 fetches each) and ``max_sites`` sites with
+evidence; sites without rules are forgotten first.
 
 Cost: ``apply`` is one dict lookup on the host for a site without rules (well under 1 µs
 here), a few µs with rules (``bench/dedup.py`` measures both).
@@ -36,6 +45,7 @@ here), a few µs with rules (``bench/dedup.py`` measures both).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
@@ -66,12 +76,14 @@ class Rule:
     kind: RuleKind
     param: str | None = None
     support: int = 0
+    scope: str | None = None  # drop_param only: the section ("/articles/"), None = whole site
 
     def describe(self) -> str:
         """One line for the log: what is rewritten, on how much evidence."""
         pairs = f"{self.support} duplicate pair{'s' if self.support != 1 else ''}"
         if self.kind == "drop_param":
-            what = f"drop query parameter {self.param!r}"
+            where = "" if self.scope is None else f" under {self.scope}"
+            what = f"drop query parameter {self.param!r}{where}"
         elif self.kind == "www":
             keep = "www." + self.host if self.param == "www" else self.host
             what = f"www.{self.host} and {self.host} serve the same pages; use {keep}"
@@ -142,18 +154,34 @@ def _strip_index(path: str) -> tuple[str, str | None]:
 def _lower_path(path: str) -> str:
     """Lower-case a path but keep percent-escapes in canonical upper-case hex."""
     low = path.lower()
-    if "%" in low:
+    if "%" in path:
         low = _HEX_ESCAPE.sub(lambda m: m.group().upper(), low)
     return low
 
 
+def _section(path: str) -> str:
+    """A path's section: its lower-cased first segment, "/articles/" (or "/item.php", "/")."""
+    slash = path.find("/", 1)
+    return (path if slash < 0 else path[: slash + 1]).lower()
+
+
+def _folded_path(path: str) -> str:
+    """Lower-cased, without a trailing index file: how variants of one path compare."""
+    low = path.lower()
+    slash = low.rfind("/")
+    return low[: slash + 1] if low[slash + 1 :] in INDEX_FILES else low
+
+
 def _group_key(parts: _Parts) -> str:
     """Where variants of one page meet: site, lower-cased path without an index file."""
-    path = parts.path
-    slash = path.rfind("/")
-    if path[slash + 1 :].lower() in INDEX_FILES:
-        path = path[: slash + 1]
-    return site_key(parts.host) + parts.port + " " + path.lower()
+    return site_key(parts.host) + parts.port + " " + _folded_path(parts.path)
+
+
+def _witness(a: _Parts, b: _Parts) -> str:
+    """What two URLs have in common (path, equal parameters): which page a pair is about."""
+    qa, qb = _params(a.query), _params(b.query)
+    common = sorted(f"{n}={v}" for n, vals in qa.items() if qb.get(n) == vals for v in vals)
+    return _folded_path(a.path) + "?" + "&".join(common)
 
 
 def _differences(a: _Parts, b: _Parts) -> frozenset[str] | None:
@@ -197,7 +225,8 @@ class _Compiled:
     www: str | None = None  # "www" / "bare"
     lower: bool = False
     index: frozenset[str] = frozenset()
-    params: frozenset[str] = frozenset()
+    params: frozenset[str] = frozenset()  # dropped everywhere on the site
+    section_params: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -207,7 +236,7 @@ class _Site:
     revoked: set[str] = field(default_factory=set)
     www_votes: list[int] = field(default_factory=lambda: [0, 0])  # [bare first, www first]
     www_keep: str | None = None  # "www" / "bare", fixed when the www rule is learned
-    pending: deque[tuple[frozenset[str], str]] = field(
+    pending: deque[tuple[frozenset[str], str, str]] = field(
         default_factory=lambda: deque(maxlen=_PENDING_PER_SITE)
     )
 
@@ -225,6 +254,7 @@ class RuleLearner:
         near_distance: int = 3,
         max_groups: int = 100_000,
         max_pair_age_s: float = 6 * 3600.0,
+        max_sites: int = 200_000,
     ) -> None:
         if min_support < 1:
             raise ValueError("min_support must be >= 1")
@@ -232,7 +262,8 @@ class RuleLearner:
         self.near_distance = near_distance
         self.max_groups = max_groups
         self.max_pair_age_s = max_pair_age_s
-        self._sites: dict[str, _Site] = {}
+        self.max_sites = max_sites
+        self._sites: OrderedDict[str, _Site] = OrderedDict()  # least recently observed first
         self._compiled: dict[str, _Compiled] = {}  # site key -> rules, only sites with rules
         self._new: list[Rule] = []
         self._revoked: list[Rule] = []
@@ -301,21 +332,44 @@ class RuleLearner:
         site = self._sites.get(key)
         if site is None:
             site = self._sites[key] = _Site()
+            if len(self._sites) > self.max_sites:
+                self._forget_sites()
+        else:
+            self._sites.move_to_end(key)
+        section = _section(_folded_path(a.path))
         if same:
             if _WWW in dims:
                 site.www_votes[1 if a.host.startswith("www.") else 0] += 1
-            self._support(key, site, dims, _group_key(a))
+            self._support(key, site, dims, section, _witness(a, b))
         else:
-            self._contradict(key, site, dims)
+            self._contradict(key, site, dims, section)
 
-    def _support(self, key: str, site: _Site, dims: frozenset[str], page: str) -> None:
-        open_dims = dims - site.active
+    def _forget_sites(self) -> None:
+        """Drop the evidence of the least recently observed tenth of the sites without rules."""
+        oldest = list(itertools.islice(self._sites, max(1, len(self._sites) // 10)))
+        for key in oldest:
+            if not self._sites[key].active:
+                del self._sites[key]
+
+    @staticmethod
+    def _evidence_dim(dim: str, section: str) -> str:
+        """Parameters are judged per section ("param:sort@/news/"), the rest per site."""
+        return f"{dim}@{section}" if dim.startswith(_PARAM) else dim
+
+    @staticmethod
+    def _explained(site: _Site, dim: str, section: str) -> bool:
+        return dim in site.active or (dim.startswith(_PARAM) and f"{dim}@{section}" in site.active)
+
+    def _support(
+        self, key: str, site: _Site, dims: frozenset[str], section: str, page: str
+    ) -> None:
+        open_dims = [d for d in dims if not self._explained(site, d, section)]
         if len(open_dims) > 1:
-            site.pending.append((dims, page))
+            site.pending.append((dims, section, page))
             return
         if not open_dims:
             return
-        (dim,) = open_dims
+        dim = self._evidence_dim(open_dims[0], section)
         if dim in site.revoked:
             return
         ev = site.evidence.get(dim)
@@ -327,46 +381,63 @@ class RuleLearner:
         if ev.contra == 0 and ev.support >= self.min_support and len(ev.pages) >= self.min_support:
             self._activate(key, site, dim)
 
-    def _contradict(self, key: str, site: _Site, dims: frozenset[str]) -> None:
-        open_dims = dims - site.active
+    def _contradict(self, key: str, site: _Site, dims: frozenset[str], section: str) -> None:
+        open_dims = [d for d in dims if not self._explained(site, d, section)]
         if len(open_dims) == 1:
             blamed = open_dims
         elif not open_dims:
-            blamed = dims  # every difference was declared harmless, yet the pages differ
+            blamed = list(dims)  # every difference was declared harmless, yet the pages differ
         else:
             return  # several unexplained differences: no telling which one matters
+        changed = False
         for dim in blamed:
-            ev = site.evidence.get(dim)
+            scoped = self._evidence_dim(dim, section)
+            ev = site.evidence.get(scoped)
             if ev is None:
-                ev = site.evidence[dim] = _Evidence()
+                ev = site.evidence[scoped] = _Evidence()
             ev.contra += 1
-            if dim in site.active:
-                site.active.discard(dim)
-                site.revoked.add(dim)
-                self._revoked.append(self._rule(key, site, dim))
-                self._compile(key, site)
+            # a parameter that matters in one section may not be dropped site-wide
+            for name in {scoped, dim}:
+                if name in site.active:
+                    self._revoked.append(self._rule(key, site, name))
+                    site.active.discard(name)
+                    changed = True
+                site.revoked.add(name)
+        if changed:
+            self._compile(key, site)
 
     def _activate(self, key: str, site: _Site, dim: str) -> None:
         site.active.add(dim)
         self._new.append(self._rule(key, site, dim))
+        param, at, _ = dim.partition("@")
+        if at and param not in site.active and param not in site.revoked:
+            sections = [d for d in site.active if d.startswith(param + "@")]
+            if len(sections) >= 2:  # harmless in two sections, contradicted nowhere
+                site.active.add(param)
+                self._new.append(self._rule(key, site, param))
         self._compile(key, site)
         # pairs that were ambiguous may now have a single open difference
         pending = list(site.pending)
         site.pending.clear()
-        for dims, page in pending:
-            self._support(key, site, dims, page)
+        for dims, section, page in pending:
+            self._support(key, site, dims, section, page)
 
     # -- rules ---------------------------------------------------------------------------------
 
     def _rule(self, key: str, site: _Site, dim: str) -> Rule:
-        support = site.evidence[dim].support if dim in site.evidence else 0
+        ev = site.evidence.get(dim)
+        support = 0 if ev is None else ev.support
         if dim == _WWW:
             return Rule(key, "www", site.www_keep or _www_keep(site.www_votes), support)
         if dim == _CASE:
             return Rule(key, "lower_path", None, support)
         if dim.startswith(_INDEX):
             return Rule(key, "strip_index", dim[len(_INDEX) :], support)
-        return Rule(key, "drop_param", dim[len(_PARAM) :], support)
+        param, at, section = dim[len(_PARAM) :].partition("@")
+        if not at:  # site-wide: the evidence is its sections'
+            prefix = dim + "@"
+            support = sum(e.support for d, e in site.evidence.items() if d.startswith(prefix))
+        return Rule(key, "drop_param", param, support, section if at else None)
 
     def _compile(self, key: str, site: _Site) -> None:
         if not site.active:
@@ -374,21 +445,42 @@ class RuleLearner:
             return
         if _WWW in site.active and site.www_keep is None:
             site.www_keep = _www_keep(site.www_votes)
+        by_section: dict[str, set[str]] = {}
+        site_params: set[str] = set()
+        for dim in site.active:
+            if dim.startswith(_PARAM):
+                param, at, section = dim[len(_PARAM) :].partition("@")
+                if at:
+                    by_section.setdefault(section, set()).add(param)
+                else:
+                    site_params.add(param)
         self._compiled[key] = _Compiled(
             site.www_keep if _WWW in site.active else None,
             _CASE in site.active,
             frozenset(d[len(_INDEX) :] for d in site.active if d.startswith(_INDEX)),
-            frozenset(d[len(_PARAM) :] for d in site.active if d.startswith(_PARAM)),
+            frozenset(site_params),
+            {
+                sec: frozenset(ps - site_params)
+                for sec, ps in by_section.items()
+                if ps - site_params
+            },
         )
 
     def rules_for(self, host: str) -> list[Rule]:
-        """The active rules of ``host``'s site (``www.`` or not), sorted by kind and param."""
+        """The active rules of ``host``'s site (``www.`` or not), sorted by kind and param.
+
+        A section's parameter rule is left out once the same rule holds site-wide.
+        """
         key = site_key(host.lower())
         site = self._sites.get(key)
         if site is None:
             return []
-        rules = [self._rule(key, site, d) for d in site.active]
-        return sorted(rules, key=lambda r: (r.kind, r.param or ""))
+        rules = [
+            self._rule(key, site, d)
+            for d in site.active
+            if d.partition("@")[0] not in site.active or "@" not in d
+        ]
+        return sorted(rules, key=lambda r: (r.kind, r.param or "", r.scope or ""))
 
     def new_rules(self) -> list[Rule]:
         """Rules activated since the last call (for the log)."""
@@ -413,14 +505,12 @@ class RuleLearner:
             return url
         end = url.find("/", start)
         if end < 0:
-            end = len(url)
+            return url  # canonical URLs always have a path
         host = url[start:end].partition(":")[0]
-        if "?" in host or "#" in host:
-            return url  # "http://h?x": not the canonical shape the crawler hands in
         rules = compiled.get(host[4:] if host.startswith("www.") else host)
-        if rules is None:
+        if rules is None or "?" in host or "#" in host:
             return url
-        return _rewrite(url, rules)
+        return _rewrite(url, start, end, rules)
 
     # -- persistence ---------------------------------------------------------------------------
 
@@ -464,25 +554,35 @@ def _www_keep(votes: list[int]) -> str:
     return "www" if www > bare else "bare"
 
 
-def _rewrite(url: str, rules: _Compiled) -> str:
-    parts = _split(url)
-    if parts is None:
-        return url
-    host = parts.host
-    if rules.www == "bare" and host.startswith("www."):
-        host = host[4:]
-    elif rules.www == "www" and not host.startswith("www."):
-        host = "www." + host
-    path = parts.path
+def _rewrite(url: str, start: int, end: int, rules: _Compiled) -> str:
+    """Apply a site's rules; ``url[start:end]`` is the authority."""
+    hostport = url[start:end]
+    if rules.www == "bare":
+        if hostport.startswith("www."):
+            hostport = hostport[4:]
+    elif rules.www == "www" and not hostport.startswith("www."):
+        hostport = "www." + hostport
+    rest = url[end:]
+    qmark = rest.find("?")
+    if qmark < 0:
+        path, query = rest, None
+    else:
+        path, query = rest[:qmark], rest[qmark + 1 :]
     if rules.lower:
         path = _lower_path(path)
     if rules.index:
         slash = path.rfind("/")
         if path[slash + 1 :] in rules.index:
             path = path[: slash + 1]
-    query = parts.query
-    if query and rules.params:
-        kept = [i for i in query.split("&") if i.partition("=")[0] not in rules.params]
-        query = "&".join(kept) if kept else None
-    tail = "" if query is None else "?" + query
-    return f"{parts.prefix}{host}{parts.port}{path}{tail}"
+    if query:
+        params = rules.params
+        if rules.section_params:
+            extra = rules.section_params.get(_section(path))
+            if extra:
+                params = params | extra
+        if params:
+            kept = "&".join(i for i in query.split("&") if i.partition("=")[0] not in params)
+            query = kept or None  # as canonicalize does: no "?" before an empty query
+    if query is None:
+        return url[:start] + hostport + path
+    return url[:start] + hostport + path + "?" + query

@@ -466,8 +466,10 @@ class DupWeb:
     def _render(self, ref: PageRef, sort_title: bool, version: int) -> str:
         site = self.sites[ref.site]
         kind, _, rest = ref.page.partition("/")
-        # links and text depend on the page and its version only, never on the spelling
-        rng = random.Random(f"dupweb/{self.seed}/{ref.site}/{ref.page}/{version}/links")
+        # links and text depend on the page and its version only, never on the spelling; a
+        # "counter" page's new versions differ in the count alone
+        text_version = 0 if self.change_kind(ref) == "counter" else version
+        rng = random.Random(f"dupweb/{self.seed}/{ref.site}/{ref.page}/{text_version}/links")
         home = self._link(rng, PageRef(site.index, "home"), "Home")
         news = self._link(rng, PageRef(site.index, "news/1"), "News")
         if kind == "home":
@@ -534,7 +536,8 @@ class DupWeb:
             update = " ".join(self._sentence(update_rng) for _ in range(3))
             paras.insert(1, "Update: " + update)
             paras[-1] = " ".join(self._sentence(update_rng) for _ in range(4))
-        others = [j for j in rng.sample(range(1, len(site.articles) + 1), 7) if j != k][:6]
+        n_art = len(site.articles)
+        others = [j for j in rng.sample(range(1, n_art + 1), min(7, n_art)) if j != k][:6]
         links = [self._article_link(rng, site, j) for j in others]
         parts = [
             f"<p>Published {published.day} {_MONTHS[published.month - 1]} {published.year}"

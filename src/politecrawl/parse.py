@@ -19,6 +19,7 @@ from politecrawl.urls import join
 
 _MAX_LINKS = 10_000  # a page with a million links yields its first 10k; the cut is recorded
 _MAX_ANCHOR = 200
+_MAX_TEXT = 200_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,7 @@ class ParsedPage:
     canonical: str | None = None
     links_cut: int = 0
     depth_cut_at: int | None = None
+    text: str = ""  # visible text (scripts and styles removed), for fingerprints
 
 
 def parse_page(
@@ -71,6 +73,7 @@ def parse_page(
         directives = page_directives.merge(directives, header_directives)
     page.directives = directives
     if directives.nofollow:
+        page.text = _visible_text(tree)
         return page
     seen: set[str] = set()
     links = page.links
@@ -88,4 +91,15 @@ def parse_page(
         nofollow = rel is not None and "nofollow" in rel.lower()
         anchor = node.text(deep=True, strip=True)[:_MAX_ANCHOR] if node.tag == "a" else ""
         links.append(Link(target, anchor, nofollow))
+    page.text = _visible_text(tree)
     return page
+
+
+def _visible_text(tree: LexborHTMLParser) -> str:
+    """The body's text without scripts and styles (after the links were taken)."""
+    body = tree.body
+    if body is None:
+        return ""
+    for node in body.css("script, style, template"):
+        node.decompose()
+    return body.text(deep=True, separator=" ", strip=True)[:_MAX_TEXT]

@@ -115,7 +115,7 @@ class RevisitState:
         return cls(
             None if last is None else num(last), num(due), num(interval), num(checks),
             num(changes), num(observed), int(num(n)), int(num(x)), text(etag), text(lm),
-            None if fp is None else to_unsigned64(int(num(fp))),
+            None if fp is None else to_unsigned64(fp if isinstance(fp, int) else int(num(fp))),
         )  # fmt: skip
 
 
@@ -248,17 +248,16 @@ class RevisitPolicy:
         an estimate of the mean time between changes. With both, the geometric mean of the
         two rates: sitemaps often claim "daily" for pages that never change.
         """
-        rates: list[float] = []
+        periods: list[float] = []
         if changefreq is not None:
             period = CHANGEFREQ_S.get(changefreq.strip().lower())
             if period is not None:
-                rates.append(1.0 / max(period, 1.0))
+                periods.append(max(period, 1.0))
         if lastmod is not None and math.isfinite(lastmod):
-            rates.append(1.0 / max(now - lastmod, 1.0))
-        if not rates:
+            periods.append(max(now - lastmod, 1.0))
+        if not periods:
             return None
-        rate = math.exp(sum(math.log(r) for r in rates) / len(rates)) if all(rates) else 0.0
-        return self.max_s if rate <= 0 else self.clamp(1.0 / rate)
+        return self.clamp(math.sqrt(periods[0] * periods[1]) if len(periods) == 2 else periods[0])
 
     def note_lastmod(self, state: RevisitState, lastmod: float, now: float) -> float:
         """A sitemap says the page changed at ``lastmod``: due now if that is after our fetch."""

@@ -433,6 +433,7 @@ class SqliteFrontier:
                 record.good_body,
             ),
         )
+        self._commit()  # rare, and a robots.txt must not be asked twice after a crash
         self._cache_robots(record)
 
     def _cache_robots(self, rec: RobotsRecord) -> None:

@@ -1,0 +1,191 @@
+"""Continuous crawling: recognise what is the same, revisit what changes.
+
+Every stored page gets an exact fingerprint (normalised text) and a SimHash; a page whose
+content was seen under another URL is a duplicate of the first (a WARC revisit record, its
+links not followed). From duplicate pairs ``duprules.RuleLearner`` learns per-site URL
+rewrite rules (parameters that never change content, www. vs bare host, index.html, case),
+which the admission gate applies to every later URL, so variants of that shape are never
+fetched; each learned rule goes to ``log/rules.jsonl``. ``<link rel=canonical>`` to the same
+host counts as a duplicate pair.
+
+With ``--recrawl`` every fetched page comes back after its revisit interval
+(``revisit.RevisitPolicy``: a per-URL change-rate estimate from what its fetches showed,
+bounded by --revisit-min/--revisit-max, seeded by sitemap changefreq/lastmod), through
+everything a first fetch goes through, as a conditional GET.
+
+State lives in ``OUT/continuity.sqlite``: revisit rows, exact fingerprints, and the learned
+rules and near-duplicate index (JSON, saved with the crawl).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from politecrawl.duprules import RuleLearner
+from politecrawl.fingerprint import NearDupIndex, exact_fingerprint, simhash
+from politecrawl.revisit import RevisitPolicy, RevisitState, content_changed
+from politecrawl.storage import JsonlLog
+from politecrawl.urls import host_of
+
+_SCHEMA = """
+PRAGMA journal_mode=WAL;
+CREATE TABLE IF NOT EXISTS revisit(url TEXT PRIMARY KEY, row TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS exact(fp TEXT PRIMARY KEY, url TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kv(name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class PageVerdict:
+    duplicate_of: str | None
+    revisit: bool  # fetched before
+    changed: bool | None
+    next_due: float | None  # with --recrawl: when to fetch it again
+
+
+class Continuity:
+    def __init__(
+        self,
+        out_dir: Path,
+        *,
+        recrawl: bool,
+        revisit_min_s: float,
+        revisit_max_s: float,
+        rules_log: JsonlLog,
+    ) -> None:
+        self.recrawl = recrawl
+        self.policy = RevisitPolicy(min_s=revisit_min_s, max_s=revisit_max_s)
+        self._db = sqlite3.connect(out_dir / "continuity.sqlite", isolation_level="DEFERRED")
+        self._db.executescript(_SCHEMA)
+        self.near: NearDupIndex = NearDupIndex()
+        self.rules = RuleLearner()
+        self._rules_log = rules_log
+        self._hints: dict[str, float] = {}
+        for name, value in self._db.execute("SELECT name, value FROM kv"):
+            if name == "near":
+                self.near.load_state(json.loads(value))
+            elif name == "rules":
+                self.rules.load_state(json.loads(value))
+
+    # -- the gate ---------------------------------------------------------------------------
+    def rewrite(self, url: str) -> str:
+        """A URL as the learned rules write it (the gate applies this to every link)."""
+        return self.rules.apply(url)
+
+    # -- pages ------------------------------------------------------------------------------
+    def state(self, url: str) -> RevisitState | None:
+        row = self._db.execute("SELECT row FROM revisit WHERE url=?", (url,)).fetchone()
+        return RevisitState.from_row(json.loads(row[0])) if row is not None else None
+
+    def on_page(
+        self,
+        url: str,
+        text: str,
+        canonical: str | None,
+        *,
+        now: float,
+        etag: str | None,
+        last_modified: str | None,
+    ) -> PageVerdict:
+        """A stored page: duplicate? changed since last time? when to come back?"""
+        exact = exact_fingerprint(text)
+        sim = simhash(text)
+        first = self._db.execute("SELECT url FROM exact WHERE fp=?", (exact,)).fetchone()
+        dup: str | None = None
+        if first is not None and first[0] != url:
+            dup = str(first[0])
+        elif first is None:
+            self._db.execute("INSERT INTO exact VALUES (?,?)", (exact, url))
+            near = self.near.find(sim)
+            if near is not None and str(near) != url:
+                dup = str(near)
+            else:
+                self.near.add(sim, url)
+        self.rules.observe_page(url, exact, sim, now=now)
+        if canonical and canonical != url and host_of(canonical) == host_of(url):
+            self.rules.observe_duplicate(canonical, url)  # the site says so: a strong hint
+        self._log_new_rules(now)
+        state = self.state(url)
+        revisit = state is not None and state.last_fetch is not None
+        old_fp = state.fingerprint if state is not None else None
+        changed = content_changed(old_fp, sim) if revisit else None
+        due = self._update(url, state, now, changed, False, etag, last_modified, sim)
+        return PageVerdict(dup, revisit, changed, due)
+
+    def on_not_modified(self, url: str, *, now: float) -> float | None:
+        return self._update(url, self.state(url), now, False, True, None, None, None)
+
+    def hint(self, url: str, changefreq: str | None, lastmod: float | None) -> None:
+        """A sitemap's changefreq/lastmod for a URL: seeds its revisit interval."""
+        h = self.policy.hint_from_sitemap(changefreq, lastmod, now=time.time())
+        if h is not None and len(self._hints) < 1_000_000:
+            self._hints[url] = h
+
+    def _update(
+        self,
+        url: str,
+        state: RevisitState | None,
+        now: float,
+        changed: bool | None,
+        not_modified: bool,
+        etag: str | None,
+        last_modified: str | None,
+        fp: int | None,
+    ) -> float | None:
+        if state is None:
+            state = self.policy.new_state(self._hints.pop(url, None), now=now)
+        due = self.policy.update(
+            state,
+            now,
+            changed,
+            not_modified,
+            etag=etag,
+            last_modified=last_modified,
+            fingerprint=fp,
+        )
+        self._db.execute(
+            "INSERT OR REPLACE INTO revisit VALUES (?,?)", (url, json.dumps(state.to_row()))
+        )
+        return due if self.recrawl else None
+
+    def revisit_priority(self, url: str, relevance: float | None, base: float) -> float:
+        """Revisits compete with new URLs by expected value: P(changed) x relevance."""
+        if relevance is None:
+            return base
+        state = self.state(url)
+        if state is None:
+            return base
+        return self.policy.priority(state, relevance, state.next_due)
+
+    def _log_new_rules(self, now: float) -> None:
+        for rule in self.rules.new_rules():
+            self._rules_log.write(
+                {
+                    "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+                    "host": rule.host,
+                    "kind": rule.kind,
+                    "param": rule.param,
+                    "support": rule.support,
+                    "rule": rule.describe(),
+                }
+            )
+
+    # -- persistence --------------------------------------------------------------------------
+    def flush(self) -> None:
+        self._db.commit()
+
+    def save(self) -> None:
+        state: dict[str, Any] = {"near": self.near.state_dict(), "rules": self.rules.state_dict()}
+        self._db.executemany(
+            "INSERT OR REPLACE INTO kv VALUES (?,?)", [(k, json.dumps(v)) for k, v in state.items()]
+        )
+        self._db.commit()
+
+    def close(self) -> None:
+        self.save()
+        self._db.close()

@@ -1,0 +1,192 @@
+"""fingerprint: exact and near-duplicate fingerprints, and the banded near-duplicate index."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from politecrawl.fingerprint import (
+    NearDupIndex,
+    exact_fingerprint,
+    hamming,
+    normalise_text,
+    simhash,
+    to_signed64,
+    to_unsigned64,
+)
+from politecrawl.relevance import extract_document
+from politecrawl.topicweb import TopicWeb
+
+fp64 = st.integers(min_value=0, max_value=2**64 - 1)
+TEXT = "The quick brown fox jumps over the lazy dog near the river bank"
+
+
+def flip(fp: int, bits: list[int]) -> int:
+    for b in bits:
+        fp ^= 1 << b
+    return fp
+
+
+def test_exact_fingerprint_normalises_whitespace_and_case() -> None:
+    a = exact_fingerprint("Hello  World\n")
+    assert a == exact_fingerprint(" hello world") == exact_fingerprint("HELLO\tWORLD")
+    assert len(a) == 32 and int(a, 16) >= 0
+    assert a != exact_fingerprint("Hello World!")
+    assert exact_fingerprint("12 views") != exact_fingerprint("13 views")  # exact is exact
+    assert normalise_text("  Straße\u00a0X ") == "strasse x"
+
+
+def test_simhash_golden_values() -> None:
+    """Fingerprints are persisted: they must not change between runs or versions unnoticed."""
+    assert simhash(TEXT) == 0x6F78DD6A0932177F
+    assert simhash(TEXT, shingle=1) == 0x3C6F12A58FD391DB
+    assert simhash("fox") == 0x0F4F02EEDEFB8397  # shorter than a shingle: one feature
+    assert simhash("") == simhash("  ,;  ") == 0
+
+
+def test_simhash_same_in_every_process() -> None:
+    """str hashes are salted per process; simhash must not depend on them."""
+    code = f"from politecrawl.fingerprint import simhash; print(simhash({TEXT!r}))"
+    for seed in ("1", "987654"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True).stdout  # fmt: skip
+        assert int(out) == simhash(TEXT)
+
+
+def test_simhash_ignores_numbers_dates_and_case_unless_asked() -> None:
+    body = " ".join(f"word{i} and more text about things" for i in range(40))
+    a = f"Updated Monday 3 March 2024. {body} 1,234 readers."
+    b = f"updated tuesday 17 sep 2025. {body} 98,765 READERS."
+    assert simhash(a) == simhash(b)
+    assert hamming(simhash(a, digits=True), simhash(b, digits=True)) > 0
+    with pytest.raises(ValueError):
+        simhash(a, shingle=0)
+
+
+def test_simhash_distinct_pages_far_apart_and_small_edits_near() -> None:
+    tw = TopicWeb(n_hosts=60, pages_per_host=5, seed=2, port=8000)
+    texts = []
+    for h in tw.hosts[:40]:
+        url = tw.page_url(h.index, 1)
+        texts.append(extract_document(tw.page(url) or b"", url, "text/html").text)
+    fps = [simhash(t) for t in texts]
+    closest = min(hamming(a, b) for i, a in enumerate(fps) for b in fps[i + 1 :])
+    assert closest > 6
+    long_text = " ".join(texts[:4])
+    assert simhash(long_text + " 17 comments") == simhash(long_text + " 2,041 Comments!")
+    one_word = long_text.replace(" the ", " a ", 1)
+    assert one_word != long_text and hamming(simhash(long_text), simhash(one_word)) <= 6
+
+
+@given(fp64, fp64, fp64)
+def test_hamming_is_a_metric(a: int, b: int, c: int) -> None:
+    assert hamming(a, a) == 0
+    assert hamming(a, b) == hamming(b, a) == (a ^ b).bit_count()
+    assert 0 <= hamming(a, b) <= 64
+    assert hamming(a, c) <= hamming(a, b) + hamming(b, c)
+
+
+@given(fp64)
+def test_signed_round_trip(a: int) -> None:
+    s = to_signed64(a)
+    assert -(2**63) <= s < 2**63
+    assert to_unsigned64(s) == a
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    fp64,
+    st.lists(st.integers(0, 63), max_size=3, unique=True),
+    st.lists(fp64, max_size=50),
+)
+def test_index_finds_everything_within_three_bits(
+    fp: int, bits: list[int], others: list[int]
+) -> None:
+    index = NearDupIndex(3)
+    query = flip(fp, bits)
+    for i, o in enumerate(others):
+        if hamming(o, query) > 3:  # keep the answer unique
+            index.add(o, i)
+    index.add(fp, "target")
+    assert index.find(query) == "target"
+    assert index.near(query) == [("target", len(bits))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 7), fp64, st.data())
+def test_banding_finds_within_any_max_distance(d: int, fp: int, data: st.DataObject) -> None:
+    bits = data.draw(st.lists(st.integers(0, 63), max_size=d, unique=True))
+    index = NearDupIndex(d)
+    index.add(fp, 1)
+    assert index.nearest(flip(fp, bits)) == (1, len(bits))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(fp64, min_size=1, max_size=60), fp64)
+def test_index_agrees_with_brute_force(stored: list[int], query: int) -> None:
+    index = NearDupIndex(3)
+    for i, s in enumerate(stored):
+        index.add(s, i)
+    first: dict[int, int] = {}
+    for i, s in enumerate(stored):
+        first.setdefault(s, i)
+    truth = {i: hamming(s, query) for s, i in first.items() if hamming(s, query) <= 3}
+    got = index.nearest(query)
+    if not truth:
+        assert got is None
+    else:
+        assert got is not None and got[1] == min(truth.values()) and truth[int(got[0])] == got[1]
+    assert sorted(index.near(query)) == sorted(truth.items())
+
+
+def test_index_is_sublinear_and_lru_bounded() -> None:
+    rng = random.Random(1)
+    index = NearDupIndex(3, capacity=3)
+    a, b, c, d = (rng.getrandbits(64) for _ in range(4))
+    index.add(a, "a")
+    index.add(b, "b")
+    index.add(c, "c")
+    assert index.find(flip(a, [5])) == "a"  # a is now the most recently used
+    index.add(d, "d")  # evicts b, the least recently used
+    assert len(index) == 3 and b not in index
+    assert index.find(b) is None and index.find(a) == "a"
+    index.add(a, "again")  # a known fingerprint keeps its first document
+    assert index.find(a) == "a"
+    assert index.find_or_add(flip(c, [0, 1]), "c2") == "c"
+    assert index.find_or_add(rng.getrandbits(64), "e") is None and len(index) == 3
+    big = NearDupIndex(3)
+    for i in range(20_000):
+        big.add(rng.getrandbits(64), i)
+    sizes = [len(bucket) for table in big._tables for bucket in table.values()]
+    assert max(sizes) < 20  # a lookup compares a handful, not 20,000
+    with pytest.raises(ValueError):
+        NearDupIndex(16)
+    with pytest.raises(ValueError):
+        NearDupIndex(3, capacity=0)
+
+
+def test_index_state_round_trip() -> None:
+    rng = random.Random(2)
+    index = NearDupIndex(3, capacity=100)
+    fps = [rng.getrandbits(64) for _ in range(50)]
+    for i, fp in enumerate(fps):
+        index.add(fp, f"http://a.example/{i}" if i % 2 else i)
+    state = json.loads(json.dumps(index.state_dict()))
+    again = NearDupIndex(3, capacity=100)
+    again.load_state(state)
+    assert len(again) == 50
+    for fp in fps:
+        assert again.find(flip(fp, [7])) == index.find(flip(fp, [7]))
+    assert list(again._docs) == list(index._docs)  # LRU order kept
+    with pytest.raises(ValueError):
+        NearDupIndex(2).load_state(state)
+    with pytest.raises(ValueError):
+        again.load_state({"version": 9})
