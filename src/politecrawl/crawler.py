@@ -356,6 +356,11 @@ class Crawler:
             if self.never.excludes(host_of(url)):
                 await self._drop(entry, DropReason.EXCLUDED)
                 continue
+            canonical = self.continuity.rewrite(url)
+            if canonical != url:  # queued before a rule was learned: its canonical form instead
+                await self._drop(entry, DropReason.DUPLICATE_URL)
+                await self.admission.admit([(canonical, entry.priority)], depth=entry.depth)
+                continue
             origin = origin_of(url)
             rules = await self.robots.rules_for(origin, now)
             if rules is None:
@@ -616,6 +621,9 @@ class Crawler:
                 "depth": entry.depth,
                 "priority": entry.priority,
                 "outlinks": len(page.links),
+                "canonical": page.canonical,
+                "duplicate_of": duplicate_of,
+                "changed": changed,
             }
         )
 

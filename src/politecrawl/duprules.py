@@ -36,6 +36,11 @@ rule loses pages, a missing one only costs fetches.
 site and case-folded path (index file dropped, query ignored) and compares each new page with
 the group, so the crawler makes one call per stored page.
 
+Transfer between sites: a difference that became a rule on ``prior_sites`` sites and was never
+contradicted on any needs a single supporting pair on the next site (still per section for
+parameters): ``utm_source`` is learned once per crawl, not once per site at three wasted
+fetches each. One counter-example anywhere withdraws the prior.
+
 Memory: at most ``max_groups`` recent paths (8 fetches each) and ``max_sites`` sites with
 evidence; sites without rules are forgotten first.
 
@@ -47,7 +52,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -236,6 +241,7 @@ class _Site:
     revoked: set[str] = field(default_factory=set)
     www_votes: list[int] = field(default_factory=lambda: [0, 0])  # [bare first, www first]
     www_keep: str | None = None  # "www" / "bare", fixed when the www rule is learned
+    counted: set[str] = field(default_factory=set)  # base dims counted in the global tallies
     pending: deque[tuple[frozenset[str], str, str]] = field(
         default_factory=lambda: deque(maxlen=_PENDING_PER_SITE)
     )
@@ -255,6 +261,7 @@ class RuleLearner:
         max_groups: int = 100_000,
         max_pair_age_s: float = 6 * 3600.0,
         max_sites: int = 200_000,
+        prior_sites: int = 3,
     ) -> None:
         if min_support < 1:
             raise ValueError("min_support must be >= 1")
@@ -263,6 +270,11 @@ class RuleLearner:
         self.max_groups = max_groups
         self.max_pair_age_s = max_pair_age_s
         self.max_sites = max_sites
+        self.prior_sites = prior_sites
+        # base dimension ("param:utm_source", "www") -> sites where it became a rule / was
+        # contradicted
+        self._rule_sites: Counter[str] = Counter()
+        self._contra_sites: Counter[str] = Counter()
         self._sites: OrderedDict[str, _Site] = OrderedDict()  # least recently observed first
         self._compiled: dict[str, _Compiled] = {}  # site key -> rules, only sites with rules
         self._new: list[Rule] = []
@@ -378,8 +390,23 @@ class RuleLearner:
         ev.support += 1
         if page not in ev.pages and len(ev.pages) < self.min_support:
             ev.pages.append(page)
-        if ev.contra == 0 and ev.support >= self.min_support and len(ev.pages) >= self.min_support:
+        needed = self._needed(dim)
+        if ev.contra == 0 and ev.support >= needed and len(ev.pages) >= needed:
             self._activate(key, site, dim)
+
+    def _needed(self, dim: str) -> int:
+        """Pairs (from as many pages) a rule needs: fewer once other sites agree."""
+        base = dim.partition("@")[0]
+        if self._rule_sites[base] >= self.prior_sites and not self._contra_sites[base]:
+            return 1
+        return self.min_support
+
+    def _tally(self, site: _Site, dim: str, tally: Counter[str]) -> None:
+        base = dim.partition("@")[0]
+        mark = ("+" if tally is self._rule_sites else "-") + base
+        if mark not in site.counted:
+            site.counted.add(mark)
+            tally[base] += 1
 
     def _contradict(self, key: str, site: _Site, dims: frozenset[str], section: str) -> None:
         open_dims = [d for d in dims if not self._explained(site, d, section)]
@@ -396,6 +423,7 @@ class RuleLearner:
             if ev is None:
                 ev = site.evidence[scoped] = _Evidence()
             ev.contra += 1
+            self._tally(site, dim, self._contra_sites)
             # a parameter that matters in one section may not be dropped site-wide
             for name in {scoped, dim}:
                 if name in site.active:
@@ -408,6 +436,7 @@ class RuleLearner:
 
     def _activate(self, key: str, site: _Site, dim: str) -> None:
         site.active.add(dim)
+        self._tally(site, dim, self._rule_sites)
         self._new.append(self._rule(key, site, dim))
         param, at, _ = dim.partition("@")
         if at and param not in site.active and param not in site.revoked:
@@ -526,8 +555,15 @@ class RuleLearner:
                 "revoked": sorted(site.revoked),
                 "www_votes": list(site.www_votes),
                 "www_keep": site.www_keep,
+                "counted": sorted(site.counted),
             }
-        return {"version": 1, "min_support": self.min_support, "sites": sites}
+        return {
+            "version": 1,
+            "min_support": self.min_support,
+            "sites": sites,
+            "rule_sites": dict(self._rule_sites),
+            "contra_sites": dict(self._contra_sites),
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Replace evidence and rules with a ``state_dict``'s."""
@@ -535,6 +571,8 @@ class RuleLearner:
             raise ValueError("unknown RuleLearner state version")
         self._sites.clear()
         self._compiled.clear()
+        self._rule_sites = Counter({str(k): int(v) for k, v in state["rule_sites"].items()})
+        self._contra_sites = Counter({str(k): int(v) for k, v in state["contra_sites"].items()})
         for key, data in state["sites"].items():
             site = _Site()
             for dim, (support, contra, pages) in data["evidence"].items():
@@ -544,6 +582,7 @@ class RuleLearner:
             site.www_votes = [int(v) for v in data["www_votes"]]
             keep = data.get("www_keep")
             site.www_keep = None if keep is None else str(keep)
+            site.counted = {str(c) for c in data.get("counted", ())}
             self._sites[str(key)] = site
             self._compile(str(key), site)
 

@@ -43,6 +43,7 @@ class DropReason(enum.StrEnum):
     ADDRESS_REFUSED = "address_refused"
     BAD_ENCODING = "bad_encoding"
     NOINDEX = "noindex"
+    DUPLICATE_URL = "duplicate_url_rule"  # a learned rule says it is a variant of another URL
 
 
 @dataclass(frozen=True, slots=True)
