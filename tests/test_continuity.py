@@ -85,3 +85,16 @@ async def test_recrawl_revisits_with_conditional_get_and_sees_changes(tmp_path: 
     revisits = [r for r in log if r.get("revisit")]
     assert revisits and all(r["status"] in (200, 304) for r in revisits)
     assert second.counters["changes_seen"] > 0
+
+
+def test_log_stats_lists_the_learned_rules(tmp_path: Path) -> None:
+    from politecrawl import logstats
+    from politecrawl.storage import JsonlLog
+
+    (tmp_path / "log").mkdir()
+    JsonlLog(tmp_path / "log" / "requests.jsonl").close()
+    rules = JsonlLog(tmp_path / "log" / "rules.jsonl")
+    rules.write({"rule": "a.dup: drop query parameter 'sid' (3 duplicate pairs)"})
+    rules.close()
+    text = logstats.format_text(logstats.compute(tmp_path))
+    assert "drop query parameter 'sid'" in text

@@ -118,7 +118,9 @@ def compute(out_dir: Path) -> dict[str, Any]:
         for e, n in ext_req.most_common()
         if e and n >= BLOCKLIST_MIN_REQUESTS and ext_stored[e] / n < BLOCKLIST_MAX_STORED_SHARE
     ]
+    rules = [str(r.get("rule", "")) for r in iter_log_records(out_dir / "log", "rules")]
     return {
+        "learned_rules": rules,
         "requests": total,
         "first": first,
         "last": last,
@@ -230,6 +232,8 @@ def format_text(stats: dict[str, Any]) -> str:
         f"  {h['host']:<40} {h['mean_ms']:>9.1f} ms  ({h['responses']} responses)"
         for h in stats["slowest_hosts"]
     ] or ["  none"]
+    out += ["", "Learned duplicate-URL rules (applied in the admission gate):"]
+    out += [f"  {r}" for r in stats.get("learned_rules", [])] or ["  none"]
     return "\n".join(out) + "\n"
 
 
