@@ -439,7 +439,10 @@ async def test_crawler_survives_every_hostile_behaviour(hw: HostileWeb, tmp_path
             continue
         rec = last.get(url)
         assert rec is not None, f"{path} never requested"
-        assert rec["outcome"] in EXPECTED[path], (path, rec)
+        # pages identical by design (the same body gzip'd, br'd...) are recognised as
+        # duplicates of the first: fetched and read whole all the same
+        outcome = "stored" if rec["outcome"].startswith("duplicate:") else rec["outcome"]
+        assert outcome in EXPECTED[path], (path, rec)
         if path in TRUNCATED:
             assert rec.get("truncated") is True, (path, rec)
             assert rec["bytes"] <= CAP

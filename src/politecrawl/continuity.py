@@ -32,6 +32,7 @@ from politecrawl.revisit import RevisitPolicy, RevisitState, content_changed
 from politecrawl.storage import JsonlLog
 from politecrawl.urls import host_of
 
+_MIN_TEXT = 64  # characters of visible text below which no page is anyone's duplicate
 _SCHEMA = """
 PRAGMA journal_mode=WAL;
 CREATE TABLE IF NOT EXISTS revisit(url TEXT PRIMARY KEY, row TEXT NOT NULL) WITHOUT ROWID;
@@ -95,8 +96,13 @@ class Continuity:
         """A stored page: duplicate? changed since last time? when to come back?"""
         exact = exact_fingerprint(text)
         sim = simhash(text)
-        first = self._db.execute("SELECT url FROM exact WHERE fp=?", (exact,)).fetchone()
         dup: str | None = None
+        # too little text says nothing of identity (empty bodies, a bare image page)
+        first = (
+            self._db.execute("SELECT url FROM exact WHERE fp=?", (exact,)).fetchone()
+            if len(text) >= _MIN_TEXT
+            else (url,)
+        )
         if first is not None and first[0] != url:
             dup = str(first[0])
         elif first is None:
