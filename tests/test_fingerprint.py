@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from politecrawl import fingerprint
 from politecrawl.fingerprint import (
     NearDupIndex,
     exact_fingerprint,
@@ -53,7 +54,11 @@ def test_simhash_golden_values() -> None:
 
 def test_simhash_same_in_every_process() -> None:
     """str hashes are salted per process; simhash must not depend on them."""
-    code = f"from politecrawl.fingerprint import simhash; print(simhash({TEXT!r}))"
+    code = (  # the module alone: importing the package would pull in aiohttp and friends
+        "import importlib.util as u; s = u.spec_from_file_location('fp', "
+        f"{fingerprint.__file__!r}); m = u.module_from_spec(s); s.loader.exec_module(m); "
+        f"print(m.simhash({TEXT!r}))"
+    )
     for seed in ("1", "987654"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
@@ -84,6 +89,23 @@ def test_simhash_distinct_pages_far_apart_and_small_edits_near() -> None:
     assert simhash(long_text + " 17 comments") == simhash(long_text + " 2,041 Comments!")
     one_word = long_text.replace(" the ", " a ", 1)
     assert one_word != long_text and hamming(simhash(long_text), simhash(one_word)) <= 6
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(alphabet="abcdeXYZ019", min_size=1, max_size=6), max_size=40),
+    st.sampled_from([" ", "  ", "\n", " \t "]),
+    st.integers(1, 5),
+)
+def test_simhash_properties(words: list[str], sep: str, k: int) -> None:
+    text = " ".join(words)
+    fp = simhash(text, shingle=k)
+    assert 0 <= fp < 2**64
+    assert simhash(sep.join(words).upper(), shingle=k) == fp  # spacing and case do not count
+    other_numbers = text.translate(str.maketrans("019", "752"))
+    assert simhash(other_numbers, shingle=k) == fp  # numbers are all alike
+    if not any(c.isdigit() for c in text):  # no numbers: keeping digits changes nothing
+        assert simhash(text, shingle=k, digits=True) == fp
 
 
 @given(fp64, fp64, fp64)

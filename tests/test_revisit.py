@@ -49,7 +49,7 @@ def test_intervals_shrink_for_changing_pages_and_grow_for_static_ones() -> None:
         still_due.append(round(still.interval))
     assert busy_due == sorted(busy_due, reverse=True) and busy_due[-1] == policy.min_s
     assert still_due == sorted(still_due) and still_due[-1] == policy.max_s
-    assert busy.next_due == busy.last_fetch + busy.interval
+    assert busy.last_fetch is not None and busy.next_due == busy.last_fetch + busy.interval
     assert busy.total_checks == 12 and busy.total_changes == 12 and still.total_changes == 0
 
 
@@ -143,7 +143,7 @@ def test_bad_policies_refused() -> None:
     for kwargs in ({"min_s": 0}, {"min_s": 10, "max_s": 5}, {"target_p": 1.0},
                    {"memory": 0.0}, {"prior_weight": 0}):  # fmt: skip
         with pytest.raises(ValueError):
-            RevisitPolicy(**kwargs)  # type: ignore[arg-type]
+            RevisitPolicy(**kwargs)
 
 
 def _visit(dw: DupWeb, url: str, state: RevisitState, policy: RevisitPolicy) -> int:

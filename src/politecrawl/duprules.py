@@ -44,8 +44,8 @@ fetches each. One counter-example anywhere withdraws the prior.
 Memory: at most ``max_groups`` recent paths (8 fetches each) and ``max_sites`` sites with
 evidence; sites without rules are forgotten first.
 
-Cost: ``apply`` is one dict lookup on the host for a site without rules (well under 1 µs
-here), a few µs with rules (``bench/dedup.py`` measures both).
+Cost (``bench/dedup.py``): ``apply`` takes 0.1 µs per URL while no site has rules, 1.3-1.5 µs
+when other sites have rules (host lookup), 5-6 µs when the URL's site has four.
 """
 
 from __future__ import annotations

@@ -6,31 +6,33 @@ Two fingerprints of a page's visible text (``relevance.extract_document(...).tex
   Equal means "the same text"; it changes when a single character does (a counter, a date).
 * ``simhash``: a 64-bit SimHash (Charikar 2002; Manku et al., WWW 2007) over 3-word
   shingles. Similar texts get fingerprints a few bits apart, so "near-duplicate" means
-  ``hamming(a, b) <= 3``. A run of numbers and month/day names ("Tue 3 March 2024, 10:30",
-  "1,234 views") reads as one token unless ``digits=True``, so a changed date, counter or
-  price does not move the fingerprint at all.
+  ``hamming(a, b) <= 3``. Unless ``digits=True`` a run of numbers ("1,234", "10:30") reads
+  as the one word ``0`` and month and day names read as that word too, so a changed date,
+  counter or price does not move the fingerprint at all.
 
   Weights: each distinct shingle votes once (the SimHash of the shingle *set*, an estimate of
   its Jaccard similarity, as in Broder's shingling). Term-frequency weights were measured and
   dropped: one shingle repeated many times (a table of numbers, all ``0 0 0``) outvotes the
-  rest of the page, and 14,561 different docstrings produced 117,093 pairs at distance 0.
-  Shingle size 3 was chosen on ``bench/dedup.py``'s figures: no false pair among 20,000
-  different generated pages at 2, 3 or 4 words; on real English (docstrings) 2 words gave
-  a few unrelated pairs within 3 bits and 3 words none; smaller shingles find more edited
-  copies (an edit touches fewer shingles).
+  rest of the page; 14,561 different docstrings (installed packages) gave 117,093 pairs at
+  distance 0 with them. Shingle size 3 was chosen on measurements: no pair within 3 bits
+  among 20,000 different generated pages at 2, 3 or 4 words (none even within 8); among the
+  14,561 docstrings, pairs within 3 bits whose word-trigram Jaccard is below 0.5 numbered 7
+  at 2 words, 1 at 3 and 0 at 4, while smaller shingles find more edited copies (an edit
+  touches fewer shingles; ``bench/dedup.py`` prints both).
 
 ``NearDupIndex`` finds a stored fingerprint within ``max_distance`` bits without scanning
 them all: the 64 bits are cut into ``max_distance + 1`` bands and a fingerprint is filed
 under each band's value; two fingerprints at most ``max_distance`` bits apart agree exactly on
 at least one band (pigeonhole), so only the fingerprints sharing a band value are compared.
 
-Cost on this 2-core machine (``bench/dedup.py`` measures it): ``simhash`` takes about
-0.9 ms per 10 KB of text (about 1,700 words); the work is all in C loops except one dict
-lookup per word. How: tokens by ``bytes.translate`` + ``split``; one blake2b per *new* word
-(cached); a shingle's hash is CPython's tuple hash of its word hashes (xxHash-based, the same
-in every process since 3.8 because integer hashes are not randomised; a golden-value test
-guards it); the 64 bit columns are counted with ``int.bit_count`` on byte-sliced arrays
-rather than 64 Python additions per shingle.
+Cost on this 2-core machine (``bench/dedup.py``, CPU time while other benchmarks ran):
+``simhash`` 1.0-1.4 ms per 10 KB of text (about 1,700 words), 0.15-0.35 ms for a typical
+generated page (0.9-1.9 KB of text); ``exact_fingerprint`` 0.2-0.4 ms per 10 KB. How: words
+by ``bytes.translate`` + ``split``; one blake2b per *new* word (cached); a shingle's hash is
+CPython's tuple hash of its word hashes (xxHash-based, the same in every process since 3.8
+because integer hashes are not salted; a golden-value test guards it); the 64 bit columns are
+counted with ``int.bit_count`` on byte-sliced arrays rather than 64 Python additions per
+shingle. ``NearDupIndex`` at 2 million entries: ~50 µs a lookup, 160 MiB.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ from __future__ import annotations
 import hashlib
 import re
 from array import array
-from collections import OrderedDict
 from typing import Any
 
 __all__ = [
@@ -134,8 +135,9 @@ _DATE_WORDS = frozenset(
 def _words(text: str, keep_digits: bool) -> list[bytes]:
     """Lower-cased words as UTF-8 bytes.
 
-    Unless ``keep_digits``, a run of numbers and month/day names ("Tue 3 March 2024, 10:30",
-    "1,234") becomes the single word ``b"0"``, so a changed date or count changes nothing.
+    Unless ``keep_digits``, a run of numbers ("1,234", "10:30", "3.5") becomes the single word
+    ``b"0"``; month and day names hash like it (``_word_hash``), so "Tue 3 March 2024" and
+    "Fri 17 May 2025" are the same four words.
     """
     data = text.lower().encode("utf-8", "surrogatepass")
     if not data.isascii():
@@ -147,30 +149,38 @@ def _words(text: str, keep_digits: bool) -> list[bytes]:
     data = data.translate(_TABLE_FOLD)
     if b"0" in data:
         data = _NUMBER_RUN(b"0", data)
-    words = data.split()
-    if not _DATE_WORDS.isdisjoint(words):
-        data = b" ".join([b"0" if w in _DATE_WORDS else w for w in words])
-        words = _NUMBER_RUN(b"0", data).split()
-    return words
+    return data.split()
 
 
 _word_hashes: dict[bytes, int] = {}
+_word_hashes_kept: dict[bytes, int] = {}
 
 
 def _word_hash(word: bytes) -> int:
-    """A stable 60-bit hash of a word (below 2**61 - 1, where ``hash(int)`` is the identity)."""
+    """A stable 60-bit hash of a word (below 2**61 - 1, where ``hash(int)`` is the identity).
+
+    Month and day names hash as the number word ``0`` (the digits-kept mode never sees
+    them as such: its words are hashed by ``_word_hash_kept``).
+    """
+    if word in _DATE_WORDS:
+        word = b"0"
+    return _word_hash_kept(word)
+
+
+def _word_hash_kept(word: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(word, digest_size=8).digest(), "little") >> 4
 
 
-def _hash_words(words: list[bytes]) -> list[int]:
-    cache = _word_hashes
+def _hash_words(words: list[bytes], fold: bool) -> list[int]:
+    cache = _word_hashes if fold else _word_hashes_kept
     missing = [w for w in set(words) if w not in cache]
     if missing:
         if len(cache) + len(missing) > _WORD_CACHE_LIMIT:
             cache.clear()
             missing = list(set(words))
+        hash_word = _word_hash if fold else _word_hash_kept
         for word in missing:
-            cache[word] = _word_hash(word)
+            cache[word] = hash_word(word)
     return list(map(cache.__getitem__, words))
 
 
@@ -185,7 +195,7 @@ def simhash(text: str, *, shingle: int = DEFAULT_SHINGLE, digits: bool = False) 
     words = _words(text, digits)
     if not words:
         return 0
-    ids = _hash_words(words)
+    ids = _hash_words(words, not digits)
     if len(ids) <= shingle:
         return hash(tuple(ids)) & _MASK64
     # each distinct shingle votes once (see the module docstring for why not by frequency)
@@ -228,67 +238,84 @@ def _bands(max_distance: int) -> tuple[tuple[int, int], ...]:
 class NearDupIndex:
     """Fingerprint -> first document seen with it; finds any within ``max_distance`` bits.
 
-    Bounded: at most ``capacity`` fingerprints, the least recently added or found dropped
-    first (LRU), so a long crawl keeps the recent past; about 200-250 bytes per entry
-    plus the doc id (measured in ``bench/dedup.py``). A lookup compares only the entries that
-    share a band value with the query: with 4 bands of 16 bits and 2 million random entries,
-    about 4 x 30 comparisons however big the index is.
+    Bounded: at most ``capacity`` fingerprints; when full, the CLOCK approximation of LRU
+    picks the one to drop (entries are slots in a ring; a lookup that finds an entry marks it
+    used, and the hand sweeping the ring to free a slot spares marked entries once), so a
+    long crawl keeps what is recent or still being hit. A lookup compares only entries that
+    share a band value with the query: with 4 bands of 16 bits and 2 million random entries
+    about 4 x 30 comparisons, however big the index.
+
+    Memory: fingerprints in one ``array('Q')``, band buckets as ``array('I')`` of slot
+    numbers, so about 8 + 4 x 4 bytes per entry, a pointer to the doc id (plus the doc id
+    object) and ~17 MB of bucket headers when all 4 x 65,536 buckets exist: roughly 100 MB
+    for 2 million entries with int doc ids (``bench/dedup.py`` measures it), against ~400 B an
+    entry with dicts and lists of Python ints.
     """
 
-    __slots__ = ("_bands", "_docs", "_tables", "capacity", "max_distance")
+    __slots__ = ("_bands", "_docs", "_fps", "_hand", "_ref", "_tables", "capacity", "max_distance")
 
     def __init__(self, max_distance: int = DEFAULT_MAX_DISTANCE, capacity: int = 2_000_000) -> None:
         if not 0 <= max_distance <= 15:
             raise ValueError("max_distance must be in 0..15")
-        if capacity < 1:
-            raise ValueError("capacity must be >= 1")
+        if not 1 <= capacity < 2**32:
+            raise ValueError("capacity must be in 1..2**32-1")
         self.max_distance = max_distance
         self.capacity = capacity
         self._bands = _bands(max_distance)
-        self._tables: list[dict[int, list[int]]] = [{} for _ in self._bands]
-        self._docs: OrderedDict[int, DocId] = OrderedDict()
+        self._tables: list[dict[int, array[int]]] = [{} for _ in self._bands]
+        self._fps: array[int] = array("Q")  # by slot
+        self._docs: list[DocId] = []  # by slot
+        self._ref = bytearray()  # by slot: found since the hand last passed
+        self._hand = 0  # next slot the clock looks at once the ring is full
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._fps)
 
     def __contains__(self, fp: object) -> bool:
-        return fp in self._docs
+        return isinstance(fp, int) and self._slot_of(fp & _MASK64) is not None
 
-    def nearest(self, fp: int) -> tuple[DocId, int] | None:
-        """(doc id, distance) of the closest stored fingerprint within range, or None."""
-        fp &= _MASK64
-        doc = self._docs.get(fp)
-        if doc is not None:
-            self._docs.move_to_end(fp)
-            return doc, 0
-        best: int | None = None
-        best_d = self.max_distance + 1
+    def _slot_of(self, fp: int) -> int | None:
+        """The slot holding exactly ``fp``, or None."""
+        shift, mask = self._bands[0]
+        bucket = self._tables[0].get((fp >> shift) & mask)
+        if bucket is not None:
+            fps = self._fps
+            for slot in bucket:
+                if fps[slot] == fp:
+                    return slot
+        return None
+
+    def _candidates(self, fp: int) -> dict[int, int]:
+        """Slot -> distance of every entry within ``max_distance`` bits."""
+        fps = self._fps
+        limit = self.max_distance
+        found: dict[int, int] = {}
         for (shift, mask), table in zip(self._bands, self._tables, strict=True):
             bucket = table.get((fp >> shift) & mask)
             if bucket is None:
                 continue
-            for other in bucket:
-                d = (other ^ fp).bit_count()
-                if d < best_d:
-                    best, best_d = other, d
-        if best is None:
+            for slot in bucket:
+                d = (fps[slot] ^ fp).bit_count()
+                if d <= limit:
+                    found[slot] = d
+        return found
+
+    def nearest(self, fp: int) -> tuple[DocId, int] | None:
+        """(doc id, distance) of the closest stored fingerprint within range, or None."""
+        found = self._candidates(fp & _MASK64)
+        if not found:
             return None
-        self._docs.move_to_end(best)
-        return self._docs[best], best_d
+        slot = min(found, key=found.__getitem__)
+        self._ref[slot] = 1
+        return self._docs[slot], found[slot]
 
     def near(self, fp: int) -> list[tuple[DocId, int]]:
         """Every stored (doc id, distance) within ``max_distance`` bits, closest first.
 
-        For diagnostics and measurements; does not refresh recency.
+        For diagnostics and measurements; does not mark entries as used.
         """
-        fp &= _MASK64
-        found: dict[int, int] = {}
-        for (shift, mask), table in zip(self._bands, self._tables, strict=True):
-            for other in table.get((fp >> shift) & mask, ()):
-                d = (other ^ fp).bit_count()
-                if d <= self.max_distance:
-                    found[other] = d
-        return sorted(((self._docs[o], d) for o, d in found.items()), key=lambda x: x[1])
+        found = self._candidates(fp & _MASK64)
+        return sorted(((self._docs[s], d) for s, d in found.items()), key=lambda x: x[1])
 
     def find(self, fp: int) -> DocId | None:
         """The document of the closest fingerprint within ``max_distance`` bits, or None."""
@@ -298,19 +325,26 @@ class NearDupIndex:
     def add(self, fp: int, doc_id: DocId) -> None:
         """File ``fp`` under ``doc_id``; an fp already present keeps its first document."""
         fp &= _MASK64
-        if fp in self._docs:
-            self._docs.move_to_end(fp)
+        slot = self._slot_of(fp)
+        if slot is not None:
+            self._ref[slot] = 1
             return
-        self._docs[fp] = doc_id
+        if len(self._fps) < self.capacity:
+            slot = len(self._fps)
+            self._fps.append(fp)
+            self._docs.append(doc_id)
+            self._ref.append(0)
+        else:
+            slot = self._evict()
+            self._fps[slot] = fp
+            self._docs[slot] = doc_id
         for (shift, mask), table in zip(self._bands, self._tables, strict=True):
             key = (fp >> shift) & mask
             bucket = table.get(key)
             if bucket is None:
-                table[key] = [fp]
+                table[key] = array("I", (slot,))
             else:
-                bucket.append(fp)
-        if len(self._docs) > self.capacity:
-            self._evict()
+                bucket.append(slot)
 
     def find_or_add(self, fp: int, doc_id: DocId) -> DocId | None:
         """The near-duplicate's document if there is one; otherwise file ``fp`` and say None.
@@ -323,14 +357,29 @@ class NearDupIndex:
             self.add(fp, doc_id)
         return doc
 
-    def _evict(self) -> None:
-        old, _ = self._docs.popitem(last=False)
+    def _evict(self) -> int:
+        """Free the slot the clock hand settles on (the first not used since its last pass)."""
+        ref = self._ref
+        hand = self._hand
+        while ref[hand]:
+            ref[hand] = 0
+            hand = (hand + 1) % self.capacity
+        self._hand = (hand + 1) % self.capacity
+        old = self._fps[hand]
         for (shift, mask), table in zip(self._bands, self._tables, strict=True):
             key = (old >> shift) & mask
             bucket = table[key]
-            bucket.remove(old)
+            bucket.remove(hand)
             if not bucket:
                 del table[key]
+        return hand
+
+    def _order(self) -> list[int]:
+        """Slots from the next to be considered for eviction to the newest."""
+        n = len(self._fps)
+        if n < self.capacity:
+            return list(range(n))
+        return [(self._hand + i) % n for i in range(n)]
 
     def state_dict(self) -> dict[str, Any]:
         """JSON-ready state: entries oldest first, fingerprints as 16 hex digits."""
@@ -338,17 +387,20 @@ class NearDupIndex:
             "version": 1,
             "max_distance": self.max_distance,
             "capacity": self.capacity,
-            "entries": [[f"{fp:016x}", doc] for fp, doc in self._docs.items()],
+            "entries": [[f"{self._fps[s]:016x}", self._docs[s]] for s in self._order()],
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
-        """Replace the contents with a ``state_dict``; the band layout must match."""
+        """Replace the contents with a ``state_dict``'s; the band layout must match."""
         if state.get("version") != 1:
             raise ValueError("unknown NearDupIndex state version")
         if int(state["max_distance"]) != self.max_distance:
             raise ValueError("NearDupIndex state has a different max_distance")
         self._tables = [{} for _ in self._bands]
-        self._docs = OrderedDict()
+        self._fps = array("Q")
+        self._docs = []
+        self._ref = bytearray()
+        self._hand = 0
         for fp_hex, doc in state["entries"]:
             if not isinstance(doc, str | int):
                 raise ValueError("NearDupIndex doc ids must be str or int")
