@@ -30,7 +30,7 @@ from politecrawl.duprules import RuleLearner
 from politecrawl.fingerprint import NearDupIndex, exact_fingerprint, simhash
 from politecrawl.revisit import RevisitPolicy, RevisitState, content_changed
 from politecrawl.storage import JsonlLog
-from politecrawl.urls import host_of
+from politecrawl.urls import host_of, registered_domain
 
 _MIN_TEXT = 64  # characters of visible text below which no page is anyone's duplicate
 _SCHEMA = """
@@ -97,19 +97,27 @@ class Continuity:
         exact = exact_fingerprint(text)
         sim = simhash(text)
         dup: str | None = None
-        # too little text says nothing of identity (empty bodies, a bare image page)
+        site = registered_domain(host_of(url))
+        # duplicates are looked for within one site (the DUST problem): two sites' template
+        # pages differing by a name are near-duplicates in bits, not in meaning. Too little
+        # text says nothing of identity (empty bodies, a bare image page).
+        key = f"{site} {exact}"
         first = (
-            self._db.execute("SELECT url FROM exact WHERE fp=?", (exact,)).fetchone()
+            self._db.execute("SELECT url FROM exact WHERE fp=?", (key,)).fetchone()
             if len(text) >= _MIN_TEXT
             else (url,)
         )
         if first is not None and first[0] != url:
             dup = str(first[0])
         elif first is None:
-            self._db.execute("INSERT INTO exact VALUES (?,?)", (exact, url))
-            near = self.near.find(sim)
-            if near is not None and str(near) != url:
-                dup = str(near)
+            self._db.execute("INSERT INTO exact VALUES (?,?)", (key, url))
+            same_site = [
+                str(d)
+                for d, _ in self.near.near(sim)
+                if str(d) != url and registered_domain(host_of(str(d))) == site
+            ]
+            if same_site:
+                dup = same_site[0]
             else:
                 self.near.add(sim, url)
         self.rules.observe_page(url, exact, sim, now=now)

@@ -457,7 +457,8 @@ class Crawler:
         if host.last_start == 0.0:
             self.counters["hosts_contacted"] += 1
         politeness.record_start(host, self.cfg.politeness, self.clock())
-        await self.frontier.begin_request(host.key, host)
+        await self.frontier.begin_request(host.key, host)  # on disk before the request goes
+        politeness.record_start(host, self.cfg.politeness, self.clock())  # the real start
         res = await self.fetcher.fetch(url, html_only=html_only, extra_headers=extra_headers)
         self.counters["requests"] += 1
         if res.status is not None and res.status >= 400:

@@ -508,7 +508,8 @@ async def _unknown_encoding(conn: _Conn) -> None:
 
 
 async def _binary_html(conn: _Conn) -> None:
-    await conn.reply(200, "OK", random.Random(11).randbytes(256 * 1024))
+    # seeded by the full target: each URL variant its own bytes (distinct pages, not duplicates)
+    await conn.reply(200, "OK", random.Random(f"11/{conn.hit.target}").randbytes(256 * 1024))
 
 
 INVALID_UTF8 = (

@@ -1,0 +1,225 @@
+"""Soak: a long crawl of a 100,000-page local web, with the crawler's memory sampled throughout.
+
+    python bench/soak.py [--minutes 30] [--hosts 10000] [--pages 10] [--delay 10]
+                         [--concurrency 500] [--every 10] [--json FILE]
+
+The test web (``python -m politecrawl.testweb``, its own process) serves ``--hosts`` x
+``--pages`` pages (plus the special URLs every host links: about 35 URLs a host). This process
+crawls it with ``politecrawl.Crawler`` until ``--minutes`` have passed (or the web is done).
+Every ``--every`` seconds a task on the crawler's own event loop prints one row: resident
+memory (VmRSS from /proc/self/status), the frontier's own figures (``frontier.stats()``: URLs
+seen and queued, hosts waiting and in flight), pages and requests so far, and the request rate.
+At the end: memory growth against the frontier's growth (bytes of RSS per URL seen and per page
+fetched, Python objects per page, by least squares over the samples after the first minute), so
+a leak shows as growth the frontier does not explain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
+
+UA = "soakbot/1.0 (+http://bench.example/bot)"
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def start_server(hosts: int, pages: int) -> tuple[subprocess.Popen[str], int]:
+    args = ["--hosts", str(hosts), "--pages", str(pages), "--port", "0"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "politecrawl.testweb", *args],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # "serving N hosts on 127.0.0.1:PORT"
+    if not line:
+        proc.kill()
+        raise SystemExit("the test web did not start")
+    return proc, int(line.strip().rsplit(":", 1)[1])
+
+
+def slope(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of ys over xs (0 when xs do not vary)."""
+    n = len(xs)
+    if n < 2:
+        return 0.0
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+
+
+HEADER = (
+    f"{'t_s':>6} {'rss_mb':>8} {'d_rss':>7} {'seen':>8} {'queued':>8} {'waiting':>7} "
+    f"{'flight':>6} {'pages':>8} {'requests':>8} {'req/s':>6} {'cpu_s':>7} {'py_objs':>9}"
+)
+
+
+async def sample(crawler: Crawler, every: float, rows: list[dict[str, Any]]) -> None:
+    t0 = time.monotonic()
+    last_req, last_t = 0, t0
+    rss0 = rss_mb()
+    print(HEADER, flush=True)
+    while True:
+        await asyncio.sleep(every)
+        now = time.monotonic()
+        stats = await crawler.frontier.stats()
+        c = crawler.counters
+        row = {
+            "t_s": round(now - t0, 1),
+            "rss_mb": round(rss_mb(), 1),
+            "seen": int(stats.get("seen", 0)),
+            "queued": int(stats.get("queued", 0)),
+            "waiting": int(stats.get("hosts_waiting", 0)),
+            "in_flight": int(stats.get("in_flight", 0)),
+            "pages": int(c["pages_fetched"]),
+            "requests": int(c["requests"]),
+            "cpu_s": round(cpu_s(), 1),
+            "py_objects": len(gc.get_objects()),
+        }
+        rate = (row["requests"] - last_req) / (now - last_t)
+        last_req, last_t = row["requests"], now
+        rows.append(row)
+        print(
+            f"{row['t_s']:6.0f} {row['rss_mb']:8.1f} {row['rss_mb'] - rss0:+7.1f} "
+            f"{row['seen']:8d} {row['queued']:8d} {row['waiting']:7d} {row['in_flight']:6d} "
+            f"{row['pages']:8d} {row['requests']:8d} {rate:6.0f} {row['cpu_s']:7.1f} "
+            f"{row['py_objects']:9d}",
+            flush=True,
+        )
+
+
+async def soak(args: argparse.Namespace, port: int, out: Path) -> tuple[Any, list[dict[str, Any]]]:
+    cfg = CrawlConfig(
+        seeds=tuple(f"http://h{i}.test:{port}/" for i in range(args.hosts)),
+        out_dir=out,
+        fetch=FetchConfig(
+            user_agent=UA,
+            resolve=(f"*.test:{port}:127.0.0.1",),
+            allow_private_addresses=True,
+            retry_base_s=args.delay,
+        ),
+        politeness=PolitenessConfig(
+            min_delay_s=args.delay, response_time_factor=1.0, jitter_s=0.01
+        ),
+        concurrency=args.concurrency,
+        scope="any",
+        progress=False,
+        max_time_s=args.minutes * 60,
+    )
+    crawler = Crawler(cfg)
+    rows: list[dict[str, Any]] = []
+    sampler = asyncio.get_running_loop().create_task(sample(crawler, args.every, rows))
+    try:
+        summary = await crawler.run()
+    finally:
+        sampler.cancel()
+    return summary, rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=30.0)
+    ap.add_argument("--hosts", type=int, default=10_000)
+    ap.add_argument("--pages", type=int, default=10)
+    ap.add_argument("--delay", type=float, default=10.0, help="per-host delay, s (10)")
+    ap.add_argument("--concurrency", type=int, default=500)
+    ap.add_argument("--every", type=float, default=10.0, help="seconds between samples (10)")
+    ap.add_argument("--json", type=Path, help="also write the samples and figures here")
+    args = ap.parse_args()
+    if args.hosts * args.pages < 100_000:
+        print(f"note: {args.hosts * args.pages} pages, under the 100,000 a soak is meant for")
+
+    tmp = Path(tempfile.mkdtemp(prefix="pc-soak-"))
+    server, port = start_server(args.hosts, args.pages)
+    print(
+        f"soak: {args.hosts} hosts x {args.pages} pages, delay {args.delay} s, concurrency "
+        f"{args.concurrency}, {args.minutes:g} min, sample every {args.every:g} s, "
+        f"cpus {os.cpu_count()}",
+        flush=True,
+    )
+    t0 = time.monotonic()
+    try:
+        summary, rows = asyncio.run(soak(args, port, tmp / "out"))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        wall = time.monotonic() - t0
+        disk = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    late = [r for r in rows if r["t_s"] >= 60] or rows
+    per_url = slope([r["seen"] for r in late], [r["rss_mb"] * 2**20 for r in late])
+    per_min = slope([r["t_s"] / 60 for r in late], [r["rss_mb"] for r in late])
+    per_page = slope([r["pages"] for r in late], [r["rss_mb"] * 2**20 for r in late])
+    objs_per_page = slope([r["pages"] for r in late], [r["py_objects"] for r in late])
+    first, last = (late[0], late[-1]) if late else ({}, {})
+    figures = {
+        "minutes": args.minutes,
+        "stopped_by": summary.stopped_by,
+        "wall_s": round(wall, 1),
+        "pages_fetched": summary.pages_fetched,
+        "requests": summary.requests,
+        "hosts": summary.hosts,
+        "queued_left": summary.queued_left,
+        "peak_rss_mb": round(peak, 1),
+        "rss_first_mb": first.get("rss_mb"),
+        "rss_last_mb": last.get("rss_mb"),
+        "seen_first": first.get("seen"),
+        "seen_last": last.get("seen"),
+        "rss_bytes_per_url_seen": round(per_url, 1),
+        "rss_bytes_per_page_fetched": round(per_page, 1),
+        "py_objects_per_page_fetched": round(objs_per_page, 2),
+        "rss_mb_per_minute": round(per_min, 2),
+        "output_bytes_on_disk": disk,
+        "errors": summary.errors,
+    }
+    print(
+        f"done: stopped by {summary.stopped_by} after {wall:.0f} s; {summary.pages_fetched} pages, "
+        f"{summary.requests} requests, {summary.queued_left} URLs still queued; output on disk "
+        f"{disk / 2**20:.0f} MB"
+    )
+    if late:
+        print(
+            f"memory: RSS {first['rss_mb']} -> {last['rss_mb']} MB (peak {peak:.0f} MB) while the "
+            f"frontier saw {first['seen']} -> {last['seen']} URLs: {per_url:.0f} bytes of RSS per "
+            f"URL seen (least squares after the first minute), {per_min:+.2f} MB per minute; "
+            f"per page fetched: {per_page:.0f} bytes of RSS, {objs_per_page:.2f} Python objects "
+            f"(queued {first['queued']} -> {last['queued']})"
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"figures": figures, "samples": rows}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
