@@ -96,27 +96,17 @@ BUGS: dict[str, str] = {
 
 KNOWN_BUGS: dict[str, str] = {
     # the hand-made reproducers (bench/fuzz.py regressions())
-    "sitemap/bug-unknown-xml-encoding.bin": "sitemap-encoding",
-    "sitemap/bug-multibyte-xml-encoding.bin": "sitemap-encoding",
     "decode_html/bug-python-codec.bin": "python-codec",
     "decode_html/bug-ftfy-cost.bin.gz": "ftfy-cost",
-    "canonicalize/bug-long-host.bin.gz": "long-host",
-    "join/bug-long-href.bin.gz": "long-href",
-    "x_robots_tag/bug-many-items.bin.gz": "x-robots-items",
-    "parse_page/bug-duplicate-links.bin.gz": "link-cap",
     # what the fuzzer itself saved (the smallest input of each failure class)
-    "sitemap/crash-1543de6a40d2.bin": "sitemap-encoding",
     "decode_html/crash-988e62d326ae.bin": "python-codec",
-    "parse_page/crash-3608f8434e7d.bin.gz": "link-cap",
 }
 """Corpus file -> the bug it shows (a key of ``BUGS``)."""
 
 # Failure classes (bench/fuzz.py _failure_class, line numbers left out) of the bugs above, so
 # the small fuzz run below does not fail on what is already known.
 KNOWN_FAILURES: dict[str, tuple[str, ...]] = {
-    "sitemap": ("LookupError@sitemaps.py", "ValueError@sitemaps.py"),
     "decode_html": ("PropertyViolation@check: Python-only codec",),
-    "parse_page": ("PropertyViolation@check: link cap bypassed",),
 }
 
 

@@ -742,7 +742,7 @@ def test_hostile_structure_after_the_limit_and_in_feeds() -> None:
 
 def test_long_text_and_64_attributes_are_fine() -> None:
     attrs = " ".join(f'a{i}="v>{i}"' for i in range(64))
-    long_loc = "http://a.example/" + "x" * 2_000_000
+    long_loc = "http://a.example/" + "x" * 60_000  # under the 64 KiB URL cap
     body = urlset(f"<loc>{long_loc}</loc><ext:e {attrs}/>", ns=' xmlns:ext="e"') + b" " * 2_000_000
     result = parse_sitemap(body)
     assert result.error is None and page_urls(result) == [long_loc]

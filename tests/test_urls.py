@@ -670,3 +670,16 @@ def test_keys_of_canonical_urls(url: str) -> None:
     assert robots_url(canon) == origin_of(canon) + "/robots.txt"
     assert is_subdomain_of(host, registered_domain(host))
     assert canonicalize(robots_url(canon)) == robots_url(canon)
+
+
+def test_huge_urls_refused_before_costly_work() -> None:
+    import pytest
+
+    from politecrawl.errors import UrlError
+    from politecrawl.urls import canonicalize, join
+
+    assert join("http://a.example/", "/" + "x" * 70_000) is None
+    with pytest.raises(UrlError, match="too long"):
+        canonicalize("http://a.example/" + "x" * 70_000)
+    with pytest.raises(UrlError, match="host too long"):
+        canonicalize("http://" + "a" * 2000 + ".example/")

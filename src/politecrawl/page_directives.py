@@ -75,6 +75,10 @@ def from_meta(name_content_pairs: Iterable[tuple[str, str]], product_token: str)
     return PageDirectives(**flags)
 
 
+_MAX_VALUE = 8192
+_MAX_ITEMS = 100
+
+
 def from_x_robots_tag(header_values: Iterable[str], product_token: str) -> PageDirectives:
     """Directives from ``X-Robots-Tag`` header values.
 
@@ -86,7 +90,7 @@ def from_x_robots_tag(header_values: Iterable[str], product_token: str) -> PageD
     flags = _new_flags()
     for value in header_values:
         scope: str | None = None
-        for item in value.split(","):
+        for item in value[:_MAX_VALUE].split(",")[:_MAX_ITEMS]:  # bounded work per header
             m = _SCOPED.fullmatch(item)
             if m is not None:
                 name = m.group(1).lower()

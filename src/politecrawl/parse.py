@@ -79,7 +79,9 @@ def parse_page(
     links = page.links
     nodes = tree.css("a[href], area[href]")
     for i, node in enumerate(nodes):
-        if len(links) >= _MAX_LINKS:  # the cap before the join: the rest costs nothing
+        # caps before the join: the rest costs nothing (unique links, and anchors examined,
+        # so a page of a million duplicate hrefs is not joined a million times)
+        if len(links) >= _MAX_LINKS or i >= 2 * _MAX_LINKS:
             page.links_cut = len(nodes) - i
             break
         attrs = node.attributes

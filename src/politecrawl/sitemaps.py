@@ -609,6 +609,8 @@ class _Collector:
             self.fail(NOT_A_SITEMAP)
         except _TooComplex:
             self.fail(TOO_COMPLEX)
+        except (LookupError, ValueError):  # an XML declaration naming an encoding expat lacks
+            self.fail(MALFORMED_XML)
         except expat.ExpatError as exc:
             if self.kind is None:
                 self.fail(NOT_A_SITEMAP)

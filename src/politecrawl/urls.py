@@ -259,6 +259,10 @@ def _assemble(scheme: str, netloc: str, path: str, query: str | None) -> str:
     return f"{scheme}://{authority}{path}"
 
 
+_MAX_RAW = 64 * 1024
+_MAX_AUTHORITY = 1024
+
+
 def canonicalize(url: str) -> str:
     """The crawl key of an absolute http(s) URL; UrlError (short reason) if it has none.
 
@@ -266,12 +270,16 @@ def canonicalize(url: str) -> str:
     no fragment, no dot segments, normalised percent-encoding, no session ids,
     query order kept (order can matter to the application).
     """
+    if len(url) > _MAX_RAW:  # encoding work is linear but slow per byte: refuse first
+        raise UrlError("URL too long")
     try:
         parts = _SPLIT(_clean(url))
         assert parts is not None  # the pattern matches every string
         scheme, netloc, path, query = parts.groups()
         if scheme is None:
             raise UrlError("relative URL")
+        if netloc is not None and len(netloc) > _MAX_AUTHORITY:  # DNS names stop at 253
+            raise UrlError("host too long")
         scheme = scheme.lower()
         if scheme not in _DEFAULT_PORT:
             raise UrlError(f"unsupported scheme {scheme[:20]!r}")
@@ -301,6 +309,8 @@ def join(base: str, href: str) -> str | None:
     browsers), after the whitespace clean-up browsers do.  Never raises.
     """
     if not isinstance(href, str):  # defensive: HTML parsers hand out None for bare attrs
+        return None
+    if len(href) > _MAX_RAW:  # the trap limit drops long URLs anyway: skip the costly work
         return None
     try:
         b_scheme, b_netloc, b_path, b_query, b_dir = _base_parts(base)
