@@ -55,7 +55,7 @@ from typing import Literal, Self
 
 from aiohttp import web
 
-from politecrawl.testweb import AccessEntry
+from politecrawl.testweb import AccessEntry, serve_loopback
 
 __all__ = ["EPOCH", "ChangeKind", "DupWeb", "FakeClock", "PageRef", "SiteKind", "main"]
 
@@ -570,16 +570,7 @@ class DupWeb:
         """Bind 127.0.0.1 (a free port unless ``port`` was given) and serve."""
         if self._runner is not None:
             raise RuntimeError("DupWeb already started")
-        runner = web.ServerRunner(web.Server(self._handle, access_log=None), shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", self.port, backlog=1024, reuse_address=True)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = int(runner.addresses[0][1])
+        self._runner, self.port = await serve_loopback(self._handle, self.port)
         self._cache.clear()  # absolute links embed the port
 
     async def stop(self) -> None:

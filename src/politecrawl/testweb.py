@@ -76,7 +76,7 @@ import signal
 import sys
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from types import TracebackType
@@ -284,6 +284,21 @@ def _not_modified(reply: _Reply, req_headers: Mapping[str, str]) -> bool:
     return False
 
 
+async def serve_loopback(
+    handler: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]], port: int = 0
+) -> tuple[web.ServerRunner, int]:
+    """Serve ``handler`` on 127.0.0.1 (a free port when 0): every local test web starts so."""
+    runner = web.ServerRunner(web.Server(handler, access_log=None), shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=2048, reuse_address=True)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner, int(runner.addresses[0][1])
+
+
 class TestWeb:
     """Many deterministic virtual hosts served by one aiohttp server on 127.0.0.1."""
 
@@ -329,17 +344,7 @@ class TestWeb:
             raise RuntimeError("TestWeb already started")
         if self.access_log_path is not None:
             self._log_file = open(self.access_log_path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
-        server = web.Server(self._handle, access_log=None)
-        runner = web.ServerRunner(server, shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", self.port, backlog=2048, reuse_address=True)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = int(runner.addresses[0][1])
+        self._runner, self.port = await serve_loopback(self._handle, self.port)
         self._cache.clear()  # absolute links embed the port
 
     async def stop(self) -> None:
