@@ -60,6 +60,7 @@ def test_bad_url_in_seeds(tmp_path: Path) -> None:
         (["--concurrency", "0"], "concurrency"),
         (["--scope", "planet"], "scope"),
         (["--resolve", "nonsense"], "HOST:PORT:ADDR"),
+        (["--jitter", "-1"], "--jitter"),
     ],
 )
 def test_bad_option_values(tmp_path: Path, args: list[str], needle: str) -> None:

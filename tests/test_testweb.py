@@ -332,3 +332,19 @@ def test_cli_subprocess(tmp_path: Path) -> None:
         proc.communicate()
     entries = load_access_log(str(log))
     assert [(e.host, e.path, e.status) for e in entries] == [("h1.test", "/robots.txt", 200)]
+
+
+async def test_plain_web_serves_only_normal_pages(tmp_path: Path) -> None:
+    """The web for measuring the politeness-bound rate: every request a 200, no backoff."""
+    from conftest import crawl_config
+
+    from politecrawl import Crawler
+
+    async with TestWeb(n_hosts=12, pages_per_host=6, seed=2, plain=True) as plain:
+        assert {plain.sites[h].robots_status for h in plain.hosts} == {200}
+        summary = await Crawler(crawl_config(plain, tmp_path / "out", delay=0.02)).run()
+        paths = {(e.host, e.path) for e in plain.access_log}
+        expected = {(h, p) for h in plain.hosts for p in ["/robots.txt", *plain.sites[h].pages]}
+        assert paths == expected
+        assert {e.status for e in plain.access_log} == {200}
+        assert summary.pages_fetched == 12 * 6

@@ -38,6 +38,7 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("out", Path, "output folder (state, WARC, logs); the same folder resumes the crawl"),
     ("min-delay", float, "per-site floor between request starts, seconds (default 15)"),
     ("delay-factor", float, "delay >= factor x mean of the site's last 5 response times (30)"),
+    ("jitter", float, "random extra delay, 0 to this many seconds, so starts don't align (0.5)"),
     ("concurrency", int, "sites in flight at once (default 64)"),
     ("max-pages", int, "stop after this many page requests in this run"),
     ("max-time", float, "stop after this many seconds"),
@@ -286,6 +287,7 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
     politeness = PolitenessConfig(
         min_delay_s=float(v.get("min_delay", 15.0)),
         response_time_factor=float(v.get("delay_factor", 30.0)),
+        jitter_s=float(v.get("jitter", 0.5)),
         key_mode=v.get("politeness_key", "host"),
         park_after_failures=int(v.get("park_after", 5)),
         park_s=float(v.get("park_time", 3600.0)),
@@ -458,7 +460,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     _print_summary(summary.to_json(), cfg.out_dir)
     if crawler.fatal:
         print(
-            f"politecrawl: stopped: {crawler.fatal} (state saved; run again to resume)",
+            f"politecrawl: stopped: {crawler.fatal} (run the same command again to resume)",
             file=sys.stderr,
         )
         return 1

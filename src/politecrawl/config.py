@@ -74,7 +74,7 @@ class PolitenessConfig:
     def __post_init__(self) -> None:
         _positive("--min-delay", self.min_delay_s, zero_ok=True)
         _positive("response_time_factor", self.response_time_factor, zero_ok=True)
-        _positive("jitter", self.jitter_s, zero_ok=True)
+        _positive("--jitter", self.jitter_s, zero_ok=True)
         if self.park_after_failures < 1:
             raise ConfigError("park_after_failures must be >= 1")
         _positive("park", self.park_s, zero_ok=True)

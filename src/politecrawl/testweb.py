@@ -59,6 +59,10 @@ only the variants whose index exists are used):
 10  503               robots.txt answers 503 (nothing else may be fetched)
 ==  ================  ===========================================================
 
+``plain=True`` (``--plain``) serves normal pages only: the standard robots.txt on every host,
+no special links, no ``<area>`` page — every request is a 200 that costs no backoff, for
+measuring how close the crawler comes to the rate its politeness allows.
+
 ``latency_s`` sleeps before each response. Unknown hosts and paths answer 404 (and are logged).
 Every request is recorded in ``access_log`` (and as a JSON line in ``access_log_path``).
 """
@@ -314,6 +318,7 @@ class TestWeb:
         latency_s: float = 0.0,
         extra_hosts: int = 0,
         port: int = 0,
+        plain: bool = False,
     ) -> None:
         if n_hosts < 1 or pages_per_host < 1 or extra_hosts < 0:
             raise ValueError("need n_hosts >= 1, pages_per_host >= 1, extra_hosts >= 0")
@@ -324,12 +329,14 @@ class TestWeb:
         self.access_log_path = access_log_path
         self.latency_s = latency_s
         self.port = port
+        self.plain = plain
         self.hosts: list[str] = [f"h{i}.{suffix}" for i in range(n_hosts + extra_hosts)]
         self._index: dict[str, int] = {h: i for i, h in enumerate(self.hosts)}
         pages = ["/"] + [f"/p/{i}.html" for i in range(1, pages_per_host)]
         self.sites: dict[str, SiteSpec] = {}
         for i, h in enumerate(self.hosts):
-            body, status, ctype = _ROBOTS[ROBOTS_VARIANTS.get(i, "standard")]
+            variant = "standard" if plain else ROBOTS_VARIANTS.get(i, "standard")
+            body, status, ctype = _ROBOTS[variant]
             self.sites[h] = SiteSpec(h, body, status, ctype, list(pages))
         self.access_log: list[AccessEntry] = []
         self._cache: dict[tuple[int, str], _Reply] = {}
@@ -585,7 +592,7 @@ class TestWeb:
                           f"error {spec.robots_status}\n".encode())  # fmt: skip
         ctype = f"{spec.robots_content_type}; charset=utf-8"
         body = spec.robots
-        if ROBOTS_VARIANTS.get(idx, "standard") == "standard":
+        if self.plain or ROBOTS_VARIANTS.get(idx, "standard") == "standard":
             body += f"Sitemap: {self.url(spec.host, '/sitemap-index.xml')}\n"
         return _Reply(spec.robots_status, {"Content-Type": ctype}, body.encode("utf-8"))
 
@@ -636,7 +643,7 @@ class TestWeb:
                 t = rng.randrange(n) if rng.random() < 0.5 else 0
                 tpath = "/" if t == 0 else f"/p/{t}.html"
                 links.append((self.url(self.hosts[j], tpath), f"a friend at h{j}", ""))
-        for k, bundle in enumerate(SPECIAL_BUNDLES):
+        for k, bundle in enumerate(() if self.plain else SPECIAL_BUNDLES):
             if num == (2 * k + 1) % n:
                 links.extend((p, p.strip("/").replace("/", " "), "") for p in bundle)
                 if k == 0:
@@ -664,7 +671,7 @@ class TestWeb:
         body = [nav, *paras]
         if related:
             body.append(f'<h2>Related</h2>\n<ul class="related">\n{related}</ul>')
-        if num % 5 == 2:
+        if num % 5 == 2 and not self.plain:
             body.append(
                 '<img src="/img/map.png" usemap="#m" alt="map">\n<map name="m">'
                 '<area shape="rect" coords="0,0,10,10" href="/only-from-area.html" alt="area">'
@@ -787,6 +794,7 @@ async def _serve(args: argparse.Namespace) -> None:
         latency_s=args.latency,
         extra_hosts=args.extra_hosts,
         port=args.port,
+        plain=args.plain,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -813,6 +821,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--access-log", default=None, help="JSON-lines access log file")
     p.add_argument("--latency", type=float, default=0.0, help="seconds before each response")
     p.add_argument("--extra-hosts", type=int, default=0, help="hosts reached only via links")
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="normal pages only: standard robots.txt everywhere, no special links or error pages",
+    )
     args = p.parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(args))
