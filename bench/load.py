@@ -1,7 +1,7 @@
 """Load: 10,000 local hosts at concurrency 500; the test server's access log is the judge.
 
     python bench/load.py [--hosts 10000] [--pages 3] [--concurrency 500] [--delay 5]
-                         [--max-time 180] [--max-pages N] [--json FILE]
+                         [--max-time 180] [--max-pages N] [--max-wait 30] [--json FILE]
 
 The test web (``python -m politecrawl.testweb``) runs in its own process and writes every
 request it answers to an access log; this process runs ``politecrawl.Crawler`` against it
@@ -309,6 +309,7 @@ async def crawl(args: argparse.Namespace, port: int, out: Path) -> dict[str, Any
         progress=False,
         max_time_s=args.max_time,
         max_pages=args.max_pages,
+        max_wait_s=args.max_wait,
     )
     crawler = Crawler(cfg)
     c0, t0 = cpu_s(), time.time()
@@ -333,6 +334,13 @@ def main() -> int:
     ap.add_argument("--delay", type=float, default=5.0, help="per-host delay, s (5)")
     ap.add_argument("--max-time", type=float, default=180.0, help="stop after this many s")
     ap.add_argument("--max-pages", type=int, default=None)
+    ap.add_argument(
+        "--max-wait",
+        type=float,
+        default=30.0,
+        help="crawler's --max-wait: a host due this long goes first (30; the crawler's default "
+        "300 s would not act within a 3-minute run)",
+    )
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     ap.add_argument("--keep", type=Path, help="keep the crawl output and access log here")
     args = ap.parse_args()
@@ -406,7 +414,9 @@ def main() -> int:
         if p:
             print(f"               {p}")
     for label, table in (("server clock", starve), ("crawler clock", starve_crawler)):
-        print(f"  starvation   actual start - allowed start, {label}:")
+        print(
+            f"  starvation   actual start - allowed start, {label} (--max-wait {args.max_wait} s):"
+        )
         for name, st in table.items():
             if isinstance(st, dict):
                 print(

@@ -16,7 +16,6 @@ import random
 import sys
 from pathlib import Path
 
-import pytest
 from aiohttp import web
 from conftest import UA
 from warcio.archiveiterator import ArchiveIterator
@@ -114,12 +113,6 @@ async def test_state_write_fails_then_resume(tmp_path: Path) -> None:
                 assert blocked or (host, page) in fetched, (host, page)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="crawler.run: when the storage error recurs in the final flush, the FrontierError "
-    "escapes _finish (no summary.json, WARC left .open, no 'stopped:' line; the CLI prints "
-    "'politecrawl: cannot save crawl state: ...')",
-)
 async def test_state_write_fails_stops_with_one_clear_line(tmp_path: Path) -> None:
     async with TestWeb(n_hosts=6, pages_per_host=8, seed=5) as web:
         cfg = _config(tmp_path, web.seed_urls(), web.resolve_arg())
@@ -179,15 +172,6 @@ async def test_warc_write_fails_then_resume(tmp_path: Path) -> None:
         assert set(big.hits) == {f"/page/{i}" for i in range(12)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="WARC write failure: (1) the page whose record failed is finished as "
-    "'dropped:internal_error' and never fetched again, and records still in the write buffer "
-    "are cut at the next start, their pages marked stored: pages missing from the archive; "
-    "(2) the file is closed and renamed .warc.gz with a torn last gzip member (repair only "
-    "looks at .open files); (3) depending on timing, WarcWriter.flush() in _finish raises a "
-    "bare OSError that escapes Crawler.run: a traceback instead of 'stopped: ...'",
-)
 async def test_warc_write_fails_cleanly_and_loses_nothing(tmp_path: Path) -> None:
     async with BigPages() as big:
         cfg = _config(tmp_path, big.seeds(), big.resolve(), "concurrency = 4\n")

@@ -66,7 +66,7 @@ async def _openers(
 
     async def opener(**kw: Any) -> Any:
         if kind == "sqlite":
-            f: Any = SqliteFrontier(tmp_path / "state.sqlite")
+            f: Any = SqliteFrontier(tmp_path / "state.sqlite", **kw)
         else:
             kw.setdefault("lease_ttl_s", 60.0)
             kw.setdefault("reclaim_delay_s", 1.0)
@@ -169,6 +169,20 @@ async def test_key_with_the_best_url_is_leased_first(open_frontier: Opener) -> N
     f = await open_frontier()
     await f.add([e("x", "a.test", prio=1.0), e("y", "b.test", prio=7.0), e("z", "c.test", 3.0)])
     assert [await f.lease(T0) for _ in range(4)] == ["b.test", "c.test", "a.test", None]
+
+
+async def test_a_key_due_for_max_wait_goes_before_better_ones(open_frontier: Opener) -> None:
+    """Priority rules, but a key kept waiting ``max_wait_s`` by better ones is served next."""
+    f = await open_frontier(max_wait_s=20.0)  # (leases held here last 60 s)
+    await f.add([e("x", "low.test", prio=0.0), e("y", "hi1.test", prio=5.0)])
+    assert await f.lease(T0) == "hi1.test"  # low.test ready since T0
+    await f.add([e("z", "hi2.test", prio=5.0), e("v", "mid.test", prio=1.0)])
+    assert await f.lease(T0 + 19.9) == "hi2.test"
+    await f.add([e("w", "hi3.test", prio=5.0)])
+    assert await f.lease(T0 + 20) == "low.test"  # due for 20 s
+    assert await f.lease(T0 + 21) == "hi3.test"  # mid.test (ready since T0 + 19.9) can wait
+    assert await f.lease(T0 + 21) == "mid.test"
+    assert await f.lease(T0 + 30) is None
 
 
 async def test_reprioritize_reorders_queued_urls(open_frontier: Opener) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import io
 from pathlib import Path
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from politecrawl.errors import StorageError
 from politecrawl.fetch import FetchResult
 from politecrawl.storage.warc import WarcWriter
 
@@ -73,3 +76,39 @@ def test_torn_tail_cut_at_next_start(tmp_path: Path, torn: slice) -> None:
     assert not list(tmp_path.glob("*.open"))
     assert [p.stat().st_size for p in tmp_path.glob("*.warc.gz")] == [whole]
     assert sum(t == "response" for t, _ in read_all(tmp_path)) == 10
+
+
+class _DiskFull:
+    """A file that takes ``room`` more bytes, then fails like a full disk."""
+
+    def __init__(self, fh: io.FileIO, room: int) -> None:
+        self.fh, self.room = fh, room
+
+    def write(self, data: memoryview) -> int:
+        if self.room <= 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        n = self.fh.write(data[: self.room]) or 0
+        self.room -= n
+        return n
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.fh, name)
+
+
+def test_write_error_leaves_file_open_and_takes_no_more(tmp_path: Path) -> None:
+    """A torn record is never closed as whole, and nothing is appended after it."""
+    w = WarcWriter(tmp_path, "politecrawl/test", "ua")
+    for i in range(5):
+        w.write_exchange(result(i))
+    assert w._fh is not None
+    w._fh = _DiskFull(w._fh, 100)  # type: ignore[assignment]
+    with pytest.raises(StorageError, match="No space left"):
+        w.write_exchange(result(5))
+    with pytest.raises(StorageError):  # refused: it would land after a torn member
+        w.write_exchange(result(6))
+    w.close()
+    assert not list(tmp_path.glob("*.warc.gz"))
+    [open_file] = list(tmp_path.glob("*.open"))
+    again = WarcWriter(tmp_path, "politecrawl/test", "ua")
+    assert again.repaired == {open_file.name: 0}  # the torn part was already cut back
+    assert [t for t, _ in read_all(tmp_path)] == ["warcinfo"] + ["request", "response"] * 5

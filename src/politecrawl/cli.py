@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from politecrawl.config import (
+    MAX_WAIT_S,
     CrawlConfig,
     FetchConfig,
     PolitenessConfig,
@@ -67,6 +68,7 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("relevance", str, "your nugget function 'package.module:function' (Document -> 0..1)"),
     ("target-relevant", int, "stop after this many relevant pages"),
     ("max-queue", int, "frontier cap: beyond it the lowest-priority URLs are dropped"),
+    ("max-wait", float, "a site due this many seconds goes before better-ranked ones (300)"),
     ("max-urls-per-host", int, "trap guard: URLs queued per host at most (unlimited)"),
     ("park-after", int, "failures in a row after which a site is parked (5)"),
     ("park-time", float, "how long a parked site is left alone, seconds (3600)"),
@@ -325,6 +327,7 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         relevance=v.get("relevance"),
         target_relevant=int(v["target_relevant"]) if v.get("target_relevant") else None,
         max_queue=int(v["max_queue"]) if v.get("max_queue") else None,
+        max_wait_s=float(v.get("max_wait", MAX_WAIT_S)),
         max_urls_per_host=int(v["max_urls_per_host"]) if v.get("max_urls_per_host") else None,
         log_rotate_bytes=int(v.get("log_rotate_bytes", 64 * 1024 * 1024)),
         log_retention_days=float(v.get("log_retention_days", 30.0)),

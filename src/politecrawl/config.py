@@ -52,6 +52,11 @@ def validate_user_agent(user_agent: str) -> str:
     return m.group(1)
 
 
+MAX_WAIT_S = 300.0
+"""Default ``--max-wait``: long enough that priority order rules unless the crawl is
+overloaded (more sites due than it can serve) for minutes on end."""
+
+
 def _positive(name: str, value: float, *, zero_ok: bool = False) -> None:
     if value < 0 or (value == 0 and not zero_ok):
         raise ConfigError(f"{name} must be {'>= 0' if zero_ok else '> 0'}, got {value}")
@@ -165,6 +170,7 @@ class CrawlConfig:
     relevance: str | None = None  # "package.module:function", a Document -> [0, 1] callable
     target_relevant: int | None = None
     max_queue: int | None = None
+    max_wait_s: float = MAX_WAIT_S  # a site due this long goes before better-ranked ones
     max_urls_per_host: int | None = None
     recrawl: bool = False  # continuous: fetched pages come back after their revisit interval
     revisit_min_s: float = 86400.0
@@ -206,6 +212,7 @@ class CrawlConfig:
         _positive("--log-retention-days", self.log_retention_days)
         if self.max_queue is not None and self.max_queue < 1:
             raise ConfigError("--max-queue must be >= 1")
+        _positive("--max-wait", self.max_wait_s)
         if self.strategy is not None and self.strategy not in ("bfs", "random", "focused"):
             raise ConfigError(f"--strategy must be focused, bfs or random, got {self.strategy!r}")
 

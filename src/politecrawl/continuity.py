@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from politecrawl.duprules import RuleLearner
+from politecrawl.errors import StorageError
 from politecrawl.fingerprint import NearDupIndex, exact_fingerprint, simhash
 from politecrawl.revisit import RevisitPolicy, RevisitState, content_changed
 from politecrawl.storage import JsonlLog
@@ -191,15 +192,28 @@ class Continuity:
 
     # -- persistence --------------------------------------------------------------------------
     def flush(self) -> None:
-        self._db.commit()
+        self._commit()
 
     def save(self) -> None:
         state: dict[str, Any] = {"near": self.near.state_dict(), "rules": self.rules.state_dict()}
-        self._db.executemany(
-            "INSERT OR REPLACE INTO kv VALUES (?,?)", [(k, json.dumps(v)) for k, v in state.items()]
-        )
-        self._db.commit()
+        try:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO kv VALUES (?,?)",
+                [(k, json.dumps(v)) for k, v in state.items()],
+            )
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"cannot save continuity state: {exc}") from exc
+        self._commit()
+
+    def _commit(self) -> None:
+        """A full disk is a ``StorageError``, which stops the crawl cleanly."""
+        try:
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"cannot save continuity state: {exc}") from exc
 
     def close(self) -> None:
-        self.save()
-        self._db.close()
+        try:
+            self.save()
+        finally:
+            self._db.close()

@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,8 +211,9 @@ class Crawler:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), timeout)
                     if time.monotonic() - last_flush >= _FLUSH_S:
-                        await self._housekeeping()
-                        await self._flush()
+                        with self._saving():
+                            await self._housekeeping()
+                            await self._flush()
                         last_flush = time.monotonic()
                         if progress:
                             progress.show(
@@ -269,7 +270,7 @@ class Crawler:
             self._rescoring = asyncio.create_task(self._rescore())
         if time.monotonic() - self._last_focus_save > _FOCUS_SAVE_S:
             self._last_focus_save = time.monotonic()
-            self.focus.save(self.cfg.out_dir / "focus.json")
+            self._save_focus()
             self.continuity.save()
 
     async def _rescore(self) -> None:
@@ -281,20 +282,65 @@ class Crawler:
             self.counters["rescored"] += await self.frontier.reprioritize(chunk)
             await asyncio.sleep(0)
 
+    def _save_focus(self) -> None:
+        path = self.cfg.out_dir / "focus.json"
+        try:
+            self.focus.save(path)
+        except OSError as exc:
+            raise StorageError(f"cannot save {path}: {exc}") from exc
+
     async def _flush(self) -> None:
+        """WARC first: a page counts as stored in the frontier only once its records are
+        with the OS, never the other way round."""
+        self.warc.flush()
         delta = {k: v - self._flushed[k] for k, v in self.counters.items() if v != self._flushed[k]}
         if delta:
             await self.frontier.add_counters(delta)
             self._flushed = Counter(self.counters)
         await self.frontier.flush()
         self.continuity.flush()
-        self.warc.flush()
+
+    def _storage_failed(self, exc: Exception) -> None:
+        """Disk full, I/O error: stop cleanly; the first error is the one reported."""
+        self.counters["error:storage"] += 1
+        if self.fatal is not None:
+            log.debug("storage error again: %s", exc)
+            return
+        log.error("stopping: %s", exc)
+        self.fatal = str(exc)
+        self.stop("storage_error")
+        self._stopped_by = "storage_error"  # even if already stopping: the save is what failed
+
+    @contextlib.contextmanager
+    def _saving(self) -> Iterator[None]:
+        """One saving step: a storage error stops the crawl, and the next step still runs."""
+        try:
+            yield
+        except (StorageError, FrontierError, OSError) as exc:
+            self._storage_failed(exc)
 
     async def _finish(self) -> Summary:
+        """Save and close every store, each on its own: one that fails must not leave the
+        others open or the summary unwritten (the next run resumes from what was saved)."""
         if self._rescoring is not None:
-            await self._rescoring
-        self.focus.save(self.cfg.out_dir / "focus.json")
-        await self._flush()
+            with self._saving():
+                await self._rescoring
+        with self._saving():
+            self._save_focus()
+        with self._saving():
+            await self._flush()
+        queued_left = -1  # unknown: the frontier could not say
+        with self._saving():
+            queued_left = (await self.frontier.stats())["queued"]
+        with self._saving():
+            self.warc.close()
+        with self._saving():
+            await self.frontier.close()
+        for log_ in (self.request_log, self.robots_log, self.pages_log):
+            with self._saving():
+                log_.close()
+        with self._saving():
+            self.continuity.close()
         c = self.counters
         summary = Summary(
             pages_fetched=c["pages_fetched"],
@@ -307,20 +353,16 @@ class Crawler:
             errors={k[6:]: v for k, v in sorted(c.items()) if k.startswith("error:")},
             hosts=c["hosts_contacted"],
             seconds=round(self.clock() - self._started, 3),
-            queued_left=(await self.frontier.stats())["queued"],
+            queued_left=queued_left,
             counters=dict(sorted(c.items())),
             stopped_by=self._stopped_by,
         )
         path = self.cfg.out_dir / "summary.json"
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
-        tmp.replace(path)
-        await self.frontier.close()
-        self.warc.close()
-        self.request_log.close()
-        self.robots_log.close()
-        self.pages_log.close()
-        self.continuity.close()
+        with self._saving():
+            tmp.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+            tmp.replace(path)
+        summary.stopped_by = self._stopped_by
         return summary
 
     # -- one turn of one site ---------------------------------------------------------------
@@ -335,10 +377,7 @@ class Crawler:
             self.counters["leases_lost"] += 1
             return
         except (StorageError, FrontierError) as exc:  # disk full, I/O error: stop cleanly
-            log.error("stopping: %s", exc)
-            self.counters["error:storage"] += 1
-            self.fatal = str(exc)
-            self.stop("storage_error")
+            self._storage_failed(exc)
         except Exception:  # the one broad catch: log, classify, keep crawling
             log.exception("internal error on %s", key)
             self.counters["error:internal"] += 1
@@ -383,10 +422,18 @@ class Crawler:
                 self.stop("max_pages")
                 return False
             self._pages_this_run += 1
+            attempt = entry.attempt
             try:
                 await self._fetch_url(entry, host)
             except LeaseLost:
                 raise  # another worker holds the site now; the URL was re-queued for it
+            except (StorageError, FrontierError):
+                # the disk failed, not the page: back in the queue for the next run, since
+                # nothing half-written counts as stored (_fetch_url tells the frontier last)
+                entry.attempt = attempt
+                with contextlib.suppress(FrontierError):
+                    await self.frontier.push_back(entry, front=True)
+                raise
             except Exception:
                 # nothing is lost: the URL is recorded with the failure, then we go on
                 await self.frontier.finish(entry.url, "dropped:internal_error")
@@ -526,7 +573,6 @@ class Crawler:
                 )
             entry.not_before = self.clock() + outcome.after_s
             self.counters["retries"] += 1
-            await self.frontier.push_back(entry)
         else:
             self.counters[outcome.reason.value] += 1
             if res.status is not None and not res.abandoned:
@@ -534,12 +580,14 @@ class Crawler:
         if due is not None:  # a continuous crawl: back in the queue, due at its interval
             entry.not_before, entry.attempt, entry.refetch = due, 0, False
             self.counters["revisits_scheduled"] += 1
-            await self.frontier.push_back(entry)
-        elif not isinstance(outcome, Retry):
-            await self.frontier.finish(entry.url, label)
         self._log_request(
             res, label, entry.attempt, host, refetch=entry.refetch, revisit=known is not None
         )
+        # the frontier last: a write error above leaves the URL for _step to put back
+        if due is not None or isinstance(outcome, Retry):
+            await self.frontier.push_back(entry)
+        else:
+            await self.frontier.finish(entry.url, label)
 
     async def _store(self, entry: UrlEntry, res: FetchResult) -> tuple[str, float | None]:
         """Parse, score, recognise duplicates, store, then admit the links with priorities."""

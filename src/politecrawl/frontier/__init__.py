@@ -7,7 +7,9 @@ checked by one contract suite (tests/test_frontier_contract.py):
 - a key is leased to one worker at a time, and is not handed out again before the
   ``next_allowed`` time it was released with;
 - among keys whose time has come, the one holding the highest-priority URL goes first, and
-  within a key the highest-priority URL (FIFO among equals);
+  within a key the highest-priority URL (FIFO among equals); except that a key due for
+  ``max_wait_s`` or longer goes before them all (longest-waiting first), so under overload
+  a site with only low-priority URLs is still served within a bounded time;
 - a URL is queued at most once (the seen-set), and every queued URL ends ``finish``-ed or is
   still queued: none is lost, across restarts too.
 """

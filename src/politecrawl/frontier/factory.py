@@ -38,6 +38,7 @@ def make_frontier(config: CrawlConfig) -> Frontier:
             expected_urls=config.expected_urls,
             seen_fp_rate=config.seen_fp_rate,
             reclaim_delay_s=config.politeness.min_delay_s,
+            max_wait_s=config.max_wait_s,
         )
     return SqliteFrontier(
         config.out_dir / "state.sqlite",
@@ -45,4 +46,5 @@ def make_frontier(config: CrawlConfig) -> Frontier:
         expected_urls=config.expected_urls,
         seen_fp_rate=config.seen_fp_rate,
         state_path=config.state_file,
+        max_wait_s=config.max_wait_s,
     )

@@ -10,6 +10,7 @@ so Redis and Valkey both work. Every multi-step change is one Lua script, hence 
 Keys (``P`` = ``pc:{CRAWL_ID}:``)
     ``P box``      zset  politeness key -> when it may be leased (the penalty box)
     ``P ready``    zset  due key -> -(priority of its best URL); ``lease`` takes the lowest
+    ``P due``      zset  the same keys -> when ``lease`` found each due (``max_wait_s``)
     ``P leases``   zset  leased key -> lease expiry;  ``P owner`` hash key -> lease token
     ``P q:KEY``    zset  the key's queued URLs: score -priority, member TAG+URL
     ``P d:KEY``    zset  the key's URLs waiting for ``not_before`` (retries): score not_before
@@ -46,7 +47,8 @@ is the FIFO sequence: ``10**15 + seq`` for a normal push, ``10**15 - seq`` for `
 front=True)`` (the newest front push first, as in sqlite). URLs whose ``not_before`` is set
 wait in ``d:KEY`` and move to ``q:KEY`` once due (at ``pop_url`` or ``lease``).
 Between keys: ``lease(now)`` moves every key due by ``now`` from the box into ``ready``,
-scored by its best URL, and takes the one holding the highest-priority URL (ties: key name).
+scored by its best URL, and takes the one holding the highest-priority URL (ties: key name),
+unless the longest-waiting ready key has been due for ``max_wait_s``: then that one.
 
 Leases. ``lease`` is one script: reclaim expired leases (below), promote due keys, take the
 best ready key, record it in ``leases`` with expiry ``now + lease_ttl_s`` and a token unique
@@ -122,6 +124,7 @@ import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
+from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError, LeaseLost
 from politecrawl.frontier import RobotsRecord, UrlEntry
 from politecrawl.frontier.sqlite import host_from_json, host_to_json
@@ -162,6 +165,11 @@ local function earliest(key)
   local d = redis.call('ZRANGE', P .. 'd:' .. key, 0, 0, 'WITHSCORES')
   if #d == 0 then return nil end
   return tonumber(d[2])
+end
+-- out of the ready set (and its due-since index)
+local function unready(key)
+  redis.call('ZREM', P .. 'ready', key)
+  redis.call('ZREM', P .. 'due', key)
 end
 -- into the penalty box at `when`, unless leased, ready, or already due sooner
 local function schedule(key, when)
@@ -288,7 +296,7 @@ if fresh > 0 then redis.call('HINCRBY', P .. 'stat', 'seen_n', fresh) end
 return out
 """
 
-# ARGV: P, now, expiry, token, reclaim floor. Returns {key or nil, URLs reclaimed}.
+# ARGV: P, now, expiry, token, reclaim floor, max wait. Returns {key or nil, URLs reclaimed}.
 _LEASE = r"""
 local now, floor = tonumber(ARGV[2]), tonumber(ARGV[5])
 local reclaimed = 0
@@ -301,16 +309,23 @@ for _, key in ipairs(due) do
   local top = redis.call('ZRANGE', P .. 'q:' .. key, 0, 0, 'WITHSCORES')
   if #top > 0 then
     redis.call('ZADD', P .. 'ready', top[2], key)
+    redis.call('ZADD', P .. 'due', ARGV[2], key)  -- found due now (queued late: waited less)
   else
     local e = earliest(key)
     if e then schedule(key, math.max(host_times(key), e)) end
   end
 end
 while true do
-  local top = redis.call('ZRANGE', P .. 'ready', 0, 0)
-  if #top == 0 then return {false, reclaimed} end
-  local key = top[1]
-  redis.call('ZREM', P .. 'ready', key)
+  local key
+  local oldest = redis.call('ZRANGE', P .. 'due', 0, 0, 'WITHSCORES')
+  if #oldest > 0 and tonumber(oldest[2]) <= now - tonumber(ARGV[6]) then
+    key = oldest[1]
+  else
+    local top = redis.call('ZRANGE', P .. 'ready', 0, 0)
+    if #top == 0 then return {false, reclaimed} end
+    key = top[1]
+  end
+  unready(key)
   if redis.call('ZCARD', P .. 'q:' .. key) > 0 then
     redis.call('ZADD', P .. 'leases', ARGV[3], key)
     redis.call('HSET', P .. 'owner', key, ARGV[4])
@@ -373,7 +388,7 @@ if not owner then
   local _, stored_ls = host_times(key)
   if ls >= stored_ls then save_host(key, ARGV[4]) end
   if redis.call('ZSCORE', P .. 'ready', key) then
-    redis.call('ZREM', P .. 'ready', key)
+    unready(key)
     redis.call('ZADD', P .. 'box', ARGV[5], key)
   end
   local cur = redis.call('ZSCORE', P .. 'box', key)
@@ -513,7 +528,7 @@ if n > 0 then
   redis.call('HINCRBY', P .. 'outcome_counts', ARGV[3], n)
 end
 redis.call('ZREM', P .. 'box', key)
-redis.call('ZREM', P .. 'ready', key)
+unready(key)
 return n
 """
 
@@ -638,6 +653,7 @@ class RedisFrontier:
         heartbeat: bool = True,
         clock: Callable[[], float] = time.time,
         worker_id: str | None = None,
+        max_wait_s: float = MAX_WAIT_S,
     ) -> None:
         if lease_ttl_s <= 0:
             raise FrontierError("lease_ttl_s must be > 0")
@@ -646,6 +662,7 @@ class RedisFrontier:
         self._url = url
         self._r: aioredis.Redis = aioredis.Redis.from_url(url)
         self.lease_ttl_s = lease_ttl_s
+        self.max_wait_s = max_wait_s
         self.seen_mode: SeenMode = seen_mode
         self._expected = expected_urls
         self._fp_rate = seen_fp_rate
@@ -829,7 +846,8 @@ class RedisFrontier:
         self._last_now = max(self._last_now, now)
         token = f"{self.worker_id}/{next(self._tokens)}"
         key_raw, reclaimed = await self._run(
-            "lease", [_f(now), _f(now + self.lease_ttl_s), token, _f(self._reclaim_s)]
+            "lease",
+            [_f(now), _f(now + self.lease_ttl_s), token, _f(self._reclaim_s), _f(self.max_wait_s)],
         )
         if reclaimed:
             self.refetches += int(reclaimed)

@@ -23,11 +23,12 @@ import itertools
 import json
 import sqlite3
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from pathlib import Path
 
 from politecrawl import politeness
+from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError
 from politecrawl.frontier import RobotsRecord, UrlEntry
 from politecrawl.politeness import HostState
@@ -108,8 +109,10 @@ class SqliteFrontier:
         seen_fp_rate: float = 0.01,
         robots_cache_size: int = 1_000_000,
         state_path: Path | None = None,
+        max_wait_s: float = MAX_WAIT_S,
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.max_wait_s = max_wait_s
         self._path = path
         try:
             self._db = sqlite3.connect(path, isolation_level="DEFERRED")
@@ -135,6 +138,8 @@ class SqliteFrontier:
         self._scheduled: dict[str, float] = {}
         self._ready: list[tuple[float, int, str]] = []
         self._ready_prio: dict[str, float] = {}
+        self._ready_since: dict[str, float] = {}  # key -> when lease() first found it due
+        self._overdue: deque[tuple[float, str]] = deque()  # (became due, key), oldest first
         self._leased: set[str] = set()
         self._hosts: dict[str, HostState] = {}
         self._robots: OrderedDict[str, RobotsRecord] = OrderedDict()
@@ -353,24 +358,40 @@ class SqliteFrontier:
         heapq.heappush(self._ready, (-prio, next(self._ready_seq), key))
 
     async def lease(self, now: float) -> str | None:
-        """The ready key holding the best URL; it is the caller's until released."""
+        """The ready key holding the best URL, unless one has waited ``max_wait_s``: then
+        the longest-waiting one, so no site starves however good the others' URLs are."""
         th = self._time_heap
         while th and th[0][0] <= now:
             when, key = heapq.heappop(th)
             if self._scheduled.get(key) == when and key not in self._ready_prio:
                 self._push_ready(key)
+                self._ready_since[key] = now  # (a key queued long after its `when` waited less)
+                self._overdue.append((now, key))
+        fifo = self._overdue
+        while fifo and self._ready_since.get(fifo[0][1]) != fifo[0][0]:
+            fifo.popleft()  # leased since
+        if fifo and fifo[0][0] <= now - self.max_wait_s:
+            key = fifo.popleft()[1]
+            if self._take_ready(key):
+                return key
         ready = self._ready
         while ready:
             negp, _, key = heapq.heappop(ready)
             if self._ready_prio.get(key) != -negp:
                 continue  # stale
-            del self._ready_prio[key]
-            del self._scheduled[key]
-            if not self._pending.get(key):
-                continue
-            self._leased.add(key)
-            return key
+            if self._take_ready(key):
+                return key
         return None
+
+    def _take_ready(self, key: str) -> bool:
+        """Out of the ready set; True (and leased) if the key still has URLs queued."""
+        del self._ready_prio[key]
+        del self._scheduled[key]
+        del self._ready_since[key]
+        if not self._pending.get(key):
+            return False
+        self._leased.add(key)
+        return True
 
     async def next_wake(self) -> float | None:
         if self._ready_prio:
@@ -498,6 +519,9 @@ class SqliteFrontier:
         self.seen.save(self._seen_path, self._last_seq)
 
     async def close(self) -> None:
-        await self.flush()
-        self._save_seen()
-        self._db.close()
+        """Closed even when the last commit fails (disk full): what was committed stands."""
+        try:
+            await self.flush()
+            self._save_seen()
+        finally:
+            self._db.close()

@@ -6,10 +6,17 @@ each record is its own gzip member, which warcio and other standard tools read.
 A file being written is named ``*.warc.gz.open`` and renamed when closed. A crash can leave
 an ``.open`` file whose last member is torn; at start the writer cuts such a file back to its
 last whole gzip member and renames it, so every ``.warc.gz`` in the folder reads cleanly.
+
+Records are not buffered here: when ``write_exchange`` returns, the page's records are with the
+OS, so the frontier may count the page stored (nothing half-written is taken for whole, and a
+SIGKILL loses no record of a page marked done). After a write error the writer takes no more
+records and ``close`` leaves the file ``.open``, so the next start cuts its torn tail.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import os
 import time
@@ -67,7 +74,8 @@ class WarcWriter:
             if (cut := repair_open_file(p)) is not None
         }
         self._serial = len(list(directory.glob(f"{prefix}-*.warc.gz")))
-        self._fh: io.BufferedWriter | None = None
+        self._fh: io.FileIO | None = None
+        self._broken: str | None = None  # the write error that made the open file suspect
         self._name = ""
         self._size = 0
         self.records = 0
@@ -77,7 +85,10 @@ class WarcWriter:
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
         name = f"{self._prefix}-{stamp}-{os.getpid()}-{self._serial:05d}.warc.gz"
         self._name = name
-        self._fh = (self.directory / (name + ".open")).open("ab")
+        try:
+            self._fh = io.FileIO(self.directory / (name + ".open"), "ab")
+        except OSError as exc:
+            raise StorageError(f"cannot create WARC {name}: {exc}") from exc
         self._size = 0
         info = (
             f"software: {self._software}\r\nformat: WARC File Format 1.1\r\n"
@@ -91,26 +102,40 @@ class WarcWriter:
         rec.set_bytes_content(info)
         self._write(rec)
 
-    def _write(self, rec: WarcRecord) -> None:
-        buf = io.BytesIO()
-        rec.write(buf, checksum_data=True)
-        comp = zlib.compressobj(6, zlib.DEFLATED, 31)
-        data = comp.compress(buf.getvalue()) + comp.flush()
-        assert self._fh is not None
+    def _ready(self) -> None:
+        """A file to write to: refused after a write error, rotated by size."""
+        if self._broken is not None:
+            raise StorageError(f"cannot write WARC: {self._broken}")
+        if self._fh is None or self._size >= self._max_bytes:
+            self.close()
+            self._open()
+
+    def _write(self, *recs: WarcRecord) -> None:
+        """The records as gzip members, handed to the OS before returning (one ``write`` when
+        it takes them all). On error: cut back to the last whole member, take nothing more."""
+        data = b"".join(_member(rec) for rec in recs)
+        fh = self._fh
+        assert fh is not None
+        view, done = memoryview(data), 0
         try:
-            self._fh.write(data)
+            while done < len(data):
+                n = fh.write(view[done:])
+                if not n:  # a regular file takes at least a byte or raises; never spin
+                    raise OSError(errno.EIO, "WARC write made no progress")
+                done += n
         except OSError as exc:
+            self._broken = str(exc)
+            with contextlib.suppress(OSError):  # else the repair at the next start cuts it
+                fh.truncate(self._size)
             raise StorageError(f"cannot write WARC: {exc}") from exc
         self._size += len(data)
-        self.records += 1
+        self.records += len(recs)
 
     def write_exchange(self, res: FetchResult) -> None:
         """A request record and its response record (WARC-Concurrent-To links them)."""
         if res.status is None:
             return
-        if self._fh is None or self._size >= self._max_bytes:
-            self.close()
-            self._open()
+        self._ready()
         date = _warc_date(res.started)
         resp_id = uuid.uuid4().urn
         resp = WarcRecord()
@@ -136,8 +161,7 @@ class WarcWriter:
         req.headers["Content-Type"] = "application/http; msgtype=request"
         req.headers["WARC-Concurrent-To"] = f"<{resp_id}>"
         req.set_bytes_content(_http_request_block(res))
-        self._write(req)
-        self._write(resp)
+        self._write(req, resp)
 
     def write_revisit(
         self, res: FetchResult, *, profile: str, refers_to: str, refers_to_date: float | None = None
@@ -149,9 +173,7 @@ class WarcWriter:
         """
         if res.status is None:
             return
-        if self._fh is None or self._size >= self._max_bytes:
-            self.close()
-            self._open()
+        self._ready()
         rec = WarcRecord()
         rec.init_headers(WarcRecordType.revisit)
         rec.headers["WARC-Target-URI"] = res.url
@@ -169,14 +191,33 @@ class WarcWriter:
         self._write(rec)
 
     def flush(self) -> None:
-        if self._fh is not None:
-            self._fh.flush()
+        """Nothing is buffered (see the module docstring); kept for callers that save in order."""
+        if self._fh is not None and self._broken is None:
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                raise StorageError(f"cannot write WARC: {exc}") from exc
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-            os.replace(self.directory / (self._name + ".open"), self.directory / self._name)
+        """Close and rename to ``.warc.gz``; a file that saw a write error stays ``.open``."""
+        fh, self._fh = self._fh, None
+        if fh is None:
+            return
+        try:
+            fh.close()
+            if self._broken is None:
+                os.replace(self.directory / (self._name + ".open"), self.directory / self._name)
+        except OSError as exc:
+            self._broken = str(exc)
+            raise StorageError(f"cannot close WARC {self._name}: {exc}") from exc
+
+
+def _member(rec: WarcRecord) -> bytes:
+    """One record as its own gzip member."""
+    buf = io.BytesIO()
+    rec.write(buf, checksum_data=True)
+    comp = zlib.compressobj(6, zlib.DEFLATED, 31)
+    return comp.compress(buf.getvalue()) + comp.flush()
 
 
 def repair_open_file(path: Path) -> int | None:
