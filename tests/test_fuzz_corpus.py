@@ -62,16 +62,6 @@ BUGS: dict[str, str] = {
         "(LookupError, ValueError) around Parse in _Collector.parse_xml, then parse again "
         "with ParserCreate(encoding='utf-8') or decode with the declared codec first"
     ),
-    "python-codec": (
-        "textdecode.decode_html: any Python codec name is a charset label (unicode_escape "
-        "turns C:\\new into a newline, 3.5 us/byte); fix: refuse labels outside the WHATWG "
-        "Encoding Standard in _codec"
-    ),
-    "ftfy-cost": (
-        "textdecode.decode_html: ftfy.fix_encoding on the whole text, 6-15 us/byte on mixed "
-        "pages (7.9 s for 512 KiB, on the event loop in focused crawls); fix: "
-        "ftfy.fix_and_explain on the first 64 KiB, then ftfy.apply_plan on the whole text"
-    ),
     "long-host": (
         "urls.canonicalize: IDNA on a host of any length, ~16 us/char (one href in a 2 MiB "
         "page can cost ~30 s); fix: refuse a raw host > 1024 chars (and any URL > 64 KiB) "
@@ -94,20 +84,12 @@ BUGS: dict[str, str] = {
 }
 """Bugs found by bench/fuzz.py in modules this test does not own, not fixed yet."""
 
-KNOWN_BUGS: dict[str, str] = {
-    # the hand-made reproducers (bench/fuzz.py regressions())
-    "decode_html/bug-python-codec.bin": "python-codec",
-    "decode_html/bug-ftfy-cost.bin.gz": "ftfy-cost",
-    # what the fuzzer itself saved (the smallest input of each failure class)
-    "decode_html/crash-988e62d326ae.bin": "python-codec",
-}
+KNOWN_BUGS: dict[str, str] = {}
 """Corpus file -> the bug it shows (a key of ``BUGS``)."""
 
 # Failure classes (bench/fuzz.py _failure_class, line numbers left out) of the bugs above, so
 # the small fuzz run below does not fail on what is already known.
-KNOWN_FAILURES: dict[str, tuple[str, ...]] = {
-    "decode_html": ("PropertyViolation@check: Python-only codec",),
-}
+KNOWN_FAILURES: dict[str, tuple[str, ...]] = {}
 
 
 class _OverBudget(BaseException):  # not swallowed by a target's broad except

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from politecrawl import textdecode
 from politecrawl.textdecode import decode_html
 
 # (codec used to encode, header label, text): enough text for a detector to have a chance
@@ -151,6 +152,97 @@ def test_clean_text_is_not_repaired() -> None:
         d = decode_html(page(text).encode("utf-8"), f"text/html; charset={label}")
         assert not d.repaired
         assert text in d.text
+
+
+def test_clean_text_with_lookalike_pairs_is_not_repaired() -> None:
+    """Ukrainian "Рі"/"Сі" look like cp1251 mojibake pairs to the cheap regex, not to ftfy."""
+    text = "Рівне, Сірий кіт, Сім днів. Київ - столиця України. «Цитата» © 2024 — Â est rare"
+    d = decode_html(page(text * 50).encode("utf-8"), "text/html; charset=utf-8")
+    assert not d.repaired and text in d.text
+
+
+# clean paragraphs and their mojibake, for pages of a few hundred KiB
+ORIGINALS = [text for _codec, _label, text in SAMPLES] + [
+    "Grüße aus Köln, déjà vu, naïve café", "Привет, мир! Съешь же ещё этих булок",
+    "Zażółć gęślą jaźń", "Příliš žluťoučký kůň", "€ ‘quotes’ — dash", "emoji 😀 text",
+]  # fmt: skip
+# as a browser shows UTF-8 read as windows-1252 (0x81 is U+0081): ftfy can undo it all
+GARBLED = [t.encode("utf-8").decode("sloppy-windows-1252") for t in ORIGINALS]
+
+
+def big_page(paragraphs: list[str], size: int = 512 * 1024) -> bytes:
+    parts, n, i = [], 0, 0
+    while n < size:
+        p = f"<p>{paragraphs[i % len(paragraphs)]}</p>\n"
+        parts.append(p)
+        n, i = n + len(p.encode()), i + 1
+    return f"<html><body>{''.join(parts)}</body></html>".encode()
+
+
+@pytest.fixture
+def ftfy_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of every text textdecode asks ftfy to explain (not ftfy's own inner calls)."""
+    seen: list[int] = []
+    real = textdecode.ftfy.fix_encoding_and_explain
+    depth = [0]
+
+    def counting(text: str, *args: object, **kwargs: object) -> object:
+        if depth[0] == 0:
+            seen.append(len(text))
+        depth[0] += 1
+        try:
+            return real(text, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            depth[0] -= 1
+
+    monkeypatch.setattr(textdecode.ftfy, "fix_encoding_and_explain", counting)
+    return seen
+
+
+def test_consistently_garbled_page_is_redecoded_whole(ftfy_reads: list[int]) -> None:
+    """ftfy plans on the first garbled run; the plan re-decodes the whole page at codec speed."""
+    d = decode_html(big_page(GARBLED), "text/html; charset=utf-8")
+    assert d.repaired and all(t in d.text for t in ORIGINALS)
+    assert not any(g in d.text for g in GARBLED if g not in ORIGINALS)
+    assert len(ftfy_reads) == 1
+
+
+def test_garbled_page_with_some_clean_text_is_redecoded_by_stretches(
+    ftfy_reads: list[int],
+) -> None:
+    """One clean word spoils the whole-text re-decode: 16 KiB stretches (or runs) take over."""
+    tiny = [f"<b>{g}</b>" for g in GARBLED[-6:]] * 4000  # ~24,000 short runs
+    tiny[10] = "<b>déjà vu</b>"
+    d = decode_html(f"<html><body>{''.join(tiny)}</body></html>".encode(), None)
+    assert d.repaired and d.text.count("déjà vu") == 4000 + 1
+    assert not any(g in d.text for g in GARBLED[-6:] if g not in ORIGINALS)
+    assert len(ftfy_reads) == 1
+
+
+def test_mixed_page_is_repaired_everywhere(ftfy_reads: list[int]) -> None:
+    """Clean and garbled paragraphs over 512 KiB: the plan fixes each garbled run in turn."""
+    d = decode_html(big_page([*ORIGINALS, *GARBLED]), "text/html; charset=utf-8")
+    assert d.repaired and all(t in d.text for t in ORIGINALS)
+    assert not any(g in d.text for g in GARBLED if g not in ORIGINALS)
+    assert sum(ftfy_reads) <= textdecode._REPAIR_BUDGET
+
+
+def test_mojibake_far_into_a_page_is_repaired() -> None:
+    clean = "".join(f"<p>{t}</p>" for t in ORIGINALS) * 400  # > 64 KiB before the mojibake
+    body = page(clean + f"<p>{GARBLED[0]}</p>").encode("utf-8")
+    assert len(body) > 200_000
+    d = decode_html(body, "text/html; charset=utf-8")
+    assert d.repaired and d.text.count(ORIGINALS[0]) == 401
+
+
+def test_ftfy_work_is_bounded_on_hopeless_pages(ftfy_reads: list[int]) -> None:
+    """Runs mixing clean text and (double) mojibake need ftfy each: it reads at most the budget."""
+    twice = [g.encode("utf-8").decode("sloppy-windows-1252") for g in GARBLED]
+    runs = [" ".join(parts) for parts in zip(ORIGINALS, GARBLED, twice, strict=True)]
+    d = decode_html(big_page(runs), "text/html; charset=utf-8")
+    assert 0 < sum(ftfy_reads) <= textdecode._REPAIR_BUDGET
+    assert d.repaired and f"<p>{' '.join([ORIGINALS[0]] * 3)}</p>" in d.text
+    assert d.text.index(GARBLED[1]) > textdecode._REPAIR_BUDGET // 2  # left unfixed, late
 
 
 LABELS = st.sampled_from([None, "", "text/html", "text/html; charset=utf-8",

@@ -4,17 +4,26 @@ Order (WHATWG "determine the character encoding", with two checks against liars)
 
 1. a byte-order mark (UTF-8, UTF-16 LE/BE) wins over everything;
 2. the HTTP ``Content-Type`` charset;
-3. ``<meta charset>`` / ``<meta http-equiv="Content-Type">`` in the first 4 KiB;
+3. ``<meta charset>`` / ``<meta http-equiv="Content-Type">`` in the first 4 KiB (the HTML
+   prescan; an ``<?xml encoding>`` at the very start counts too);
 4. a detector on the rest (chardet 7, see below);
 5. otherwise UTF-8 (``source="default"``: empty or pure-ASCII bodies, or no detector answer).
+
+Labels: only those of the WHATWG Encoding Standard count, each mapped to its encoding, then to
+the Python codec that decodes it (``iso-8859-1`` and ``ascii`` are windows-1252 so cp1252,
+``shift_jis`` cp932, ``gb2312``/``gbk`` gb18030, ``euc-kr`` cp949, ``big5`` big5hkscs). Any other
+Python codec name is no label: ``unicode_escape`` would read ``C:\\new`` as a newline, ``utf-7``
+would smuggle markup, ``rot13``/``base64``/``punycode`` are not charsets. The labels of the
+"replacement" encoding (``iso-2022-kr``, ``hz-gb-2312``...) and ``x-user-defined`` in a header,
+which Python cannot decode as a browser would, count as no declaration either, so the detector
+decides. Undecodable bytes become U+FFFD.
 
 A declaration is *checked* before it is believed, because servers lie (the text-encodings part
 of ../shared/seeds/004): a declared multibyte charset (UTF-8, Shift_JIS, EUC-*, GB18030, Big5)
 that fails to decode more than a few stray bytes is skipped; a declared single-byte charset on
 a body that is valid UTF-8 with multibyte sequences gives way to UTF-8 (latin-1 text is
-practically never valid UTF-8 by chance). Either way the answer's source is ``"detected"``.
-Labels map as browsers do (``iso-8859-1`` and ``ascii`` decode as cp1252, ``shift_jis`` as
-cp932: w3lib.encoding.resolve_encoding); undecodable bytes become U+FFFD.
+practically never valid UTF-8 by chance); a declared UTF-16 needs zero bytes in the first 4 KiB
+(markup has them in UTF-16). Either way the answer's source is ``"detected"``.
 
 Detector: chardet 7 was measured against charset_normalizer on HTML in fr/de/es/pl/cs/hu/ru/ja
 x their legacy encodings and UTF-8 (52 documents): chardet 52/52, charset_normalizer 42/52
@@ -22,19 +31,27 @@ x their legacy encodings and UTF-8 (52 documents): chardet 52/52, charset_normal
 ../shared/LIBRARIES.md (198/198 vs 179/198); ``decode_html`` without declarations got all 52
 right. chardet is slow on small inputs (~0.4 MB/s, 1-2 ms per undeclared legacy-charset
 page), so it runs last and reads at most ``_DETECT_MAX_BYTES``; valid UTF-8 never reaches it.
-Its ``prefer_superset`` is not used: it turns iso-8859-2 into cp1250, which is no superset.
+It only chooses among encodings a browser has (``_DETECTABLE``: no EBCDIC, no DOS code page
+but 866, no UTF-7 or UTF-32...). Its ``prefer_superset`` is not used: it turns iso-8859-2 into
+cp1250, which is no superset.
 
 Mojibake (UTF-8 that was decoded as cp1252/latin-1/cp1251 somewhere upstream) is repaired with
-``ftfy.fix_encoding`` (never ``fix_text``, which also rewrites clean text). ftfy costs 0.7-1.6
-ms per 2 KB of non-ASCII text even when nothing is wrong, so it only runs when a cheap regex
-finds a UTF-8 lead byte's cp1252/latin-1/cp1251 spelling followed by a continuation byte's:
-a few microseconds per page, and ``repaired`` is true only when ftfy changed something.
+ftfy's ``fix_encoding`` steps (never ``fix_text``, which also rewrites clean text), only where a
+cheap regex finds a UTF-8 lead byte's cp1252/latin-1/cp1251 spelling followed by a continuation
+byte's; ``repaired`` is true only when the text changed. ftfy costs 4-15 us per character it
+reads (``fix_encoding`` on a whole 512 KiB mixed page took 7.9 s, on the event loop in focused
+crawls), so it reads only the text runs around those hits (tag to tag, or a line) and at most
+``_REPAIR_BUDGET`` characters of them per page. Its first plan that re-decodes (encode as X,
+decode as UTF-8: ``ftfy.apply_plan``) is tried at codec speed on the whole text, as
+``fix_encoding`` itself would (a page garbled throughout), then on each later garbled stretch
+and run before ftfy is asked again. Past the budget, runs that plan does not fix stay garbled,
+and at most ``_MAX_RUNS`` runs are looked at: about 0.25 s at worst for 512 KiB, 20-90 ms for
+real garbled pages.
 """
 
 from __future__ import annotations
 
 import codecs
-import contextlib
 import functools
 import re
 from dataclasses import dataclass
@@ -42,12 +59,7 @@ from typing import Literal
 
 import chardet
 import ftfy
-from w3lib.encoding import (
-    html_body_declared_encoding,
-    http_content_type_encoding,
-    read_bom,
-    resolve_encoding,
-)
+from ftfy.badness import is_bad
 
 __all__ = ["Decoded", "Source", "decode_html"]
 
@@ -58,6 +70,13 @@ _DETECT_MAX_BYTES = 65536
 # a declared multibyte charset survives this share of U+FFFD among its non-ASCII output
 _STRAY_SHARE = 0.05
 _UTF8 = "utf-8"
+# ftfy reads at most this many characters per page (4-15 us each: at most ~0.25 s)
+_REPAIR_BUDGET = 16_384
+# a text run given to ftfy: up to the next tag or line, or about this many characters
+_RUN = 4096
+# garbled runs looked at per page (~6 us each), and the text a plan is tried on at once
+_MAX_RUNS = 8192
+_SPAN = 16_384
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,33 +86,219 @@ class Decoded:
     text: str
     charset: str  # a Python codec name, e.g. "utf-8", "cp1252", "koi8-r", "cp932"
     source: Source
-    repaired: bool  # ftfy.fix_encoding changed the text
+    repaired: bool  # ftfy's fix_encoding steps changed the text
 
 
-def _mojibake_pattern() -> re.Pattern[str]:
-    """A UTF-8 lead byte then a continuation byte, as cp1252/latin-1 (or cp1251 Р/С) show them."""
-    conts: set[str] = set()
-    for enc in ("cp1252", "latin-1", "cp1251"):
-        conts.update(bytes([b]).decode(enc, "ignore") for b in range(0x80, 0xC0))
-    leads = {bytes([b]).decode("latin-1") for b in range(0xC2, 0xF5)}
-    leads |= {"Р", "С"}  # 0xD0/0xD1 in cp1251: the lead bytes of UTF-8 Cyrillic
-    conts.discard("")
-    cls = "".join(re.escape(c) for c in sorted(leads))
-    cont = "".join(re.escape(c) for c in sorted(conts))
-    return re.compile(f"[{cls}][{cont}]")
+# -- labels -------------------------------------------------------------------------------------
+
+# WHATWG encoding -> (the Python codec that decodes it, None if none does; its labels), from
+# https://encoding.spec.whatwg.org/#names-and-labels (228 labels). A table here rather than a
+# dependency: webencodings, the one library with it, is not installed here, and decodes with
+# the narrow Python namesakes (big5, euc_kr, gbk, shift_jis) where browsers' decoders match
+# big5hkscs, cp949, gb18030 and cp932, so this second column would be needed anyway.
+_ENCODINGS: dict[str, tuple[str | None, str]] = {
+    "utf-8": ("utf-8", "unicode-1-1-utf-8 unicode11utf8 unicode20utf8 utf-8 utf8 x-unicode20utf8"),
+    "ibm866": ("cp866", "866 cp866 csibm866 ibm866"),
+    "iso-8859-2": ("iso8859-2", "csisolatin2 iso-8859-2 iso-ir-101 iso8859-2 iso88592 "
+                   "iso_8859-2 iso_8859-2:1987 l2 latin2"),
+    "iso-8859-3": ("iso8859-3", "csisolatin3 iso-8859-3 iso-ir-109 iso8859-3 iso88593 "
+                   "iso_8859-3 iso_8859-3:1988 l3 latin3"),
+    "iso-8859-4": ("iso8859-4", "csisolatin4 iso-8859-4 iso-ir-110 iso8859-4 iso88594 "
+                   "iso_8859-4 iso_8859-4:1988 l4 latin4"),
+    "iso-8859-5": ("iso8859-5", "csisolatincyrillic cyrillic iso-8859-5 iso-ir-144 iso8859-5 "
+                   "iso88595 iso_8859-5 iso_8859-5:1988"),
+    "iso-8859-6": ("iso8859-6", "arabic asmo-708 csiso88596e csiso88596i csisolatinarabic "
+                   "ecma-114 iso-8859-6 iso-8859-6-e iso-8859-6-i iso-ir-127 iso8859-6 "
+                   "iso88596 iso_8859-6 iso_8859-6:1987"),
+    "iso-8859-7": ("iso8859-7", "csisolatingreek ecma-118 elot_928 greek greek8 iso-8859-7 "
+                   "iso-ir-126 iso8859-7 iso88597 iso_8859-7 iso_8859-7:1987 sun_eu_greek"),
+    "iso-8859-8": ("iso8859-8", "csiso88598e csisolatinhebrew hebrew iso-8859-8 iso-8859-8-e "
+                   "iso-ir-138 iso8859-8 iso88598 iso_8859-8 iso_8859-8:1988 visual"),
+    "iso-8859-8-i": ("iso8859-8", "csiso88598i iso-8859-8-i logical"),
+    "iso-8859-10": ("iso8859-10", "csisolatin6 iso-8859-10 iso-ir-157 iso8859-10 iso885910 "
+                    "l6 latin6"),
+    "iso-8859-13": ("iso8859-13", "iso-8859-13 iso8859-13 iso885913"),
+    "iso-8859-14": ("iso8859-14", "iso-8859-14 iso8859-14 iso885914"),
+    "iso-8859-15": ("iso8859-15", "csisolatin9 iso-8859-15 iso8859-15 iso885915 iso_8859-15 l9"),
+    "iso-8859-16": ("iso8859-16", "iso-8859-16"),
+    "koi8-r": ("koi8-r", "cskoi8r koi koi8 koi8-r koi8_r"),
+    "koi8-u": ("koi8-u", "koi8-ru koi8-u"),
+    "macintosh": ("mac-roman", "csmacintosh mac macintosh x-mac-roman"),
+    "windows-874": ("cp874", "dos-874 iso-8859-11 iso8859-11 iso885911 tis-620 windows-874"),
+    "windows-1250": ("cp1250", "cp1250 windows-1250 x-cp1250"),
+    "windows-1251": ("cp1251", "cp1251 windows-1251 x-cp1251"),
+    "windows-1252": ("cp1252", "ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 "
+                     "iso-ir-100 iso8859-1 iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 "
+                     "us-ascii windows-1252 x-cp1252"),
+    "windows-1253": ("cp1253", "cp1253 windows-1253 x-cp1253"),
+    "windows-1254": ("cp1254", "cp1254 csisolatin5 iso-8859-9 iso-ir-148 iso8859-9 iso88599 "
+                     "iso_8859-9 iso_8859-9:1989 l5 latin5 windows-1254 x-cp1254"),
+    "windows-1255": ("cp1255", "cp1255 windows-1255 x-cp1255"),
+    "windows-1256": ("cp1256", "cp1256 windows-1256 x-cp1256"),
+    "windows-1257": ("cp1257", "cp1257 windows-1257 x-cp1257"),
+    "windows-1258": ("cp1258", "cp1258 windows-1258 x-cp1258"),
+    "x-mac-cyrillic": ("mac-cyrillic", "x-mac-cyrillic x-mac-ukrainian"),
+    "gbk": ("gb18030", "chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk "
+            "iso-ir-58 x-gbk"),  # the standard's GBK decoder is its gb18030 decoder
+    "gb18030": ("gb18030", "gb18030"),
+    "big5": ("big5hkscs", "big5 big5-hkscs cn-big5 csbig5 x-x-big5"),
+    "euc-jp": ("euc_jp", "cseucpkdfmtjapanese euc-jp x-euc-jp"),
+    "iso-2022-jp": ("iso2022_jp", "csiso2022jp iso-2022-jp"),
+    "shift_jis": ("cp932", "csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j "
+                  "x-sjis"),
+    "euc-kr": ("cp949", "cseuckr csksc56011987 euc-kr iso-ir-149 korean ks_c_5601-1987 "
+               "ks_c_5601-1989 ksc5601 ksc_5601 windows-949"),
+    # browsers decode a whole page in these to one U+FFFD (they were XSS vectors)
+    "replacement": (None, "csiso2022kr hz-gb-2312 iso-2022-cn iso-2022-cn-ext iso-2022-kr "
+                    "replacement"),
+    "utf-16be": ("utf-16-be", "unicodefffe utf-16be"),
+    "utf-16le": ("utf-16-le", "csunicode iso-10646-ucs-2 ucs-2 unicode unicodefeff utf-16 "
+                 "utf-16le"),
+    "x-user-defined": (None, "x-user-defined"),  # bytes 0x80-0xFF as U+F780-U+F7FF
+}  # fmt: skip
+
+_LABELS: dict[str, str] = {
+    label: name for name, (_, labels) in _ENCODINGS.items() for label in labels.split()
+}
+
+# chardet's names (compat_names=False) of the encodings above that are not WHATWG labels
+_DETECTED_ALIASES = {
+    "utf-16-le": "utf-16le", "utf-16-be": "utf-16be", "iso8859-16": "iso-8859-16",
+    "mac-roman": "macintosh", "mac-cyrillic": "x-mac-cyrillic", "cp874": "windows-874",
+    "big5hkscs": "big5", "euc_jis_2004": "euc-jp", "iso2022_jp_2": "iso-2022-jp",
+    "shift_jis_2004": "shift_jis", "cp932": "shift_jis", "euc_kr": "euc-kr", "cp949": "euc-kr",
+}  # fmt: skip
+# what chardet may answer: encodings a browser decodes (its other 40-odd are not web charsets)
+_DETECTABLE = (
+    "utf-8", "ascii", "iso8859-1", "cp1250", "cp1251", "cp1252", "cp1253", "cp1254", "cp1255",
+    "cp1256", "cp1257", "cp1258", "iso8859-2", "iso8859-3", "iso8859-4", "iso8859-5",
+    "iso8859-6", "iso8859-7", "iso8859-8", "iso8859-9", "iso8859-10", "iso8859-13",
+    "iso8859-14", "iso8859-15", "koi8-r", "koi8-u", "cp866", "tis-620", "gb18030",
+    *_DETECTED_ALIASES,
+)  # fmt: skip
 
 
-_MOJIBAKE = _mojibake_pattern()
-
-
-def _codec(name: str | None) -> str | None:
-    """Browser-style label resolution to a Python codec name; None for unknown or unsafe."""
-    if not name:
+def _encoding(label: str | None) -> str | None:
+    """The WHATWG encoding a label names ("get an encoding"), None for no such label."""
+    if not label or not label.isascii():  # str.lower would turn the Kelvin sign into "k"
         return None
-    try:
-        return resolve_encoding(name)
-    except (LookupError, ValueError, TypeError):
+    return _LABELS.get(label.strip("\t\n\f\r ").lower())
+
+
+def _codec(label: str | None) -> str | None:
+    """The Python codec for a WHATWG label; None for any other name, or no Python decoder."""
+    name = _encoding(label)
+    return None if name is None else _ENCODINGS[name][0]
+
+
+# -- declarations -------------------------------------------------------------------------------
+
+# a Content-Type parameter; a quoted-string is taken whole, so a "charset=" inside it is no match
+_PARAM = re.compile(r';[ \t]*([^\s;=,]+)[ \t]*=[ \t]*("(?:[^"\\]|\\.)*"?|[^;,]*)')
+_ESCAPE = re.compile(r"\\(.)")
+
+
+def _header_label(content_type: str | None) -> str | None:
+    """The first ``charset`` parameter of a Content-Type value (lenient: a bare one counts)."""
+    if not content_type:
         return None
+    for m in _PARAM.finditer(";" + content_type):
+        if m[1].lower() == "charset":
+            value = m[2]
+            if value.startswith('"'):
+                return _ESCAPE.sub(r"\1", value[1:].removesuffix('"'))
+            return value.strip("\t\n\r ")  # HTTP whitespace
+    return None
+
+
+# the HTML prescan's tokens: a comment, a <meta, another tag up to its ">" (quoted values may
+# hold ">" or "<meta"), or <! </ <? up to the next ">"
+_TAG = re.compile(
+    r"""<(?:(!--)|([mM][eE][tT][aA])[\t\n\f\r /]"""
+    r"""|(/?[a-zA-Z][^>"']*(?:(?:"[^"]*"|'[^']*')[^>"']*)*)|[!/?])"""
+)
+_ATTRIBUTE = re.compile(
+    r"""[\t\n\f\r /]*([^\t\n\f\r />][^\t\n\f\r /=>]*)"""
+    r"""(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)'|([^\t\n\f\r >]*)))?"""
+)
+_META = re.compile(r"<meta[\t\n\f\r /]", re.I | re.A)
+_CONTENT_CHARSET = re.compile(
+    r"""charset[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)'|([^\t\n\v\f\r ;]+))""", re.I | re.A
+)
+_XML_DECLARATION = re.compile(
+    r"""<\?xml[^>]*?[\t\n\r ]encoding[\t\n\r ]*=[\t\n\r ]*["']([^"'>]*)"""
+)
+
+
+def _attributes(window: str, pos: int) -> tuple[dict[str, str], int]:
+    """A tag's attributes from ``pos`` (the first of each name) and the position after it."""
+    attrs: dict[str, str] = {}
+    while (m := _ATTRIBUTE.match(window, pos)) is not None:
+        attrs.setdefault(m[1].lower(), m[2] if m[2] is not None else m[3] or m[4] or "")
+        pos = m.end()
+    return attrs, pos + 1  # past the ">" (or the end)
+
+
+def _meta_encoding(attrs: dict[str, str]) -> str | None:
+    """What a <meta> declares, as the HTML prescan reads it; None for nothing usable."""
+    if "charset" in attrs:
+        return _encoding(attrs["charset"])
+    if attrs.get("http-equiv", "").lower() != "content-type" or "content" not in attrs:
+        return None
+    m = _CONTENT_CHARSET.search(attrs["content"])
+    return None if m is None else _encoding(m[1] or m[2] or m[3])
+
+
+def _prescan(head: bytes) -> str | None:
+    """The WHATWG encoding declared in the first bytes (HTML's prescan, minus its 1024-byte cap)."""
+    window = head.decode("latin-1")  # labels and markup are ASCII
+    if (xml := _XML_DECLARATION.match(window)) is not None and (name := _encoding(xml[1])):
+        return name
+    if _META.search(window) is None:
+        return None
+    pos = 0
+    while (m := _TAG.search(window, pos)) is not None:
+        if m[1]:  # a comment ends at the first "-->", which may share the opening's dashes
+            end = window.find("-->", m.start() + 2)
+            if end < 0:
+                return None
+            pos = end + 3
+        elif m[2]:
+            attrs, pos = _attributes(window, m.end())
+            if (name := _meta_encoding(attrs)) is not None:
+                return name
+        elif m[3]:
+            pos = m.end() + 1
+        else:
+            end = window.find(">", m.end())
+            if end < 0:
+                return None
+            pos = end + 1
+    return None
+
+
+def _meta_codec(body: bytes) -> str | None:
+    """The Python codec of the <meta> declaration (UTF-16 means UTF-8 there, as in browsers)."""
+    name = _prescan(body[:_META_WINDOW])
+    if name in ("utf-16be", "utf-16le"):
+        return _UTF8  # a meta read as ASCII cannot be in UTF-16
+    if name == "x-user-defined":
+        name = "windows-1252"
+    return None if name is None else _ENCODINGS[name][0]
+
+
+def _bom(body: bytes) -> tuple[str, int] | None:
+    """(codec, length) of a byte-order mark: WHATWG knows UTF-8 and UTF-16 ones only."""
+    if body.startswith(codecs.BOM_UTF8):
+        return _UTF8, 3
+    if body.startswith(codecs.BOM_UTF16_BE):
+        return "utf-16-be", 2
+    if body.startswith(codecs.BOM_UTF16_LE):
+        return "utf-16-le", 2
+    return None
+
+
+# -- checks and detection -----------------------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=64)
@@ -118,6 +323,8 @@ def _valid_utf8_with_multibyte(body: bytes) -> bool:
 
 def _fits(body: bytes, codec: str) -> bool:
     """Whether the body plausibly is in the declared codec."""
+    if codec.startswith("utf-16") and b"\x00" not in body[:_META_WINDOW]:
+        return False  # UTF-16 markup has a zero byte beside every ASCII character
     if not _is_multibyte(codec):
         return not (codec != _UTF8 and _valid_utf8_with_multibyte(body))
     try:
@@ -138,32 +345,26 @@ def _detect(body: bytes) -> str | None:
     if _valid_utf8_with_multibyte(body):
         return _UTF8  # cheaper and surer than any statistical detector
     try:
-        found = chardet.detect(body, max_bytes=_DETECT_MAX_BYTES)
+        found = chardet.detect(
+            body, max_bytes=_DETECT_MAX_BYTES, include_encodings=_DETECTABLE, compat_names=False
+        )
     except Exception:  # a detector bug must not lose the page
         return None
     name = found.get("encoding")
     if not isinstance(name, str):  # binary: chardet says None
         return None
-    return _codec(name)
+    return _codec(_DETECTED_ALIASES.get(name, name))
 
 
 def _choose(body: bytes, header_content_type: str | None) -> tuple[str, Source, int]:
     """(codec, source, bytes of BOM to skip)."""
-    bom_enc, bom = read_bom(body)
-    if bom_enc is not None and bom is not None:
-        codec = _codec(bom_enc)
-        if codec is not None:
-            return codec, "bom", len(bom)
-    declared: list[tuple[str | None, Source]] = []
-    with contextlib.suppress(Exception):  # a malformed header is no declaration
-        declared.append((_codec(http_content_type_encoding(header_content_type)), "header"))
-    try:
-        meta = _codec(html_body_declared_encoding(body[:_META_WINDOW]))
-    except Exception:
-        meta = None
-    if meta is not None and meta.startswith(("utf-16", "utf-32")):
-        meta = _UTF8  # HTML: a meta that says UTF-16 in an ASCII-readable page means UTF-8
-    declared.append((meta, "meta"))
+    bom = _bom(body)
+    if bom is not None:
+        return bom[0], "bom", bom[1]
+    declared: list[tuple[str | None, Source]] = [
+        (_codec(_header_label(header_content_type)), "header"),
+        (_meta_codec(body), "meta"),
+    ]
     lied = False
     for codec, source in declared:
         if codec is None:
@@ -179,6 +380,116 @@ def _choose(body: bytes, header_content_type: str | None) -> tuple[str, Source, 
     return _UTF8, "default", 0
 
 
+# -- mojibake -----------------------------------------------------------------------------------
+
+
+def _mojibake_pattern() -> re.Pattern[str]:
+    """A UTF-8 lead byte then a continuation byte, as cp1252/latin-1 (or cp1251 Р/С) show them."""
+    conts: set[str] = set()
+    for enc in ("cp1252", "latin-1", "cp1251"):
+        conts.update(bytes([b]).decode(enc, "ignore") for b in range(0x80, 0xC0))
+    leads = {bytes([b]).decode("latin-1") for b in range(0xC2, 0xF5)}
+    leads |= {"Р", "С"}  # 0xD0/0xD1 in cp1251: the lead bytes of UTF-8 Cyrillic
+    conts.discard("")
+    cls = "".join(re.escape(c) for c in sorted(leads))
+    cont = "".join(re.escape(c) for c in sorted(conts))
+    return re.compile(f"[{cls}][{cont}]")
+
+
+_MOJIBAKE = _mojibake_pattern()
+# a mojibake run is non-ASCII characters and spaces (a lost U+00A0), so it never spans these
+_RUN_END = re.compile(r"[<>\n]")
+_ASCII_NOT_SPACE = re.compile(r"[\x00-\x1f\x21-\x7f]")
+
+_Plan = list[tuple[str, str]]
+
+
+def _run(text: str, i: int, lo: int) -> tuple[int, int]:
+    """Bounds of the text run around the hit at ``i`` (not before ``lo``): tag to tag or line."""
+    floor = max(lo, i - _RUN)
+    start = max(floor, *(text.rfind(c, floor, i) + 1 for c in "<>\n"))
+    m = _RUN_END.search(text, i, i + _RUN)
+    if m is not None:
+        return start, m.start()
+    m = _ASCII_NOT_SPACE.search(text, i + _RUN, i + 2 * _RUN)  # a long run: cut outside mojibake
+    return start, m.start() if m is not None else min(len(text), i + 2 * _RUN)
+
+
+def _redecoding(steps: list[ftfy.ExplanationStep] | None) -> _Plan | None:
+    """ftfy's plan if it is a re-decode (codec speed, valid wherever it applies strictly)."""
+    if not steps or not any(action == "decode" for action, _ in steps):
+        return None
+    if any(action == "apply" for action, _ in steps):  # decode_inconsistent_utf8: the slow one
+        return None
+    return [(action, arg) for action, arg in steps]
+
+
+def _redecode(text: str, plan: _Plan) -> str | None:
+    """``plan`` applied strictly to ``text`` (as ftfy's own first step); None if it fails."""
+    try:
+        fixed = ftfy.apply_plan(text, plan)
+    except Exception:  # a character outside the plan's codecs: not garbled that way
+        return None
+    return None if fixed == text else fixed
+
+
+def _reuse(run: str, plan: _Plan) -> str | None:
+    """``plan`` applied to a garbled run if it leaves the run clean, else None (ftfy decides)."""
+    fixed = _redecode(run, plan)
+    if fixed is None or (_MOJIBAKE.search(fixed) is not None and is_bad(fixed)):
+        return None
+    return fixed
+
+
+def _repair(text: str) -> str:
+    """``text`` with its mojibake runs fixed, within ``_REPAIR_BUDGET`` and ``_MAX_RUNS``."""
+    out: list[str] = []
+    pos = 0
+    budget = _REPAIR_BUDGET
+    plan: _Plan | None = None
+    tried_whole = False
+    no_span_before = 0  # where the plan last failed on a whole span
+    for _ in range(_MAX_RUNS):
+        hit = _MOJIBAKE.search(text, pos)
+        if hit is None:
+            break
+        start, end = _run(text, hit.start(), pos)
+        if plan is not None and start >= no_span_before:  # a garbled stretch: one re-decode
+            cut = text.find("<", start + _SPAN)
+            span_end = len(text) if cut < 0 else cut
+            span = _redecode(text[start:span_end], plan)
+            if span is not None:
+                out += (text[pos:start], span)
+                pos = span_end
+                continue
+            no_span_before = span_end
+        run = fixed = text[start:end]
+        if (plan is not None or len(run) <= budget) and is_bad(run):  # else ftfy leaves it
+            reused = None if plan is None else _reuse(run, plan)
+            if reused is not None:
+                fixed = reused
+            elif len(run) <= budget:
+                budget -= len(run)
+                try:
+                    fixed, steps = ftfy.fix_encoding_and_explain(run)
+                except Exception:
+                    steps = None
+                found = _redecoding(steps) if fixed != run else None
+                if found is not None:
+                    plan = found
+                    whole = None if tried_whole else _redecode(text, plan)
+                    tried_whole = True
+                    if whole is not None:  # the whole page was garbled the same way
+                        text, out, pos = whole, [], 0
+                        continue
+        out += (text[pos:start], fixed)
+        pos = end
+        if plan is None and budget <= 0:
+            break
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def decode_html(body: bytes, header_content_type: str | None) -> Decoded:
     """Decode ``body`` (charset: BOM > header > meta > detector > UTF-8), repair mojibake."""
     try:
@@ -190,12 +501,10 @@ def decode_html(body: bytes, header_content_type: str | None) -> Decoded:
     except (LookupError, UnicodeError):
         codec, source = _UTF8, "default"
         text = body.decode(_UTF8, "replace")
-    repaired = False
-    if not text.isascii() and _MOJIBAKE.search(text) is not None:
+    fixed = text
+    if not text.isascii():
         try:
-            fixed = ftfy.fix_encoding(text)
-        except Exception:
+            fixed = _repair(text)
+        except Exception:  # ftfy must not lose the page
             fixed = text
-        if fixed != text:
-            text, repaired = fixed, True
-    return Decoded(text, codec, source, repaired)
+    return Decoded(fixed, codec, source, fixed != text)
