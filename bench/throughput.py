@@ -120,8 +120,9 @@ async def politecrawl(
 
 def politeness_use(
     access_log: Path, since: float, until: float, delay: float
-) -> tuple[int, float, float]:
-    """From the server's log: requests in [since, until], slot use, and the worst site.
+) -> tuple[int, float, float, float]:
+    """From the server's log: requests in [since, until], their span (first to last start,
+    so process start-up is not counted), slot use, and the worst site's.
 
     Slot use: for every site, the requests it got after its first one, against the number
     its own span allowed at one per ``delay`` (1.0 = every allowed start used). Summed over
@@ -141,7 +142,9 @@ def politeness_use(
         used += len(starts) - 1
         allowed += span / delay
         worst = min(worst, (len(starts) - 1) / max(span / delay, 1e-9))
-    return sum(map(len, by_host.values())), used / max(allowed, 1e-9), worst
+    every = [t for starts in by_host.values() for t in starts]
+    span = max(every) - min(every) if every else 0.0
+    return len(every), span, used / max(allowed, 1e-9), worst
 
 
 def scrapy(port: int, hosts: int, delay: float, concurrency: int) -> tuple[float, float, int]:
@@ -343,12 +346,11 @@ def main() -> int:
         f"politeness  : ideal rate hosts/delay = {ideal:.0f} req/s"
         + ("" if args.plain else " (error pages double their sites' delays: use --plain)")
     )
-    for name, (n_req, slot_use, worst) in use.items():
-        since, until = windows[name]
-        rate = n_req / (until - since)
+    for name, (n_req, span, slot_use, worst) in use.items():
+        rate = n_req / max(span, 1e-9)
         print(
-            f"  {name:<11}: {n_req} requests in {until - since:.1f}s = {rate:.1f} req/s = "
-            f"{rate / ideal:.1%} of ideal; per-site slot use {slot_use:.1%} "
+            f"  {name:<11}: {n_req} requests, first to last in {span:.1f}s = {rate:.1f} req/s "
+            f"= {rate / ideal:.1%} of ideal; per-site slot use {slot_use:.1%} "
             f"(worst site {worst:.1%})"
         )
     return 0

@@ -637,3 +637,18 @@ async def test_make_frontier_picks_the_backend(tmp_path: Path) -> None:
     assert isinstance(shared, RedisFrontier)  # not connected until first used
     assert shared.crawl_id == "crawl7" and shared.lease_ttl_s >= 2 * cfg.fetch.total_timeout_s
     await shared.close()
+
+
+async def test_sqlite_wait_order_stays_small_while_one_key_waits(tmp_path: Path) -> None:
+    """Keys leased by priority leave stale entries behind a long-waiting one: kept bounded."""
+    f = SqliteFrontier(tmp_path / "state.sqlite", max_wait_s=1e9)
+    await f.add([e("x", "low.test", prio=0.0)])
+    for i in range(5000):
+        key = f"k{i}.test"
+        await f.add([e("y", key, prio=5.0)])
+        assert await f.lease(T0 + i) == key
+        assert await drain(f, key, T0 + i) == ["y"]
+        await f.release(key, state(key, T0 + i))
+    assert len(f._overdue) <= 2 * len(f._ready_since) + 1024
+    assert await f.lease(T0 + 5000) == "low.test"
+    await f.close()

@@ -370,6 +370,9 @@ class SqliteFrontier:
         fifo = self._overdue
         while fifo and self._ready_since.get(fifo[0][1]) != fifo[0][0]:
             fifo.popleft()  # leased since
+        if len(fifo) > 2 * len(self._ready_since) + 1024:  # stale entries behind a waiting head
+            since = self._ready_since
+            self._overdue = fifo = deque(item for item in fifo if since.get(item[1]) == item[0])
         if fifo and fifo[0][0] <= now - self.max_wait_s:
             key = fifo.popleft()[1]
             if self._take_ready(key):
