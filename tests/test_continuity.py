@@ -98,3 +98,64 @@ def test_log_stats_lists_the_learned_rules(tmp_path: Path) -> None:
     rules.close()
     text = logstats.format_text(logstats.compute(tmp_path))
     assert "drop query parameter 'sid'" in text
+
+
+def _words(first: str, n: int = 200) -> list[str]:
+    """Distinct letter-only words (the fingerprint ignores digits)."""
+    import itertools
+    import string
+
+    return [first + "".join(t) for t in itertools.product(string.ascii_lowercase, repeat=2)][:n]
+
+
+def _text(words: list[str]) -> str:
+    return " ".join(words)
+
+
+def test_near_duplicates_found_across_restarts_and_old_state_migrated(tmp_path: Path) -> None:
+    """The index is rebuilt from its table at start; a save no longer writes it whole."""
+    from politecrawl.continuity import Continuity
+    from politecrawl.fingerprint import simhash
+    from politecrawl.storage import JsonlLog
+
+    words = _words("w")
+    near = [*words[:-1], "changed"]  # one word apart: a near-duplicate, not an exact one
+
+    def opened() -> Continuity:
+        log = JsonlLog(tmp_path / "rules.jsonl", rotate_bytes=None, retention_days=None)
+        return Continuity(
+            tmp_path, recrawl=False, revisit_min_s=60, revisit_max_s=600, rules_log=log
+        )
+
+    c = opened()
+    v = c.on_page("http://a.test/1", _text(words), None, now=1.0, etag=None, last_modified=None)
+    assert v.duplicate_of is None
+    c.close()
+    c = opened()
+    assert len(c.near) == 1
+    v = c.on_page("http://a.test/2", _text(near), None, now=2.0, etag=None, last_modified=None)
+    assert v.duplicate_of == "http://a.test/1"
+    c.close()
+
+    # a continuity.sqlite from before the near table: the index as JSON with URLs as doc ids
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "continuity.sqlite")
+    db.execute("DELETE FROM near")
+    other = _words("o")
+    fp = simhash(_text(other))
+    state = {
+        "version": 1,
+        "max_distance": 3,
+        "capacity": 10,
+        "entries": [[f"{fp:016x}", "http://a.test/9"]],
+    }
+    db.execute("INSERT OR REPLACE INTO kv VALUES ('near', ?)", (json.dumps(state),))
+    db.commit()
+    db.close()
+    c = opened()
+    v = c.on_page(
+        "http://a.test/10", _text([*other[:-1], "x"]), None, now=3.0, etag=None, last_modified=None
+    )
+    assert v.duplicate_of == "http://a.test/9"
+    c.close()

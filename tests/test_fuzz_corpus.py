@@ -82,7 +82,8 @@ BUGS: dict[str, str] = {
         "examined (e.g. 2 x _MAX_LINKS) and record the rest in links_cut"
     ),
 }
-"""Bugs found by bench/fuzz.py in modules this test does not own, not fixed yet."""
+"""Bugs bench/fuzz.py found, kept as the record of what each ``bug-*`` reproducer shows. All
+are fixed today; a new one is added here and to ``KNOWN_BUGS`` until it is."""
 
 KNOWN_BUGS: dict[str, str] = {}
 """Corpus file -> the bug it shows (a key of ``BUGS``)."""

@@ -13,8 +13,11 @@ With ``--recrawl`` every fetched page comes back after its revisit interval
 bounded by --revisit-min/--revisit-max, seeded by sitemap changefreq/lastmod), through
 everything a first fetch goes through, as a conditional GET.
 
-State lives in ``OUT/continuity.sqlite``: revisit rows, exact fingerprints, and the learned
-rules and near-duplicate index (JSON, saved with the crawl).
+State lives in ``OUT/continuity.sqlite``: revisit rows, exact fingerprints, the pages filed in
+the near-duplicate index (``near``: written as they are filed, committed with the crawl), and
+the learned rules (JSON, saved with the crawl). In memory the index holds a fingerprint and a
+row number per page (its URL is read back only for a hit), at most ``NearDupIndex.capacity``
+of them: a long crawl's memory does not grow with its pages.
 """
 
 from __future__ import annotations
@@ -28,7 +31,13 @@ from typing import Any
 
 from politecrawl.duprules import RuleLearner
 from politecrawl.errors import StorageError
-from politecrawl.fingerprint import NearDupIndex, exact_fingerprint, simhash
+from politecrawl.fingerprint import (
+    NearDupIndex,
+    exact_fingerprint,
+    simhash,
+    to_signed64,
+    to_unsigned64,
+)
 from politecrawl.revisit import RevisitPolicy, RevisitState, content_changed
 from politecrawl.storage import JsonlLog
 from politecrawl.urls import host_of, registered_domain
@@ -39,6 +48,7 @@ PRAGMA journal_mode=WAL;
 CREATE TABLE IF NOT EXISTS revisit(url TEXT PRIMARY KEY, row TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS exact(fp TEXT PRIMARY KEY, url TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS kv(name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS near(id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, url TEXT NOT NULL);
 """
 
 
@@ -69,10 +79,41 @@ class Continuity:
         self._rules_log = rules_log
         self._hints: dict[str, float] = {}
         for name, value in self._db.execute("SELECT name, value FROM kv"):
-            if name == "near":
-                self.near.load_state(json.loads(value))
+            if name == "near":  # the format before the near table: URLs as doc ids
+                self._migrate_near(json.loads(value))
             elif name == "rules":
                 self.rules.load_state(json.loads(value))
+        self._load_near()
+
+    def _load_near(self) -> None:
+        """The newest ``capacity`` filed pages back into the index, oldest first."""
+        rows = self._db.execute(
+            "SELECT id, fp FROM near ORDER BY id DESC LIMIT ?", (self.near.capacity,)
+        ).fetchall()
+        for row_id, fp in reversed(rows):
+            self.near.add(to_unsigned64(fp), row_id)
+
+    def _migrate_near(self, state: dict[str, Any]) -> None:
+        self._db.executemany(
+            "INSERT INTO near(fp, url) VALUES (?,?)",
+            [(to_signed64(int(fp_hex, 16)), str(url)) for fp_hex, url in state["entries"]],
+        )
+        self._db.execute("DELETE FROM kv WHERE name='near'")
+        self._commit()
+
+    def _near_urls(self, sim: int) -> list[str]:
+        """URLs of the filed pages within the index's distance of ``sim``, closest first."""
+        urls = []
+        for row_id, _ in self.near.near(sim):
+            row = self._db.execute("SELECT url FROM near WHERE id=?", (row_id,)).fetchone()
+            if row is not None:
+                urls.append(str(row[0]))
+        return urls
+
+    def _file_near(self, sim: int, url: str) -> None:
+        cur = self._db.execute("INSERT INTO near(fp, url) VALUES (?,?)", (to_signed64(sim), url))
+        assert cur.lastrowid is not None
+        self.near.add(sim, cur.lastrowid)
 
     # -- the gate ---------------------------------------------------------------------------
     def rewrite(self, url: str) -> str:
@@ -113,14 +154,14 @@ class Continuity:
         elif first is None:
             self._db.execute("INSERT INTO exact VALUES (?,?)", (key, url))
             same_site = [
-                str(d)
-                for d, _ in self.near.near(sim)
-                if str(d) != url and registered_domain(host_of(str(d))) == site
+                d
+                for d in self._near_urls(sim)
+                if d != url and registered_domain(host_of(d)) == site
             ]
             if same_site:
                 dup = same_site[0]
             else:
-                self.near.add(sim, url)
+                self._file_near(sim, url)
         self.rules.observe_page(url, exact, sim, now=now)
         if canonical and canonical != url and host_of(canonical) == host_of(url):
             self.rules.observe_duplicate(canonical, url)  # the site says so: a strong hint
@@ -195,7 +236,7 @@ class Continuity:
         self._commit()
 
     def save(self) -> None:
-        state: dict[str, Any] = {"near": self.near.state_dict(), "rules": self.rules.state_dict()}
+        state: dict[str, Any] = {"rules": self.rules.state_dict()}  # (near: its own table)
         try:
             self._db.executemany(
                 "INSERT OR REPLACE INTO kv VALUES (?,?)",
