@@ -356,7 +356,9 @@ async def test_robots_save_and_load(open_frontier: Opener) -> None:
     f = await open_frontier()
     assert await f.robots("http://a.test") is None
     ok = RobotsRecord("http://a.test", T0, 200, b"User-agent: *\nDisallow: /x\n")
-    failing = RobotsRecord("http://b.test:8080", T0 + 1, 503, b"\x00busy\n", T0 - 5, b"good\n")
+    failing = RobotsRecord(
+        "http://b.test:8080", T0 + 1, 503, b"\x00busy\n", T0 - 5, b"good\n", failures=3
+    )
     await f.save_robots(ok)
     await f.save_robots(failing)
     assert await f.robots("http://a.test") == ok
@@ -364,6 +366,9 @@ async def test_robots_save_and_load(open_frontier: Opener) -> None:
     newer = RobotsRecord("http://a.test", T0 + 9, 404, b"")
     await f.save_robots(newer)
     assert await f.robots("http://a.test") == newer
+    chain = RobotsRecord("http://a.test", T0 + 9, 404, b"", redirect_to="http://a.test/r", hops=2)
+    await f.save_robots(chain)
+    assert await f.robots("http://a.test") == chain
 
 
 async def test_validators_round_trip(open_frontier: Opener) -> None:

@@ -55,3 +55,45 @@ async def test_persisted_for_a_resumed_crawl(tmp_path: Path) -> None:
     again = RobotsCache(SqliteFrontier(tmp_path / "s.sqlite"), 86400, 60)
     r = await again.rules_for(ORIGIN, 10.0)
     assert r is not None and not r.is_allowed("bot", "/private/")
+
+
+async def test_failures_and_redirect_chains_are_shared_through_the_store(tmp_path: Path) -> None:
+    """Two caches on one store (two workers, or a crawl and its resumption) decide alike."""
+    store = SqliteFrontier(tmp_path / "s.sqlite")
+    a, b = RobotsCache(store, 86400, 60), RobotsCache(store, 86400, 60)
+    await a.record(ORIGIN, 503, b"", now=0.0)
+    assert await b.rules_for(ORIGIN, 1.0) is not None and b.unreachable_count(ORIGIN) == 1
+    await b.record(ORIGIN, 503, b"", now=60.0)
+    assert await a.rules_for(ORIGIN, 150.0) is not None  # a read the store: 2 failures, 120 s
+    assert a.unreachable_count(ORIGIN) == 2 and a.retry_at(ORIGIN) == 180.0
+    assert await a.rules_for(ORIGIN, 180.0) is None
+
+    # a redirect chain started by one worker is continued by the other
+    await a.record_redirect(ORIGIN, ORIGIN + "/robots-moved.txt", 1, now=180.0)
+    assert await b.rules_for(ORIGIN, 181.0) is None
+    assert b.pending_redirect(ORIGIN) == (ORIGIN + "/robots-moved.txt", 1)
+    assert b.unreachable_count(ORIGIN) == 2  # kept while the chain is under way
+    await b.record(ORIGIN, 200, BODY, now=182.0)
+    rules = await a.rules_for(ORIGIN, 183.0)
+    assert rules is not None and not rules.is_allowed("bot", "/private/x")
+    assert a.pending_redirect(ORIGIN) is None and a.unreachable_count(ORIGIN) == 0
+    await store.close()
+
+
+async def test_state_file_from_before_the_new_robots_columns(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "s.sqlite")
+    db.execute(
+        "CREATE TABLE robots(origin TEXT PRIMARY KEY, fetched_at REAL NOT NULL, status INT NOT "
+        "NULL, body BLOB NOT NULL, failing_since REAL NOT NULL DEFAULT 0, good_body BLOB) "
+        "WITHOUT ROWID"
+    )
+    db.execute("INSERT INTO robots VALUES (?,?,?,?,?,?)", (ORIGIN, 5.0, 200, BODY, 0.0, None))
+    db.commit()
+    db.close()
+    c = cache(tmp_path)
+    rules = await c.rules_for(ORIGIN, 10.0)
+    assert rules is not None and not rules.is_allowed("bot", "/private/x")
+    await c.record(ORIGIN, 500, b"", now=86405.0)
+    assert c.unreachable_count(ORIGIN) == 1

@@ -146,7 +146,6 @@ class Crawler:
         self.admission.rewrite = self.continuity.rewrite
         self._rescoring: asyncio.Task[None] | None = None
         self._last_focus_save = time.monotonic()
-        self._robots_redirect: dict[str, tuple[str, int]] = {}
         self._stop = asyncio.Event()
         self._wake: asyncio.Event | None = None
         self._stopped_by = "done"
@@ -447,14 +446,14 @@ class Crawler:
 
     async def _fetch_robots(self, origin: str, host: politeness.HostState) -> None:
         """robots.txt under the site's own lease and delay; redirects followed up to 5 hops."""
-        target, hops = self._robots_redirect.pop(origin, (robots_url(origin + "/"), 0))
+        target, hops = self.robots.pending_redirect(origin) or (robots_url(origin + "/"), 0)
         res = await self._request(host, target, html_only=False)
         status = res.status if res.error is None and res.status is not None else 0
         location = res.header("location")
         if 300 <= status < 400 and location and hops < _ROBOTS_MAX_HOPS:
             nxt = join(target, location)
             if nxt is not None:
-                self._robots_redirect[origin] = (nxt, hops + 1)
+                await self.robots.record_redirect(origin, nxt, hops + 1, self.clock())
                 self._log_request(res, "robots:redirect", 1, host)
                 self._log_robots(origin, res, "redirect")
                 return

@@ -9,7 +9,9 @@ the frontier's store, so a resumed crawl does not ask again while they are fresh
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
+from typing import NamedTuple
 
 from politecrawl.frontier import Frontier, RobotsRecord
 from politecrawl.robots import RobotsRules
@@ -24,35 +26,61 @@ def is_usable(status: int) -> bool:
     return 200 <= status < 300 or (400 <= status < 500 and status != 429)
 
 
+class _Hit(NamedTuple):
+    fetched_at: float
+    status: int
+    rules: RobotsRules
+    failures: int
+    redirect_to: str
+    hops: int
+
+
 class RobotsCache:
+    """Parsed rules per origin in front of the store's raw copies.
+
+    Everything a decision depends on (the copy, the failures in a row, a redirect chain under
+    way) is in the store's ``RobotsRecord``, so workers sharing a frontier and a resumed
+    crawl decide alike; when this process's copy says "ask now", the store is read again in
+    case another worker already did.
+    """
+
     def __init__(
         self, store: Frontier, ttl_s: float, retry_s: float, parsed_cap: int = 10_000
     ) -> None:
         self._store = store
         self.ttl_s = ttl_s
         self.retry_s = retry_s
-        self._parsed: OrderedDict[str, tuple[float, int, RobotsRules]] = OrderedDict()
+        self._parsed: OrderedDict[str, _Hit] = OrderedDict()
         self._cap = parsed_cap
-        self.failures: dict[str, int] = {}
 
     async def rules_for(self, origin: str, now: float) -> RobotsRules | None:
         """The rules in force for ``origin``, or None when robots.txt must be fetched now."""
         hit = self._parsed.get(origin)
-        if hit is None:
+        if hit is None or not self._fresh(hit, now):
             rec = await self._store.robots(origin)
             if rec is None:
                 return None
-            hit = (rec.fetched_at, rec.status, self._rules(rec))
-            self._remember(origin, hit)
-        fetched_at, status, rules = hit
-        fresh_for = self.ttl_s if is_usable(status) else self._retry_after(origin)
-        if now - fetched_at >= fresh_for:
+            if hit is None or rec.fetched_at != hit.fetched_at or rec.hops != hit.hops:
+                hit = self._hit(rec)
+                self._remember(origin, hit)
+        if not self._fresh(hit, now):
             return None
         self._parsed.move_to_end(origin)
-        return rules
+        return hit.rules
 
-    def _retry_after(self, origin: str) -> float:
-        return float(self.retry_s * 2.0 ** max(0, self.failures.get(origin, 1) - 1))
+    def _fresh(self, hit: _Hit, now: float) -> bool:
+        if hit.redirect_to:
+            return False  # a redirect chain under way: its next hop is due
+        fresh_for = self.ttl_s if is_usable(hit.status) else self._retry_after(hit.failures)
+        return now - hit.fetched_at < fresh_for
+
+    def _retry_after(self, failures: int) -> float:
+        return float(self.retry_s * 2.0 ** max(0, failures - 1))
+
+    def _hit(self, rec: RobotsRecord) -> _Hit:
+        return _Hit(
+            rec.fetched_at, rec.status, self._rules(rec), rec.failures, rec.redirect_to, rec.hops
+        )
 
     @staticmethod
     def _rules(rec: RobotsRecord) -> RobotsRules:
@@ -64,7 +92,7 @@ class RobotsCache:
             return RobotsRules.parse(rec.good_body)
         return RobotsRules.disallow_all()
 
-    def _remember(self, origin: str, hit: tuple[float, int, RobotsRules]) -> None:
+    def _remember(self, origin: str, hit: _Hit) -> None:
         self._parsed[origin] = hit
         self._parsed.move_to_end(origin)
         while len(self._parsed) > self._cap:
@@ -72,13 +100,10 @@ class RobotsCache:
 
     async def record(self, origin: str, status: int, body: bytes, now: float) -> RobotsRules:
         """Store a fetch's answer; a failure keeps the last good copy's body for the log."""
-        if is_usable(status):
-            self.failures.pop(origin, None)
-        else:
-            self.failures[origin] = self.failures.get(origin, 0) + 1
+        prev = await self._store.robots(origin)
         rec = RobotsRecord(origin, now, status, body[:MAX_ROBOTS_BYTES])
         if not is_usable(status):
-            prev = await self._store.robots(origin)
+            failures = (prev.failures if prev is not None else 0) + 1
             if prev is not None:
                 ok = 200 <= prev.status < 300
                 rec = RobotsRecord(
@@ -89,23 +114,42 @@ class RobotsCache:
                     failing_since=prev.failing_since
                     or (now if is_usable(prev.status) else prev.fetched_at),
                     good_body=prev.body if ok else prev.good_body,
+                    failures=failures,
                 )
             else:
-                rec = RobotsRecord(origin, now, status, rec.body, failing_since=now)
+                rec = RobotsRecord(
+                    origin, now, status, rec.body, failing_since=now, failures=failures
+                )
         await self._store.save_robots(rec)
-        rules = self._rules(rec)
-        self._remember(origin, (now, rec.status, rules))
-        return rules
+        hit = self._hit(rec)
+        self._remember(origin, hit)
+        return hit.rules
+
+    async def record_redirect(self, origin: str, target: str, hops: int, now: float) -> None:
+        """robots.txt redirected: the next hop is asked at the site's next turn (whichever
+        worker takes it); the copy in force and the failure count are kept meanwhile."""
+        prev = await self._store.robots(origin)
+        if prev is None:  # a first fetch redirected: nothing in force yet
+            prev = RobotsRecord(origin, now, FAILED, b"")
+        rec = dataclasses.replace(prev, redirect_to=target, hops=hops)
+        await self._store.save_robots(rec)
+        self._remember(origin, self._hit(rec))
+
+    def pending_redirect(self, origin: str) -> tuple[str, int] | None:
+        """(next hop, its number) of a redirect chain under way (as ``rules_for`` last saw)."""
+        hit = self._parsed.get(origin)
+        return (hit.redirect_to, hit.hops) if hit is not None and hit.redirect_to else None
 
     def retry_at(self, origin: str) -> float:
         """When an unreachable robots.txt may be asked again (backoff doubles per failure)."""
         hit = self._parsed.get(origin)
-        return (hit[0] if hit else 0.0) + self._retry_after(origin)
+        return (hit.fetched_at if hit else 0.0) + self._retry_after(hit.failures if hit else 1)
 
     def status(self, origin: str) -> int:
         """Status of the copy in force (as last returned by ``rules_for``)."""
         hit = self._parsed.get(origin)
-        return hit[1] if hit is not None else FAILED
+        return hit.status if hit is not None else FAILED
 
     def unreachable_count(self, origin: str) -> int:
-        return self.failures.get(origin, 0)
+        hit = self._parsed.get(origin)
+        return hit.failures if hit is not None else 0

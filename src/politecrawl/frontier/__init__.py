@@ -48,6 +48,9 @@ class RobotsRecord:
     body: bytes
     failing_since: float = 0.0
     good_body: bytes | None = None
+    failures: int = 0  # fetches in a row that failed (backoff, give-up): shared by workers
+    redirect_to: str = ""  # a redirect chain under way: the next hop to ask, and its number
+    hops: int = 0
 
 
 class Frontier(Protocol):

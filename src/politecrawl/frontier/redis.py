@@ -612,6 +612,9 @@ def _pack_robots(r: RobotsRecord) -> bytes:
         "failing_since": r.failing_since,
         "body": len(r.body),
         "good": -1 if r.good_body is None else len(r.good_body),
+        "failures": r.failures,
+        "redirect_to": r.redirect_to,
+        "hops": r.hops,
     }
     return json.dumps(head).encode() + b"\n" + r.body + (r.good_body or b"")
 
@@ -622,7 +625,15 @@ def _unpack_robots(origin: str, data: bytes) -> RobotsRecord:
     n = head["body"]
     good = None if head["good"] < 0 else rest[n : n + head["good"]]
     return RobotsRecord(
-        origin, head["fetched_at"], head["status"], rest[:n], head["failing_since"], good
+        origin,
+        head["fetched_at"],
+        head["status"],
+        rest[:n],
+        head["failing_since"],
+        good,
+        head.get("failures", 0),
+        head.get("redirect_to", ""),
+        head.get("hops", 0),
     )
 
 

@@ -56,9 +56,20 @@ _HOST_SCHEMA = """
 CREATE TABLE IF NOT EXISTS {db}.hosts(key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS {db}.robots(
     origin TEXT PRIMARY KEY, fetched_at REAL NOT NULL, status INT NOT NULL, body BLOB NOT NULL,
-    failing_since REAL NOT NULL DEFAULT 0, good_body BLOB
+    failing_since REAL NOT NULL DEFAULT 0, good_body BLOB,
+    failures INT NOT NULL DEFAULT 0, redirect_to TEXT NOT NULL DEFAULT '',
+    hops INT NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 """
+# columns added since the first release: ALTERed into an older file at open
+_ROBOTS_ADDED = (
+    "failures INT NOT NULL DEFAULT 0",
+    "redirect_to TEXT NOT NULL DEFAULT ''",
+    "hops INT NOT NULL DEFAULT 0",
+)
+_ROBOTS_COLS = (
+    "origin, fetched_at, status, body, failing_since, good_body, failures, redirect_to, hops"
+)
 
 _QUEUED, _IN_FLIGHT, _FINISHED = 0, 1, 2
 WINDOW = 32
@@ -124,6 +135,10 @@ class SqliteFrontier:
                 self._db.execute("PRAGMA shared.journal_mode=WAL")
                 db = "shared"
             self._db.executescript(_HOST_SCHEMA.format(db=db))
+            have = {r[1] for r in self._db.execute(f"PRAGMA {db}.table_info(robots)")}
+            for column in _ROBOTS_ADDED:
+                if column.split()[0] not in have:
+                    self._db.execute(f"ALTER TABLE {db}.robots ADD COLUMN {column}")
             self._db.commit()
         except sqlite3.DatabaseError as exc:
             raise FrontierError(f"cannot open crawl state {path}: {exc}") from exc
@@ -434,20 +449,18 @@ class SqliteFrontier:
             self._robots.move_to_end(origin)
             return rec
         row = self._db.execute(
-            "SELECT fetched_at, status, body, failing_since, good_body FROM "
-            f"{self._t_robots} WHERE origin=?",
-            (origin,),
+            f"SELECT {_ROBOTS_COLS} FROM {self._t_robots} WHERE origin=?", (origin,)
         ).fetchone()
         if row is None:
             return None
-        good = bytes(row[4]) if row[4] is not None else None
-        rec = RobotsRecord(origin, row[0], row[1], bytes(row[2]), row[3], good)
+        good = bytes(row[5]) if row[5] is not None else None
+        rec = RobotsRecord(origin, row[1], row[2], bytes(row[3]), row[4], good, *row[6:])
         self._cache_robots(rec)
         return rec
 
     async def save_robots(self, record: RobotsRecord) -> None:
         self._db.execute(
-            f"INSERT OR REPLACE INTO {self._t_robots} VALUES (?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO {self._t_robots} ({_ROBOTS_COLS}) VALUES (?,?,?,?,?,?,?,?,?)",
             (
                 record.origin,
                 record.fetched_at,
@@ -455,6 +468,9 @@ class SqliteFrontier:
                 record.body,
                 record.failing_since,
                 record.good_body,
+                record.failures,
+                record.redirect_to,
+                record.hops,
             ),
         )
         self._commit()  # rare, and a robots.txt must not be asked twice after a crash
