@@ -216,6 +216,18 @@ async def test_urls_per_host_cap_is_a_recorded_trap_cut(web, tmp_path: Path) -> 
     assert summary.counters["trap:host_url_limit"] > 0
 
 
+async def test_urls_per_host_cap_holds_across_a_resume(web, tmp_path: Path) -> None:
+    """The per-host counts are saved with the crawl: a resumed run does not start them at 0."""
+    out = tmp_path / "out"
+    cfg = crawl_config(web, out, seeds=1, scope="host", max_urls_per_host=6)
+    first = await Crawler(dataclasses.replace(cfg, max_pages=2)).run()
+    assert first.stopped_by == "max_pages"
+    assert not any(k.startswith("host_urls:") for k in first.counters)
+    await Crawler(cfg).run()
+    pages = [e.path for e in web.access_log if e.path != "/robots.txt"]
+    assert len(set(pages)) <= 6, sorted(set(pages))
+
+
 async def test_politeness_by_ip_treats_many_hosts_on_one_server_as_one(web, tmp_path: Path):
     cfg = crawl_config(web, tmp_path / "out", seeds=4, concurrency=8, max_pages=25)
     cfg = dataclasses.replace(cfg, politeness=dataclasses.replace(cfg.politeness, key_mode="ip"))

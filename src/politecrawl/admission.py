@@ -10,7 +10,7 @@ as seen too, so its refusal is counted once.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Literal
 
 from politecrawl.config import CrawlConfig
@@ -26,6 +26,8 @@ from politecrawl.urls import (
     politeness_key,
     trap_reason,
 )
+
+HOST_URLS = "host_urls:"  # counter prefix: URLs admitted per host (--max-urls-per-host)
 
 
 class Gate:
@@ -74,10 +76,21 @@ class Gate:
                 return DropReason.TRAP, "host_url_limit"
         return None
 
-    def admitted(self, url: str) -> None:
-        """Count a URL that passed (for the per-host cap)."""
+    def admitted(self, url: str, counters: Counter[str] | None = None) -> None:
+        """Count a URL that passed (for the per-host cap); in ``counters`` too, which the
+        crawl saves with its state, so the cap still holds after a resume."""
         if self.max_urls_per_host is not None:
-            self._per_host[host_of(url)] += 1
+            host = host_of(url)
+            self._per_host[host] += 1
+            if counters is not None:
+                counters[HOST_URLS + host] += 1
+
+    def restore_host_counts(self, counters: Mapping[str, int]) -> None:
+        """The per-host counts a resumed crawl saved (see ``admitted``)."""
+        n = len(HOST_URLS)
+        for name, value in counters.items():
+            if name.startswith(HOST_URLS):
+                self._per_host[name[n:]] = max(self._per_host[name[n:]], value)
 
 
 class Admission:
@@ -125,7 +138,7 @@ class Admission:
                 if why[1]:
                     counters[f"{why[0].value}:{why[1]}"] += 1
                 continue
-            self.gate.admitted(url)
+            self.gate.admitted(url, counters)
             if key_mode == "ip" and self.ip_of is not None:
                 # many host names on one server share one politeness key: its address
                 key = politeness_key(url, "ip", await self.ip_of(url))

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from politecrawl.admission import HOST_URLS
 from politecrawl.config import (
     MAX_WAIT_S,
     CrawlConfig,
@@ -446,7 +447,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     for lease in st["leases"]:
         print(f"  lease {lease['key']} by {lease['worker']}")
     for k, v in st["counters"].items():
-        print(f"  {k:24} {v}")
+        if not k.startswith(HOST_URLS):  # one per site: not for this overview
+            print(f"  {k:24} {v}")
     return 0
 
 

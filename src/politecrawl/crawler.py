@@ -24,7 +24,7 @@ from typing import Any
 from yarl import URL
 
 from politecrawl import politeness
-from politecrawl.admission import Admission, Gate
+from politecrawl.admission import HOST_URLS, Admission, Gate
 from politecrawl.config import CrawlConfig
 from politecrawl.continuity import Continuity
 from politecrawl.dashboard import Dashboard
@@ -177,6 +177,7 @@ class Crawler:
         self._wake = asyncio.Event()
         self.counters.update(await self.frontier.counters())
         self._flushed = Counter(self.counters)
+        self.admission.gate.restore_host_counts(self.counters)
         refetch = getattr(self.frontier, "refetches", 0)
         if refetch:
             log.info(
@@ -353,7 +354,7 @@ class Crawler:
             hosts=c["hosts_contacted"],
             seconds=round(self.clock() - self._started, 3),
             queued_left=queued_left,
-            counters=dict(sorted(c.items())),
+            counters={k: v for k, v in sorted(c.items()) if not k.startswith(HOST_URLS)},
             stopped_by=self._stopped_by,
         )
         path = self.cfg.out_dir / "summary.json"
