@@ -22,7 +22,9 @@ Reported:
   unreachable robots.txt are left out. "first page" is the pair robots.txt -> first page (the
   seed is queued from the start, so the host had work the moment it became ready); "first
   contact" is crawl start -> robots.txt. Hosts still waiting when the crawl stopped are
-  counted with their lateness so far (``censored``), so a starved host cannot hide. Both
+  counted with their lateness so far (``censored``), so a starved host cannot hide: from
+  its allowed start, or, for a site that had nothing queued until a link to it was found late,
+  from when the frontier found it due (``SqliteFrontier.ready_since``). Both
   clocks are shown: the server's (when the handler ran: what the site saw) and the crawler's
   (its stamp just before sending: what the scheduler did). They differ by the time a request
   takes to reach the server's handler, which grows with the crawler's event-loop lag;
@@ -276,19 +278,26 @@ def starvation(
 
 
 def waiting_at_stop(state: Path) -> dict[str, float]:
-    """Hosts with queued URLs when the crawl stopped -> their earliest not-before time."""
+    """Hosts with queued URLs when the crawl stopped -> when they could be asked next: the
+    earliest not-before time, or the host's own next-allowed time if later (a backoff
+    after errors, a Retry-After, a parked site are the site's pace, not starvation)."""
     try:
         db = sqlite3.connect(f"file:{state}?mode=ro", uri=True)
         try:
             rows = db.execute(
                 "SELECT key, MIN(not_before) FROM urls WHERE state=0 GROUP BY key"
             ).fetchall()
+            hosts = dict(db.execute("SELECT key, data FROM hosts").fetchall())
         finally:
             db.close()
     except sqlite3.Error as exc:
         print(f"(could not read the queue left: {exc})")
         return {}
-    return {str(k): float(nb or 0.0) for k, nb in rows}
+    out = {}
+    for key, nb in rows:
+        h = json.loads(hosts[key]) if key in hosts else {}
+        out[str(key)] = max(float(nb or 0.0), float(h.get("next_allowed", 0.0)))
+    return out
 
 
 async def crawl(args: argparse.Namespace, port: int, out: Path) -> dict[str, Any]:
@@ -317,6 +326,7 @@ async def crawl(args: argparse.Namespace, port: int, out: Path) -> dict[str, Any
         summary = await crawler.run()
     return {
         "summary": summary,
+        "ready_since": getattr(crawler.frontier, "ready_since", dict)(),
         "cpu_s": cpu_s() - c0,
         "start": t0,
         "end": time.time(),
@@ -361,6 +371,10 @@ def main() -> int:
     pairs, mismatched = join_logs(entries, log)
     explained = explain_violations(pairs, args.delay)
     waiting = waiting_at_stop(tmp / "out" / "state.sqlite")
+    for host, since in r["ready_since"].items():
+        # a URL found late for an idle site: its wait began when the frontier found it due
+        if host in waiting:
+            waiting[host] = max(waiting[host], since)
     starve = starvation(pairs, r["start"], r["end"], waiting)
     starve_crawler = starvation(pairs, r["start"], r["end"], waiting, clock="crawler")
     s = r["summary"]

@@ -401,6 +401,11 @@ class SqliteFrontier:
                 return key
         return None
 
+    def ready_since(self) -> dict[str, float]:
+        """Keys due and waiting for a lease -> when ``lease`` found each due (for diagnostics
+        and bench/load.py: a host's wait starts there, not at its last request)."""
+        return dict(self._ready_since)
+
     def _take_ready(self, key: str) -> bool:
         """Out of the ready set; True (and leased) if the key still has URLs queued."""
         del self._ready_prio[key]
