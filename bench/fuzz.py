@@ -1160,6 +1160,13 @@ def regressions() -> dict[str, bytes]:
         "x_robots_tag/bug-many-items.bin": b"\n".join([b",\x00" * 16000] * 128),
         # parse.parse_page: duplicate hrefs are joined one by one, past the 10,000-link cap
         "parse_page/bug-duplicate-links.bin": pack(b"<a href=%zz>" * 30_000, "http://h.test/"),
+        # htmlguard: the tag regex backtracked cubically on "<" without ">" (16.7 s for 2 KB;
+        # the guard scans pages of 5,000+ "<", so this one would take hours)
+        "parse_page/bug-unclosed-tags.bin": pack(b"<a" * 6_000, "http://h.test/"),
+        # urls: percent-encoding grew a URL under the 64 KiB cap past it, so the canonical
+        # form was refused when canonicalised again (and join returned such URLs)
+        "canonicalize/bug-grows-past-cap.bin": enc("http://h.test/" + "^" * 60_000),
+        "join/bug-grows-past-cap.bin": pack("http://h.test/a/b.html", "^" * 60_000),
     }
 
 
