@@ -1167,6 +1167,12 @@ def regressions() -> dict[str, bytes]:
         # form was refused when canonicalised again (and join returned such URLs)
         "canonicalize/bug-grows-past-cap.bin": enc("http://h.test/" + "^" * 60_000),
         "join/bug-grows-past-cap.bin": pack("http://h.test/a/b.html", "^" * 60_000),
+        # urls._base_parts: a base URL with no canonical form raised, and lru_cache does not
+        # cache exceptions, so each of the page's links paid the failed canonicalisation again
+        # (the crawler's page URLs are canonical; a caller's need not be)
+        "parse_page/bug-uncacheable-base.bin": pack(
+            b"<a href=x>" * 12_000, "http://h.test/" + "^" * 30_000
+        ),
     }
 
 

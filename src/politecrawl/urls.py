@@ -302,9 +302,15 @@ def canonicalize(url: str) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _base_parts(base: str) -> tuple[str, str, str, str | None, str]:
-    """(scheme, authority, path, query, directory) of a base URL, canonicalised once per page."""
-    parts = _SPLIT(canonicalize(base))
+def _base_parts(base: str) -> tuple[str, str, str, str | None, str] | None:
+    """(scheme, authority, path, query, directory) of a base URL, canonicalised once per page;
+    None for a base with no canonical form (cached too: an exception would not be, and every
+    link of the page would pay for the failed canonicalisation again; found by bench/fuzz.py)."""
+    try:
+        canonical = canonicalize(base)
+    except UrlError:
+        return None
+    parts = _SPLIT(canonical)
     assert parts is not None
     scheme, netloc, path, query = parts.groups()
     assert scheme is not None and netloc is not None
@@ -322,7 +328,10 @@ def join(base: str, href: str) -> str | None:
     if len(href) > _MAX_RAW:  # the trap limit drops long URLs anyway: skip the costly work
         return None
     try:
-        b_scheme, b_netloc, b_path, b_query, b_dir = _base_parts(base)
+        base_parts = _base_parts(base)
+        if base_parts is None:
+            return None
+        b_scheme, b_netloc, b_path, b_query, b_dir = base_parts
         parts = _SPLIT(_clean(href))
         assert parts is not None
         scheme, netloc, path, query = parts.groups()
