@@ -36,10 +36,13 @@ WEB = {"n_hosts": 8, "pages_per_host": 6, "seed": 3}
 # Workers and test server share one event loop, so the server may see a request a while after
 # the crawler started it (median 2 ms, p95 20 ms, now and then ~0.1 s). So the frontier's
 # spacing is checked exactly on the crawler's clock (the start times every worker hands
-# ``begin_request``) at the full FLOOR, and the server's log at DELAY, 0.1 s of slack.
+# ``begin_request``) at the full FLOOR. The server's log is checked for overlap exactly (one
+# request per site at a time) and for gaps with SERVER_SLACK: on a loaded 2-CPU machine its
+# handlers started up to 0.16 s late (two CI dry runs, with benchmarks running beside them).
 FLOOR = DELAY + 0.1
 CRAWL = {"concurrency": 8, "factor": 1.0, "delay": FLOOR}
 LEASE_TTL = 2.0
+SERVER_SLACK = FLOOR - DELAY / 2  # server-seen gaps down to DELAY / 2 pass; overlap never
 
 
 class Recording(RedisFrontier):
@@ -160,7 +163,7 @@ async def test_three_workers_crawl_as_one(
         log = web.access_log
         assert all(s.stopped_by == "done" for s in summaries)
         assert start_gaps(starts, FLOOR) == []  # exact, on the crawler's clock: first
-        assert politeness_violations(log, DELAY) == []
+        assert politeness_violations(log, FLOOR, tolerance_s=SERVER_SLACK) == []
         assert fetched_twice(web) == {}
         assert single_worker_reach - reached(log) == set()
         # the work was shared, and the shared counters add up
@@ -232,7 +235,7 @@ async def test_a_dead_worker_loses_nothing(
         assert [r.stopped_by for r in results[:2]] == ["done", "done"]  # type: ignore[union-attr]
         log = web.access_log
         assert start_gaps(starts, FLOOR) == []  # exact, on the crawler's clock: first
-        assert politeness_violations(log, DELAY) == []
+        assert politeness_violations(log, FLOOR, tolerance_s=SERVER_SLACK) == []
         assert single_worker_reach - reached(log) == set()
         # what it had in flight (the victim, and whatever its other turns held) went back to
         # the queue and was handed to a survivor marked as a re-fetch, and logged as one if
