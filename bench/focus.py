@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -25,17 +24,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import cpu_s
+
 from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
 from politecrawl.topicweb import TopicWeb
 
 TOPIC = "steam locomotive, steam railway, heritage railway"
 UA = "benchbot/1.0 (+http://bench.example/bot)"
 OUT = Path(__file__).with_name("out")
-
-
-def cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 async def crawl(
@@ -50,8 +46,9 @@ async def crawl(
             allow_private_addresses=True,
             retry_base_s=0.5,
         ),
-        politeness=PolitenessConfig(min_delay_s=delay, jitter_s=0.01, response_time_factor=1.0,
-                                    park_s=1.0),
+        politeness=PolitenessConfig(
+            min_delay_s=delay, jitter_s=0.01, response_time_factor=1.0, park_s=1.0
+        ),
         concurrency=100,
         scope="any",
         progress=False,

@@ -45,59 +45,20 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
+from benchlib import cpu_s, rss_mb, start_testweb, testweb_config
+
+from politecrawl import Crawler
 from politecrawl.storage.logs import iter_log_records
 from politecrawl.testweb import AccessEntry, load_access_log, politeness_violations
 
 UA = "loadbot/1.0 (+http://bench.example/bot)"
 RETRY_AFTER_S = 1.0  # what the test web's 429 and 503 answers carry
-
-
-def cpu_s(who: int = resource.RUSAGE_SELF) -> float:
-    r = resource.getrusage(who)
-    return r.ru_utime + r.ru_stime
-
-
-def rss_mb() -> float:
-    """Current resident set size (VmRSS) of this process, MB."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def start_server(hosts: int, pages: int, access_log: Path) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "politecrawl.testweb",
-            "--hosts",
-            str(hosts),
-            "--pages",
-            str(pages),
-            "--port",
-            "0",
-            "--access-log",
-            str(access_log),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # "serving N hosts on 127.0.0.1:PORT"
-    if not line:
-        proc.kill()
-        raise SystemExit("the test web did not start")
-    return proc, int(line.strip().rsplit(":", 1)[1])
 
 
 def stop_server(proc: subprocess.Popen[str]) -> None:
@@ -301,21 +262,13 @@ def waiting_at_stop(state: Path) -> dict[str, float]:
 
 
 async def crawl(args: argparse.Namespace, port: int, out: Path) -> dict[str, Any]:
-    cfg = CrawlConfig(
-        seeds=tuple(f"http://h{i}.test:{port}/" for i in range(args.hosts)),
-        out_dir=out,
-        fetch=FetchConfig(
-            user_agent=UA,
-            resolve=(f"*.test:{port}:127.0.0.1",),
-            allow_private_addresses=True,
-            retry_base_s=args.delay,
-        ),
-        politeness=PolitenessConfig(
-            min_delay_s=args.delay, response_time_factor=1.0, jitter_s=0.01
-        ),
+    cfg = testweb_config(
+        port,
+        args.hosts,
+        UA,
+        args.delay,
+        out,
         concurrency=args.concurrency,
-        scope="any",
-        progress=False,
         max_time_s=args.max_time,
         max_pages=args.max_pages,
         max_wait_s=args.max_wait,
@@ -357,7 +310,7 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="pc-load-"))
     access = tmp / "access.jsonl"
-    server, port = start_server(args.hosts, args.pages, access)
+    server, port = start_testweb(args.hosts, args.pages, access_log=access)
     try:
         r = asyncio.run(crawl(args, port, tmp / "out"))
     finally:

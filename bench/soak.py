@@ -25,43 +25,16 @@ import resource
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
+from benchlib import cpu_s, rss_mb, start_testweb, testweb_config
+
+from politecrawl import Crawler
 
 UA = "soakbot/1.0 (+http://bench.example/bot)"
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def start_server(hosts: int, pages: int) -> tuple[subprocess.Popen[str], int]:
-    args = ["--hosts", str(hosts), "--pages", str(pages), "--port", "0"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "politecrawl.testweb", *args],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # "serving N hosts on 127.0.0.1:PORT"
-    if not line:
-        proc.kill()
-        raise SystemExit("the test web did not start")
-    return proc, int(line.strip().rsplit(":", 1)[1])
 
 
 def slope(xs: list[float], ys: list[float]) -> float:
@@ -115,21 +88,13 @@ async def sample(crawler: Crawler, every: float, rows: list[dict[str, Any]]) -> 
 
 
 async def soak(args: argparse.Namespace, port: int, out: Path) -> tuple[Any, list[dict[str, Any]]]:
-    cfg = CrawlConfig(
-        seeds=tuple(f"http://h{i}.test:{port}/" for i in range(args.hosts)),
-        out_dir=out,
-        fetch=FetchConfig(
-            user_agent=UA,
-            resolve=(f"*.test:{port}:127.0.0.1",),
-            allow_private_addresses=True,
-            retry_base_s=args.delay,
-        ),
-        politeness=PolitenessConfig(
-            min_delay_s=args.delay, response_time_factor=1.0, jitter_s=0.01
-        ),
+    cfg = testweb_config(
+        port,
+        args.hosts,
+        UA,
+        args.delay,
+        out,
         concurrency=args.concurrency,
-        scope="any",
-        progress=False,
         max_time_s=args.minutes * 60,
     )
     crawler = Crawler(cfg)
@@ -156,7 +121,7 @@ def main() -> int:
         print(f"note: {args.hosts * args.pages} pages, under the 100,000 a soak is meant for")
 
     tmp = Path(tempfile.mkdtemp(prefix="pc-soak-"))
-    server, port = start_server(args.hosts, args.pages)
+    server, port = start_testweb(args.hosts, args.pages)
     print(
         f"soak: {args.hosts} hosts x {args.pages} pages, delay {args.delay} s, concurrency "
         f"{args.concurrency}, {args.minutes:g} min, sample every {args.every:g} s, "

@@ -30,44 +30,13 @@ import time
 from pathlib import Path
 
 import aiohttp
+from benchlib import cpu_s, start_testweb
 
 from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
 from politecrawl.testweb import load_access_log
 
 UA = "benchbot/1.0 (+http://bench.example/bot)"
 SCRAPY_CPU_PER_1000 = 12.5
-
-
-def cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def start_server(
-    hosts: int, pages: int, plain: bool, access_log: Path
-) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "politecrawl.testweb",
-            "--hosts",
-            str(hosts),
-            "--pages",
-            str(pages),
-            "--port",
-            "0",
-            "--access-log",
-            str(access_log),
-            *(["--plain"] if plain else []),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    port = int(line.strip().rsplit(":", 1)[1])
-    return proc, port
 
 
 async def baseline(port: int, hosts: int, n: int, concurrency: int) -> tuple[float, float, int]:
@@ -265,7 +234,7 @@ def main() -> int:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="pc-bench-"))
     access_log = work / "access.jsonl"
-    server, port = start_server(args.hosts, args.pages, args.plain, access_log)
+    server, port = start_testweb(args.hosts, args.pages, access_log=access_log, plain=args.plain)
     out = work / "out"
     windows: dict[str, tuple[float, float]] = {}
     try:
