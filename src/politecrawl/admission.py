@@ -1,9 +1,13 @@
 """The one gate every URL passes before it is queued, whatever its source.
 
 Seeds, extracted links, redirect targets and sitemap entries all come through ``admit``:
-seen-set -> scope (allow-list) -> never-crawl list -> extension filter -> trap limits ->
-queue. The seen check comes first because most links on the Web were seen already (and it is
-one batched call per page for a networked frontier); every URL the gate refuses is remembered
+canonical form -> seen-set -> scope (allow-list) -> never-crawl list -> extension filter ->
+trap limits (URL shape, then URL spaces that grow without end) -> queue. URLs from outside the
+crawler (seeds given to the API or the CLI, robots.txt ``Sitemap:`` lines) are canonicalised
+here (``raw=True``); links, redirect targets and sitemap entries arrive canonical from
+``urls.join`` / ``urls.canonicalize`` and are not done twice (the per-link hot path). The
+seen check comes first because most links on the Web were seen already (and it is one batched
+call per page for a networked frontier); every URL the gate refuses is remembered
 as seen too, so its refusal is counted once.
 """
 
@@ -14,20 +18,35 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Literal
 
 from politecrawl.config import CrawlConfig
+from politecrawl.errors import ConfigError, UrlError
 from politecrawl.exclusions import NeverCrawlList
 from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
 from politecrawl.outcome import DropReason
+from politecrawl.traps import UrlSpaces
 from politecrawl.urls import (
     DEFAULT_BLOCKED_EXTENSIONS,
     ExtensionFilter,
     Scope,
     TrapLimits,
+    canonicalize,
     host_of,
     politeness_key,
     trap_reason,
 )
 
 HOST_URLS = "host_urls:"  # counter prefix: URLs admitted per host (--max-urls-per-host)
+
+
+def canonical_seeds(seeds: Sequence[str]) -> tuple[str, ...]:
+    """Seeds in their canonical form, in order, once each; a seed that is not a crawlable URL
+    is the user's mistake, so it is a ConfigError naming it, not a silent drop."""
+    out: dict[str, None] = {}
+    for seed in seeds:
+        try:
+            out[canonicalize(seed.strip())] = None
+        except UrlError as exc:
+            raise ConfigError(f"seed {seed[:200]!r} is not a crawlable URL: {exc}") from None
+    return tuple(out)
 
 
 class Gate:
@@ -40,12 +59,14 @@ class Gate:
         extensions: ExtensionFilter,
         traps: TrapLimits,
         max_urls_per_host: int | None = None,
+        spaces: UrlSpaces | None = None,
     ) -> None:
         self.scope = scope
         self.never = never
         self.extensions = extensions
         self.traps = traps
         self.max_urls_per_host = max_urls_per_host
+        self.spaces = spaces if spaces is not None else UrlSpaces(None)
         self._per_host: Counter[str] = Counter()
 
     @classmethod
@@ -57,6 +78,7 @@ class Gate:
             ExtensionFilter(exts if exts is not None else DEFAULT_BLOCKED_EXTENSIONS),
             TrapLimits(),
             cfg.max_urls_per_host,
+            UrlSpaces(cfg.max_urls_per_pattern),
         )
 
     def refusal(self, url: str, kind: int = PAGE) -> tuple[DropReason, str] | None:
@@ -74,11 +96,17 @@ class Gate:
             host = host_of(url)
             if self._per_host[host] >= self.max_urls_per_host:
                 return DropReason.TRAP, "host_url_limit"
+        if self.spaces.full(url):
+            return DropReason.TRAP, "url_space"
         return None
 
-    def admitted(self, url: str, counters: Counter[str] | None = None) -> None:
+    def admitted(
+        self, url: str, counters: Counter[str] | None = None, source: str | None = None
+    ) -> None:
         """Count a URL that passed (for the per-host cap); in ``counters`` too, which the
-        crawl saves with its state, so the cap still holds after a resume."""
+        crawl saves with its state, so the cap still holds after a resume. ``source``: the
+        page that linked to it (URL spaces that feed themselves are traps: ``traps``)."""
+        self.spaces.admitted(url, source)
         if self.max_urls_per_host is not None:
             host = host_of(url)
             self._per_host[host] += 1
@@ -113,9 +141,22 @@ class Admission:
         self.counters = counters
 
     async def admit(
-        self, items: Sequence[tuple[str, float]], *, depth: int = 0, hops: int = 0, kind: int = PAGE
+        self,
+        items: Sequence[tuple[str, float]],
+        *,
+        depth: int = 0,
+        hops: int = 0,
+        kind: int = PAGE,
+        raw: bool = False,
+        source: str | None = None,
     ) -> set[str]:
-        """Queue canonical ``(url, priority)`` pairs that pass; returns the URLs queued."""
+        """Queue ``(url, priority)`` pairs that pass; returns the URLs queued (canonical).
+
+        ``raw``: the URLs come from outside the crawler and are canonicalised first; one
+        with no canonical form is counted as ``invalid_url``. ``source``: the page the URLs
+        were found on (a link or a redirect), for the URL-space trap guard."""
+        if raw:
+            items = self._canonical(items)
         if not items:
             return set()
         if self.rewrite is not None:
@@ -138,7 +179,7 @@ class Admission:
                 if why[1]:
                     counters[f"{why[0].value}:{why[1]}"] += 1
                 continue
-            self.gate.admitted(url, counters)
+            self.gate.admitted(url, counters, source)
             if key_mode == "ip" and self.ip_of is not None:
                 # many host names on one server share one politeness key: its address
                 key = politeness_key(url, "ip", await self.ip_of(url))
@@ -151,3 +192,12 @@ class Admission:
         queued = {e.url for e, ok in zip(entries, added, strict=True) if ok}
         counters["queued"] += len(queued)
         return queued
+
+    def _canonical(self, items: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        for url, priority in items:
+            try:
+                out.append((canonicalize(url.strip()), priority))
+            except UrlError:
+                self.counters[DropReason.INVALID_URL.value] += 1
+        return out

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from politecrawl.admission import HOST_URLS
 from politecrawl.config import (
+    MAX_URLS_PER_PATTERN,
     MAX_WAIT_S,
     CrawlConfig,
     FetchConfig,
@@ -71,6 +72,12 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("max-queue", int, "frontier cap: beyond it the lowest-priority URLs are dropped"),
     ("max-wait", float, "a site due this many seconds goes before better-ranked ones (300)"),
     ("max-urls-per-host", int, "trap guard: URLs queued per host at most (unlimited)"),
+    (
+        "max-urls-per-pattern",
+        int,
+        "trap guard: URLs of one generated pattern (digits, query values) found from its own "
+        "pages, per host (50; 0 = off)",
+    ),
     ("park-after", int, "failures in a row after which a site is parked (5)"),
     ("park-time", float, "how long a parked site is left alone, seconds (3600)"),
     ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
@@ -330,6 +337,7 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         max_queue=int(v["max_queue"]) if v.get("max_queue") else None,
         max_wait_s=float(v.get("max_wait", MAX_WAIT_S)),
         max_urls_per_host=int(v["max_urls_per_host"]) if v.get("max_urls_per_host") else None,
+        max_urls_per_pattern=_pattern_cap(v.get("max_urls_per_pattern")),
         log_rotate_bytes=int(v.get("log_rotate_bytes", 64 * 1024 * 1024)),
         log_retention_days=float(v.get("log_retention_days", 30.0)),
         state_file=Path(v["state"]) if v.get("state") else None,
@@ -339,6 +347,16 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         revisit_max_s=float(v.get("revisit_max", 30 * 86400.0)),
         crawl_id=v.get("crawl_id"),
     )
+
+
+def _pattern_cap(value: Any) -> int | None:
+    """``--max-urls-per-pattern``: 0 turns the guard off; unset keeps the default."""
+    if value is None:
+        return MAX_URLS_PER_PATTERN
+    n = int(value)
+    if n < 0:
+        raise ConfigError("--max-urls-per-pattern must be >= 0")
+    return n or None
 
 
 def _print_summary(summary: dict[str, Any], out: Path) -> None:

@@ -62,6 +62,9 @@ def _positive(name: str, value: float, *, zero_ok: bool = False) -> None:
         raise ConfigError(f"{name} must be {'>= 0' if zero_ok else '> 0'}, got {value}")
 
 
+MAX_URLS_PER_PATTERN = 50  # see traps.UrlSpaces
+
+
 @dataclass(frozen=True, slots=True)
 class PolitenessConfig:
     """How often one site may be asked (see ``politeness``)."""
@@ -172,6 +175,8 @@ class CrawlConfig:
     max_queue: int | None = None
     max_wait_s: float = MAX_WAIT_S  # a site due this long goes before better-ranked ones
     max_urls_per_host: int | None = None
+    # trap guard: URLs of one generated pattern found from its own pages (traps.UrlSpaces)
+    max_urls_per_pattern: int | None = MAX_URLS_PER_PATTERN
     recrawl: bool = False  # continuous: fetched pages come back after their revisit interval
     revisit_min_s: float = 86400.0
     revisit_max_s: float = 30 * 86400.0
@@ -208,6 +213,8 @@ class CrawlConfig:
             raise ConfigError("need 0 < --revisit-min <= --revisit-max")
         if self.max_urls_per_host is not None and self.max_urls_per_host < 1:
             raise ConfigError("--max-urls-per-host must be >= 1")
+        if self.max_urls_per_pattern is not None and self.max_urls_per_pattern < 1:
+            raise ConfigError("--max-urls-per-pattern must be >= 1 (0 on the command line: off)")
         _positive("--log-rotate-bytes", self.log_rotate_bytes)
         _positive("--log-retention-days", self.log_retention_days)
         if self.max_queue is not None and self.max_queue < 1:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import random
@@ -24,7 +25,7 @@ from typing import Any
 from yarl import URL
 
 from politecrawl import politeness
-from politecrawl.admission import HOST_URLS, Admission, Gate
+from politecrawl.admission import HOST_URLS, Admission, Gate, canonical_seeds
 from politecrawl.config import CrawlConfig
 from politecrawl.continuity import Continuity
 from politecrawl.dashboard import Dashboard
@@ -43,6 +44,7 @@ from politecrawl.outcome import (
     classify,
     outcome_label,
 )
+from politecrawl.outlock import OutputLock
 from politecrawl.page_directives import from_x_robots_tag
 from politecrawl.parse import ParsedPage, parse_page
 from politecrawl.robotscache import RobotsCache, is_usable
@@ -94,11 +96,14 @@ class Crawler:
     """A polite crawl of ``config``; ``await Crawler(config).run()`` returns its summary."""
 
     def __init__(self, config: CrawlConfig, *, clock: Callable[[], float] = time.time) -> None:
+        # every seed in its canonical form, whoever gave it (API or CLI); a bad one is an error
+        config = dataclasses.replace(config, seeds=canonical_seeds(config.seeds))
         self.cfg = config
         self.clock = clock
         self.token = config.fetch.product_token
         out = config.out_dir
         out.mkdir(parents=True, exist_ok=True)
+        self._lock = OutputLock(out)  # one live crawl per folder; released in _finish
         seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
         if not seeds_file.exists():
             seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
@@ -144,6 +149,9 @@ class Crawler:
             rules_log=JsonlLog(out / "log" / "rules.jsonl", **logs),
         )
         self.admission.rewrite = self.continuity.rewrite
+        self.traps_log = JsonlLog(out / "log" / "traps.jsonl", **logs)
+        self.links_log = JsonlLog(out / "log" / "links.jsonl", **logs)  # segment fetches only
+        self.admission.gate.spaces.on_trap = self._trap_found
         self._rescoring: asyncio.Task[None] | None = None
         self._last_focus_save = time.monotonic()
         self._stop = asyncio.Event()
@@ -168,8 +176,9 @@ class Crawler:
             queued = await self.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
         await self.frontier.flush()
         await self.frontier.close()
-        for log_ in (self.request_log, self.robots_log, self.pages_log):
+        for log_ in self._logs():
             log_.close()
+        self._lock.release()
         return len(queued)
 
     async def run(self) -> Summary:
@@ -336,11 +345,12 @@ class Crawler:
             self.warc.close()
         with self._saving():
             await self.frontier.close()
-        for log_ in (self.request_log, self.robots_log, self.pages_log):
+        for log_ in self._logs():
             with self._saving():
                 log_.close()
         with self._saving():
             self.continuity.close()
+        self._lock.release()
         c = self.counters
         summary = Summary(
             pages_fetched=c["pages_fetched"],
@@ -490,7 +500,7 @@ class Crawler:
             return
         take = urls[:room]
         self._sitemaps_per_host[origin] += len(take)
-        await self.admission.admit([(u, _SITEMAP_PRIORITY) for u in take], kind=SITEMAP)
+        await self.admission.admit([(u, _SITEMAP_PRIORITY) for u in take], kind=SITEMAP, raw=True)
 
     async def _request(
         self,
@@ -635,10 +645,11 @@ class Crawler:
             fresh = set(await self.frontier.unseen([link.url for link in page.links]))
             page.links = [link for link in page.links if link.url in fresh]
         depth = entry.depth + 1
-        if not self.cfg.follow_links:  # a segment fetch: the list is the whole job
+        if not self.cfg.follow_links:  # a segment fetch: the links go to the next segment
+            self._record_links(entry.url, page.links)
             page.links = []
         items = focus.link_items(entry.url, page, depth, score)
-        queued = await self.admission.admit(items, depth=depth)
+        queued = await self.admission.admit(items, depth=depth, source=entry.url)
         if focus.model is not None and len(queued) < len(items):
             focus.forget([u for u, _ in items if u not in queued])
         self._log_page(entry, res, page, score, seen.duplicate_of, seen.changed)
@@ -702,10 +713,43 @@ class Crawler:
             self.counters[DropReason.TOO_MANY_REDIRECTS.value] += 1
             return
         await self.admission.admit(
-            [(target, entry.priority)], depth=entry.depth, hops=entry.hops + 1, kind=entry.kind
+            [(target, entry.priority)],
+            depth=entry.depth,
+            hops=entry.hops + 1,
+            kind=entry.kind,
+            source=entry.url,
         )
 
     # -- logs -------------------------------------------------------------------------------
+    def _logs(self) -> tuple[JsonlLog, ...]:
+        return (self.request_log, self.robots_log, self.pages_log, self.traps_log, self.links_log)
+
+    def _trap_found(self, host: str, pattern: str, example: str) -> None:
+        """A URL space that feeds itself: named in the log, ``log/traps.jsonl`` and log-stats."""
+        self.counters["traps_found"] += 1
+        log.warning(
+            "suspected crawler trap on %s: URLs like %s keep linking to new ones; "
+            "no more of them are followed (--max-urls-per-pattern %s)",
+            host,
+            pattern,
+            self.cfg.max_urls_per_pattern,
+        )
+        self.traps_log.write(
+            {
+                "time": _iso(self.clock()),
+                "host": host,
+                "pattern": pattern,
+                "example": example,
+                "limit": self.cfg.max_urls_per_pattern,
+            }
+        )
+
+    def _record_links(self, url: str, links: list[Any]) -> None:
+        """A segment fetch follows nothing, but its links are what ``segment build`` makes the
+        next segment from (the offline model's loop: crawl -> build -> fetch -> build)."""
+        if links:
+            self.links_log.write({"url": url, "links": [link.url for link in links]})
+
     def _log_request(
         self,
         res: FetchResult,

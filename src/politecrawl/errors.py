@@ -4,6 +4,7 @@
 
     PolitecrawlError
      ├── ConfigError (also ValueError)   bad option, bad seed, bad User-Agent
+     │    └── OutputInUse                another live crawl holds the --out folder
      ├── UrlError (also ValueError)      a URL that cannot be crawled
      ├── FetchError                      mapped from aiohttp in one place (fetch)
      │    ├── FetchTimeout
@@ -28,6 +29,10 @@ class PolitecrawlError(Exception):
 
 class ConfigError(PolitecrawlError, ValueError):
     """A setting, seed or User-Agent the crawler refuses to run with."""
+
+
+class OutputInUse(ConfigError):
+    """The output folder is locked by another live crawl or worker (``outlock``)."""
 
 
 class UrlError(PolitecrawlError, ValueError):

@@ -133,7 +133,7 @@ def compute(out_dir: Path) -> dict[str, Any]:
         "top_error_hosts": _top(hosts, "errors"),
         "redirects": sum(h.redirects for h in hosts.values()),
         "top_redirect_hosts": _top(hosts, "redirects"),
-        "suspected_traps": _traps(hosts),
+        "suspected_traps": _traps(hosts, _gate_traps(out_dir)),
         "slowest_hosts": _slowest(hosts),
     }
 
@@ -146,15 +146,30 @@ def _top(hosts: dict[str, _Host], attr: str) -> list[dict[str, Any]]:
     return [{"host": name, attr: n, "requests": req} for n, name, req in ranked[:TOP]]
 
 
-def _traps(hosts: dict[str, _Host]) -> list[dict[str, Any]]:
-    """Hosts whose URLs look generated rather than written: trap drops, very deep or long
-    URLs, or one path asked with many different query strings (calendars, session ids)."""
+def _gate_traps(out_dir: Path) -> dict[str, list[str]]:
+    """URL patterns the gate stopped following (``log/traps.jsonl``), by host."""
+    found: dict[str, list[str]] = {}
+    for rec in iter_log_records(out_dir / "log", "traps"):
+        host, pattern = rec.get("host"), rec.get("pattern")
+        if isinstance(host, str) and isinstance(pattern, str):
+            found.setdefault(_hostname(f"http://{host}/"), []).append(pattern)
+    return found
+
+
+def _traps(hosts: dict[str, _Host], gate: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Hosts whose URLs look generated rather than written: URL spaces that fed themselves
+    (the gate's trap guard), trap drops, very deep or long URLs, or one path asked with many
+    different query strings (calendars, session ids)."""
     out = []
-    for name, h in sorted(hosts.items()):
+    for name in sorted(set(hosts) | set(gate)):
+        h = hosts.get(name) or _Host()
         path, variants = max(
             ((p, len(q)) for p, q in h.queries.items()), key=lambda x: x[1], default=("", 0)
         )
         why = []
+        patterns = gate.get(name, [])
+        if patterns:
+            why.append("URL space stopped: " + ", ".join(patterns[:3]))
         if h.trap_drops >= TRAP_MIN_DROPS:
             why.append(f"{h.trap_drops} URLs dropped as traps")
         if h.deep_urls >= TRAP_MIN_DEEP_URLS:
@@ -173,6 +188,7 @@ def _traps(hosts: dict[str, _Host]) -> list[dict[str, Any]]:
                     "deep_or_long_urls": h.deep_urls,
                     "max_query_variants": variants,
                     "path_with_most_variants": path,
+                    "patterns": patterns,
                     "why": "; ".join(why),
                 }
             )

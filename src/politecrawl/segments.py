@@ -1,12 +1,15 @@
 """Offline segments, the seeds' first crawl model: build a fixed list, then fetch it politely.
 
-``build`` reads earlier crawls' state files, takes every discovered URL that was never
-fetched (queued, or dropped only for the frontier's cap), passes it through the same gate
-as live links (``admission.Gate``: scope, never-crawl list, extension filter, traps), drops
-duplicates, and writes them sorted by registered domain then URL (one site's URLs together,
-the order the fetcher's politeness keys want). ``politecrawl fetch SEGMENT`` then crawls that
-list and follows nothing; ``--state FILE`` keeps robots.txt copies, response times and delays
-across segments, so a site's robots.txt is not asked again while fresh.
+``build`` reads earlier crawls' folders: every discovered URL that was never fetched (queued,
+or dropped only for the frontier's cap) and every link a segment fetch recorded
+(``log/links.jsonl``: a fetch follows nothing but keeps what it found). It passes them through
+the same gate as live links (``admission.Gate``: scope, never-crawl list, extension filter,
+traps), drops what any crawl fetched and what an earlier segment already handed out (every
+``*.seg`` file beside ``--out``), and writes them sorted by registered domain then URL (one
+site's URLs together, the order the fetcher's politeness keys want). ``politecrawl fetch
+SEGMENT`` then crawls that list; ``--state FILE`` keeps robots.txt copies, response times and
+delays across segments, so a site's robots.txt is not asked again while fresh. So the loop
+crawl -> build -> fetch -> build -> fetch ... goes on, segment after segment, without repeats.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 
 from politecrawl.admission import Gate
 from politecrawl.errors import ConfigError
+from politecrawl.storage.logs import iter_log_records
 from politecrawl.urls import host_of, registered_domain
 
 _HEADER = "# politecrawl segment: one URL a line, sorted by registered domain\n"
@@ -38,18 +42,43 @@ def _rows(crawl_dir: Path) -> Iterator[tuple[str, bool]]:
         db.close()
 
 
+def _recorded_links(crawl_dir: Path) -> Iterator[str]:
+    """Links a segment fetch found and did not follow (``Crawler._record_links``)."""
+    for rec in iter_log_records(crawl_dir / "log", "links"):
+        links = rec.get("links")
+        if isinstance(links, list):
+            yield from (u for u in links if isinstance(u, str))
+
+
+def issued_before(out: Path) -> set[str]:
+    """URLs already handed out: those of every other segment file in ``out``'s folder."""
+    issued: set[str] = set()
+    for seg in out.parent.glob("*.seg"):
+        if seg.resolve() == out.resolve():
+            continue
+        with seg.open(encoding="utf-8", errors="replace") as fh:
+            issued.update(line.strip() for line in fh if line.strip() and line[0] != "#")
+    return issued
+
+
 def build(crawl_dirs: Sequence[Path], out: Path, gate: Gate) -> Counter[str]:
-    """Write the next segment; returns counts (written, fetched_before, and drop reasons)."""
+    """Write the next segment; returns counts (written, fetched_before, issued_before, and
+    drop reasons)."""
     fetched: set[str] = set()
     candidates: set[str] = set()
     for d in crawl_dirs:
         for url, was_fetched in _rows(d):
             (fetched if was_fetched else candidates).add(url)
+        candidates.update(_recorded_links(d))
+    issued = issued_before(out)
     counts: Counter[str] = Counter()
     keep = []
     for url in candidates:
         if url in fetched:
             counts["fetched_before"] += 1
+            continue
+        if url in issued:
+            counts["issued_before"] += 1
             continue
         why = gate.refusal(url)
         if why is not None:
