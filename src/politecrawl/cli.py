@@ -76,7 +76,7 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         "max-urls-per-pattern",
         int,
         "trap guard: URLs of one generated pattern (digits, query values) found from its own "
-        "pages, per host (50; 0 = off)",
+        "pages, per host (100; 0 = off)",
     ),
     ("park-after", int, "failures in a row after which a site is parked (5)"),
     ("park-time", float, "how long a parked site is left alone, seconds (3600)"),
