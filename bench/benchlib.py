@@ -30,7 +30,12 @@ def rss_mb() -> float:
 
 
 def start_testweb(
-    hosts: int, pages: int, *, access_log: Path | None = None, plain: bool = False
+    hosts: int,
+    pages: int,
+    *,
+    access_log: Path | None = None,
+    plain: bool = False,
+    rich: bool = False,
 ) -> tuple[subprocess.Popen[str], int]:
     """``python -m politecrawl.testweb`` on a free port; (process, port)."""
     args = ["--hosts", str(hosts), "--pages", str(pages), "--port", "0"]
@@ -38,6 +43,8 @@ def start_testweb(
         args += ["--access-log", str(access_log)]
     if plain:
         args.append("--plain")
+    if rich:
+        args.append("--rich")
     proc = subprocess.Popen(
         [sys.executable, "-m", "politecrawl.testweb", *args], stdout=subprocess.PIPE, text=True
     )

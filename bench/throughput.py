@@ -2,12 +2,18 @@
 
     python bench/throughput.py [--hosts 1000] [--pages 4] [--delay 0.2]
     python bench/throughput.py --plain --hosts 200 --pages 20 --delay 2 --no-scrapy
+    python bench/throughput.py --rich --hosts 400 --pages 10 --delay 0.5 --no-redis \
+        --processes 1,2 --topic "steam locomotives" --profile
 
 ``--plain`` serves normal pages only (no error pages whose 429/503 double a site's delay by
 design), so politeness is the only bound: the rate is then judged against the ideal
 hosts / delay, and the test server's access log gives each site's request gaps.
 
-The test web runs in its own process, so this process's CPU time is the crawler's alone.
+``--rich`` serves an all-HTML web of realistic pages (30-100 links, 30-38 KB of markup each).
+politecrawl runs as the real ``politecrawl crawl`` command in a child process (``--processes``
+lists the process counts to run); its CPU and peak RSS come from that child's rusage.
+``--profile`` adds a run under py-spy and prints the CPU by stage (bench/stages.py).
+The test web runs in its own process, so the crawler's CPU is its own.
 Baseline: a bare aiohttp fetch loop over the same number of pages at the same concurrency
 (no politeness, no robots, no parsing, no storage) — the floor any Python crawler stands on.
 The reference figure for Scrapy on this machine (12-13 CPU-s per 1000 pages,
@@ -21,7 +27,6 @@ import asyncio
 import importlib.util
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -87,6 +92,51 @@ async def politecrawl(
     )
 
 
+def cli_crawl(
+    port: int,
+    hosts: int,
+    delay: float,
+    concurrency: int,
+    out: Path,
+    *,
+    extra: tuple[str, ...] = (),
+    profile: Path | None = None,
+) -> tuple[float, float, int, int, int, float]:
+    """The real ``politecrawl crawl`` command in a child process, as a user runs it; its CPU
+    and peak RSS from the child's own rusage (``wait4``). With ``profile``, py-spy samples it
+    (``--format raw``; see bench/stages.py). Returns wall, CPU-s, pages fetched, requests,
+    stored, peak RSS in MiB."""
+    seeds = out.parent / f"{out.name}-seeds.txt"
+    seeds.write_text("".join(f"http://h{i}.test:{port}/\n" for i in range(hosts)))
+    cmd = [
+        sys.executable, "-m", "politecrawl.cli", "crawl", "--seeds", str(seeds),
+        "--user-agent", UA, "--out", str(out), "--resolve", f"*.test:{port}:127.0.0.1",
+        "--allow-private-addresses", "--scope", "any", "--min-delay", str(delay),
+        "--jitter", "0.01", "--delay-factor", "1", "--retry-base", "0.5", "--park-time", "1",
+        "--concurrency", str(concurrency), "--no-progress", *extra,
+    ]  # fmt: skip
+    if profile is not None:
+        cmd = ["py-spy", "record", "--format", "raw", "--subprocesses", "-r", "200",
+               "-o", str(profile), "--", *cmd]  # fmt: skip
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        err = proc.stderr.read() if proc.stderr else ""
+        raise SystemExit(f"politecrawl crawl failed ({proc.returncode}): {err[-2000:]}")
+    summary = json.loads((out / "summary.json").read_text())
+    return (
+        wall,
+        usage.ru_utime + usage.ru_stime,
+        int(summary["pages_fetched"]),
+        int(summary["requests"]),
+        int(summary["stored"]),
+        usage.ru_maxrss / 1024,
+    )
+
+
 def politeness_use(
     access_log: Path, since: float, until: float, delay: float
 ) -> tuple[int, float, float, float]:
@@ -116,8 +166,10 @@ def politeness_use(
     return len(every), span, used / max(allowed, 1e-9), worst
 
 
-def scrapy(port: int, hosts: int, delay: float, concurrency: int) -> tuple[float, float, int]:
-    """Run Scrapy in a child process; its CPU time from the child's rusage."""
+def scrapy(
+    port: int, hosts: int, delay: float, concurrency: int
+) -> tuple[float, float, int, float]:
+    """Run Scrapy in a child process; its CPU time and peak RSS (MiB) from the child's rusage."""
     script = Path(__file__).with_name("scrapy_crawl.py")
     t0 = time.perf_counter()
     proc = subprocess.Popen(
@@ -125,14 +177,13 @@ def scrapy(port: int, hosts: int, delay: float, concurrency: int) -> tuple[float
         stdout=subprocess.PIPE,
         text=True,
     )
-    out, _ = proc.communicate()
-    _, _, usage = (
-        os.wait4(proc.pid, 0) if False else (0, 0, resource.getrusage(resource.RUSAGE_CHILDREN))
-    )
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
-
     stats = json.loads(out.strip().splitlines()[-1])
-    return wall, usage.ru_utime + usage.ru_stime, int(stats["responses"])
+    return wall, usage.ru_utime + usage.ru_stime, int(stats["responses"]), usage.ru_maxrss / 1024
 
 
 def redis_workers(
@@ -231,19 +282,48 @@ def main() -> int:
         action="store_true",
         help="normal pages only (no 429/503/5xx pages): politeness is then the only bound",
     )
+    ap.add_argument(
+        "--rich",
+        action="store_true",
+        help="an all-HTML web of realistic pages (30-100 links, 30-38 KB each); implies --plain",
+    )
+    ap.add_argument(
+        "--processes",
+        default="1",
+        help="comma-separated --processes values to run politecrawl with (e.g. 1,2)",
+    )
+    ap.add_argument("--topic", default=None, help="also run politecrawl with --topic TOPIC")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="one more run under py-spy: the CPU by stage (bench/stages.py)",
+    )
     args = ap.parse_args()
+    args.plain = args.plain or args.rich
     work = Path(tempfile.mkdtemp(prefix="pc-bench-"))
     access_log = work / "access.jsonl"
-    server, port = start_testweb(args.hosts, args.pages, access_log=access_log, plain=args.plain)
-    out = work / "out"
+    server, port = start_testweb(
+        args.hosts, args.pages, access_log=access_log, plain=args.plain, rich=args.rich
+    )
     windows: dict[str, tuple[float, float]] = {}
+    runs: dict[str, tuple[float, float, int, int, int, float]] = {}
+    stages = None
+    variants: list[tuple[str, tuple[str, ...]]] = []
+    for n in (int(x) for x in args.processes.split(",")):
+        extra = () if n == 1 else ("--processes", str(n))
+        variants.append((f"politecrawl x{n}", extra))
+    if args.topic:
+        variants.append(("pc --topic", ("--topic", args.topic)))
     try:
-        w0 = time.time()
-        wall, cpu, pages, requests, stored = asyncio.run(
-            politecrawl(port, args.hosts, args.delay, args.concurrency, out)
-        )
-        windows["politecrawl"] = (w0, time.time())
-        bwall, bcpu, bok = asyncio.run(baseline(port, args.hosts, pages, args.concurrency))
+        for name, extra in variants:
+            w0 = time.time()
+            runs[name] = cli_crawl(
+                port, args.hosts, args.delay, args.concurrency, work / name.replace(" ", "_"),
+                extra=extra,
+            )  # fmt: skip
+            windows[name] = (w0, time.time())
+        pages = runs[variants[0][0]][2]
+        _, bcpu, bok = asyncio.run(baseline(port, args.hosts, pages, args.concurrency))
         rw = {}
         if args.redis:
             for n in (1, 2):
@@ -257,6 +337,15 @@ def main() -> int:
             w0 = time.time()
             sc = scrapy(port, args.hosts, args.delay, args.concurrency)
             windows["scrapy"] = (w0, time.time())
+        if args.profile:
+            from stages import breakdown
+
+            raw = work / "profile.txt"
+            got = cli_crawl(
+                port, args.hosts, args.delay, args.concurrency, work / "profiled",
+                extra=variants[0][1], profile=raw,
+            )  # fmt: skip
+            stages = (breakdown(raw), got[1])
         server.terminate()
         server.wait(10)
         use = {
@@ -268,60 +357,71 @@ def main() -> int:
             server.terminate()
             server.wait(10)
         shutil.rmtree(work, ignore_errors=True)
-    per_k = cpu / pages * 1000
-    base_k = bcpu / max(bok, 1) * 1000
     ideal = args.hosts / args.delay
+    web = "rich all-HTML" if args.rich else "plain" if args.plain else "mixed"
     print(
-        f"hosts {args.hosts}, delay {args.delay}s, concurrency {args.concurrency}, "
-        f"cpus {os.cpu_count()}"
+        f"{web} test web: hosts {args.hosts} x pages {args.pages}, delay {args.delay}s, "
+        f"concurrency {args.concurrency}, cpus {os.cpu_count()}"
     )
-    print(
-        f"politecrawl : {pages} pages, {requests} requests (robots.txt included) in "
-        f"{wall:.1f}s = {pages / wall:.0f} pages/s; {cpu:.2f} CPU-s = "
-        f"{per_k:.2f} CPU-s per 1000 pages ({stored} stored HTML pages: "
-        f"{cpu / max(stored, 1) * 1000:.2f} CPU-s per 1000 stored)"
-    )
-    print(
-        f"baseline    : bare aiohttp loop, {bok} pages in {bwall:.1f}s; "
-        f"{base_k:.2f} CPU-s per 1000 pages"
-    )
-    print(
-        f"ratio       : politecrawl / bare aiohttp = {per_k / base_k:.1f}x; "
-        f"target <= 2.5 CPU-s: {'met' if per_k <= 2.5 else 'NOT met'}"
-    )
+    base_k = bcpu / max(bok, 1) * 1000
+    print(f"baseline     : bare aiohttp loop, {bok} pages; {base_k:.2f} CPU-s per 1000 pages")
+    first_k = None
+    for name, (wall, cpu, pages, requests, stored, rss) in runs.items():
+        per_k = cpu / max(pages, 1) * 1000
+        first_k = per_k if first_k is None else first_k
+        print(
+            f"{name:<13}: {pages} pages ({requests} requests, {stored} stored) in {wall:.1f}s = "
+            f"{pages / wall:.0f} pages/s; {per_k:.2f} CPU-s per 1000 pages; peak RSS "
+            f"{rss:.0f} MiB; target <= 2.5 CPU-s: {'met' if per_k <= 2.5 else 'NOT met'}"
+        )
+    first = runs[variants[0][0]]
+    for name, run in list(runs.items())[1:]:
+        if name.startswith("politecrawl"):
+            speed = (run[2] / run[0]) / (first[2] / first[0])
+            print(
+                f"ratio        : {name} / {variants[0][0]} pages/s = {speed:.2f}x (target >= 1.7x)"
+            )
     if sc is not None:
-        swall, scpu, spages = sc
+        swall, scpu, spages, srss = sc
         s_k = scpu / max(spages, 1) * 1000
         print(
-            f"scrapy      : {spages} responses in {swall:.1f}s = {spages / swall:.0f} pages/s; "
-            f"{scpu:.2f} CPU-s = {s_k:.2f} CPU-s per 1000 pages"
+            f"scrapy       : {spages} responses in {swall:.1f}s = {spages / swall:.0f} pages/s; "
+            f"{s_k:.2f} CPU-s per 1000 pages; peak RSS {srss:.0f} MiB"
         )
-        print(
-            f"ratio       : Scrapy / politecrawl CPU per page = {s_k / per_k:.1f}x "
-            f"(target >= 5x); pages/s politecrawl {pages / wall:.0f} vs Scrapy "
-            f"{spages / swall:.0f}"
-        )
+        for name, run in runs.items():
+            per_k = run[1] / max(run[2], 1) * 1000
+            print(
+                f"ratio        : Scrapy / {name} CPU per page = {s_k / per_k:.1f}x (target >= 5x);"
+                f" pages/s {run[2] / run[0]:.0f} vs Scrapy {spages / swall:.0f}"
+            )
     else:
         print(
-            f"scrapy      : not run; reference {SCRAPY_CPU_PER_1000} CPU-s per 1000 pages "
-            f"(../shared/LIBRARIES.md) / politecrawl = {SCRAPY_CPU_PER_1000 / per_k:.1f}x"
+            f"scrapy       : not run; reference {SCRAPY_CPU_PER_1000} CPU-s per 1000 pages "
+            f"(../shared/LIBRARIES.md) / politecrawl = "
+            f"{SCRAPY_CPU_PER_1000 / max(first_k or 1.0, 1e-9):.1f}x"
         )
     for n, (rwall, rcpu, rpages) in rw.items():
         print(
-            f"redis x{n}    : {rpages} pages in {rwall:.1f}s = {rpages / rwall:.0f} pages/s; "
+            f"redis x{n}     : {rpages} pages in {rwall:.1f}s = {rpages / rwall:.0f} pages/s; "
             f"{rcpu / max(rpages, 1) * 1000:.2f} CPU-s per 1000 pages (all workers)"
         )
     print(
-        f"politeness  : ideal rate hosts/delay = {ideal:.0f} req/s"
+        f"politeness   : ideal rate hosts/delay = {ideal:.0f} req/s"
         + ("" if args.plain else " (error pages double their sites' delays: use --plain)")
     )
     for name, (n_req, span, slot_use, worst) in use.items():
         rate = n_req / max(span, 1e-9)
         print(
-            f"  {name:<11}: {n_req} requests, first to last in {span:.1f}s = {rate:.1f} req/s "
+            f"  {name:<13}: {n_req} requests, first to last in {span:.1f}s = {rate:.1f} req/s "
             f"= {rate / ideal:.1%} of ideal; per-site slot use {slot_use:.1%} "
             f"(worst site {worst:.1%})"
         )
+    if stages is not None:
+        from stages import format_breakdown
+
+        counts, cpu = stages
+        print(f"CPU by stage ({variants[0][0]}, py-spy samples, {cpu:.1f} CPU-s in all):")
+        print(format_breakdown(counts, cpu))
     return 0
 
 

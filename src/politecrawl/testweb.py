@@ -319,6 +319,7 @@ class TestWeb:
         extra_hosts: int = 0,
         port: int = 0,
         plain: bool = False,
+        rich: bool = False,
     ) -> None:
         if n_hosts < 1 or pages_per_host < 1 or extra_hosts < 0:
             raise ValueError("need n_hosts >= 1, pages_per_host >= 1, extra_hosts >= 0")
@@ -329,7 +330,9 @@ class TestWeb:
         self.access_log_path = access_log_path
         self.latency_s = latency_s
         self.port = port
-        self.plain = plain
+        self.rich = rich  # realistic pages: 30-100 links, tens of KB of markup (implies plain)
+        self.plain = plain or rich
+        plain = self.plain
         self.hosts: list[str] = [f"h{i}.{suffix}" for i in range(n_hosts + extra_hosts)]
         self._index: dict[str, int] = {h: i for i, h in enumerate(self.hosts)}
         pages = ["/"] + [f"/p/{i}.html" for i in range(1, pages_per_host)]
@@ -353,6 +356,10 @@ class TestWeb:
             self._log_file = open(self.access_log_path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
         self._runner, self.port = await serve_loopback(self._handle, self.port)
         self._cache.clear()  # absolute links embed the port
+        if self.rich:  # rendered before the first request: a benchmark measures the crawler
+            for idx in range(len(self.hosts)):
+                for path in self.sites[self.hosts[idx]].pages:
+                    self._lookup(idx, path)
 
     async def stop(self) -> None:
         """Stop serving and close the access log file."""
@@ -609,8 +616,51 @@ class TestWeb:
             return "../"
         return f"{target}.html" if style == 2 else f"../p/{target}.html"
 
+    def _render_rich(self, idx: int, num: int) -> str:
+        """A page the size and shape of a real one: styles, scripts, a menu, 30-100 links
+        (three in five to the same site), a dozen paragraphs; 30-38 KB of markup (about the
+        median HTML document of the HTTP Archive's crawls)."""
+        rng = random.Random(f"rich/{self.seed}/{idx}/{num}")
+        host, n, total = self.hosts[idx], self.pages_per_host, len(self.hosts)
+        topic = _TOPICS[(idx * 7 + num + self.seed) % len(_TOPICS)]
+        title = f"{topic}, part {num} ({host})"
+        links: list[str] = []
+        for _ in range(rng.randint(30, 100)):
+            if rng.random() < 0.6 or total == 1:
+                t = rng.randrange(n)
+                links.append("/" if t == 0 else f"/p/{t}.html")
+            else:
+                j, t = rng.randrange(total), rng.randrange(n)
+                links.append(self.url(self.hosts[j], "/" if t == 0 else f"/p/{t}.html"))
+        menu = "".join(
+            f'<li class="menu-item"><a class="menu-link" href="{href}">'
+            f"{_TOPICS[k % len(_TOPICS)]}</a></li>\n"
+            for k, href in enumerate(links[: len(links) // 3])
+        )
+        paras = []
+        pending = links[len(links) // 3 :]
+        for _ in range(rng.randint(10, 16)):
+            words = rng.choices(_WORDS, k=rng.randint(60, 120))
+            if pending:
+                href = pending.pop()
+                k = rng.randrange(len(words))
+                words[k] = f'<a href="{href}" title="{words[k]}">{words[k]}</a>'
+            paras.append('<p class="body-text">' + " ".join(words) + ".</p>")
+        rest = "".join(f'<li><a href="{h}">{_WORDS[i % len(_WORDS)]}</a></li>' for i, h in
+                       enumerate(pending))  # fmt: skip
+        body = (
+            f'<header class="site-header"><nav aria-label="main"><ul class="menu">\n{menu}</ul>'
+            f"</nav></header>\n<main><article>\n{''.join(paras)}\n</article>\n"
+            f'<aside><h2>Read more</h2><ul class="related">{rest}</ul></aside></main>\n'
+            f'<footer class="site-footer"><p>&copy; {host}</p></footer>\n'
+            f"<script>{_RICH_JS}</script>"
+        )
+        return _page(title, body, f"<style>{_RICH_CSS}</style>\n")
+
     def _render(self, idx: int, num: int) -> str:
         """The HTML of page ``num`` (0 = home) of host ``idx``."""
+        if self.rich:
+            return self._render_rich(idx, num)
         rng = random.Random(f"{self.seed}/{idx}/{num}")
         host = self.hosts[idx]
         n = self.pages_per_host
@@ -687,6 +737,18 @@ class TestWeb:
         body.append(f"<footer><p>&copy; {host}, seed {self.seed}.</p></footer>")
         return _page(title, "\n".join(body), head)
 
+
+# Static weight of a real page: a stylesheet and a script inline (about 6 KB and 14 KB).
+_RICH_CSS = "".join(
+    f".c{i} {{ margin: {i % 7}px {i % 5}px; padding: 0 {i % 3}em;"
+    f" color: #{i * 2654435761 % 0xFFFFFF:06x}; font: {12 + i % 6}px/1.{i % 9} sans-serif; }}\n"
+    for i in range(60)
+)
+_RICH_JS = "".join(
+    f"function f{i}(a, b) {{ var x = a * {i} + b; if (x > {i * 7}) {{ return document"
+    f'.querySelectorAll(".c{i}").length + x; }} return window.innerWidth - x; }}\n'
+    for i in range(120)
+)
 
 _SIMPLE_PAGES: dict[str, str] = {
     "/nofollow-target.html": "Nofollow target",
@@ -795,6 +857,7 @@ async def _serve(args: argparse.Namespace) -> None:
         extra_hosts=args.extra_hosts,
         port=args.port,
         plain=args.plain,
+        rich=args.rich,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -825,6 +888,11 @@ def main(argv: list[str] | None = None) -> int:
         "--plain",
         action="store_true",
         help="normal pages only: standard robots.txt everywhere, no special links or error pages",
+    )
+    p.add_argument(
+        "--rich",
+        action="store_true",
+        help="realistic pages (implies --plain): 30-100 links and 30-38 KB of markup each",
     )
     args = p.parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):
