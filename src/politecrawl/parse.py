@@ -135,11 +135,11 @@ def encode_query(href: str, codec: str) -> str:
     """``href`` with the non-ASCII characters of its query percent-encoded in ``codec`` (WHATWG
     URL, query state, for a document whose encoding is not UTF-8); the rest is left to
     ``urls.join``, which encodes paths as UTF-8."""
-    q = href.find("?")
+    end = href.find("#")
+    end = len(href) if end < 0 else end
+    q = href.find("?", 0, end)
     if q < 0:
         return href
-    end = href.find("#", q)
-    end = len(href) if end < 0 else end
     query = href[q + 1 : end]
     if query.isascii():
         return href

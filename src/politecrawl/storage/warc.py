@@ -133,7 +133,7 @@ class WarcWriter:
 
     def write_exchange(self, res: FetchResult) -> str | None:
         """A request record and its response record (WARC-Concurrent-To links them); returns
-        the response record's WARC-Record-ID (``urn:uuid:...``), None if nothing was written."""
+        the response record's WARC-Record-ID as written (``<urn:uuid:...>``), None if none."""
         if res.status is None:
             return None
         self._ready()
@@ -163,7 +163,7 @@ class WarcWriter:
         req.headers["WARC-Concurrent-To"] = f"<{resp_id}>"
         req.set_bytes_content(_http_request_block(res))
         self._write(req, resp)
-        return resp_id
+        return f"<{resp_id}>"
 
     def write_revisit(
         self, res: FetchResult, *, profile: str, refers_to: str, refers_to_date: float | None = None
