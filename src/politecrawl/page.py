@@ -4,22 +4,25 @@
 
 1. decode (``textdecode.decode_html``): byte-order mark, HTTP charset, ``<meta charset>``,
    and the detector where the label is missing or doubtful (a windows-1252 label is checked);
+   no mojibake repair here: the HTML is what a browser decodes, so links are too;
 2. parse the decoded text once with selectolax (``parse.build_tree``, nesting guard first);
-3. from that one tree: title, ``<base>``, canonical, meta robots merged with X-Robots-Tag, and
-   the links, percent-encoded from their true characters (``parse.parse_tree``);
+3. from that one tree: title (mojibake repaired), ``<base>``, canonical, meta robots merged
+   with X-Robots-Tag, and the links, percent-encoded from their true characters
+   (``parse.parse_tree``);
 4. the visible text for fingerprints (``parse.visible_text``) and, only when a nugget function
-   is set, the ``relevance.Document`` it reads (``relevance.document_from_tree``).
+   is set, the ``relevance.Document`` it reads (``relevance.document_from_tree``, repaired).
 
-Steps 4 remove scripts and chrome from the tree, so when a page handler or a sink will see the
-tree they work on a clone (a third of a parse). Nothing here parses a second time.
+Step 4 removes scripts and chrome from the tree, so when a page handler or a sink will see the
+tree it works on a clone (a third of a parse). Nothing here parses a second time.
 
 Pages of ``INLINE_MAX_BYTES`` or less are read on the event loop; bigger ones in a thread
-(``read_page_async``). Measured here (``python bench/pageread.py``): reading costs
-0.1-0.2 ms for a 2-17 KiB page, 1.5-2.5 ms at 64-100 KiB and 12-15 ms at 512 KiB, mostly in
-``urls.join`` per link; ``asyncio.to_thread`` costs about 0.1 ms of CPU per call. Below 64 KiB
-the thread would cost more than a third of the work it moves, and the loop is held for at most
-about 1.5 ms; above it, Lexbor's parse (which releases the GIL) runs beside the loop and the
-rest yields the loop every switch interval (5 ms) instead of holding it for the whole page.
+(``read_page_async``). Measured here (``python bench/pageread.py``): reading costs 0.1 ms for
+a 2 KiB page, 0.3 ms at 14 KiB, 0.8 ms at 52 KiB, 1.4 ms at 87 KiB and about 18 ms at
+700 KiB, mostly in ``urls.join`` per link; ``asyncio.to_thread`` costs 55-100 us of CPU per
+call. Below 64 KiB the thread would cost a tenth to a half of the work it moves, and the loop
+is held about a millisecond at most; above it, Lexbor's parse (which releases the GIL) runs
+beside the loop and the rest gives the loop the GIL every switch interval (5 ms) instead of
+holding it for the whole page.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from politecrawl.fetch import FetchResult
 from politecrawl.page_directives import PageDirectives, from_x_robots_tag
 from politecrawl.parse import Link, build_tree, encode_query, parse_tree, visible_text
 from politecrawl.relevance import Document, document_from_tree
-from politecrawl.textdecode import Source, decode_html
+from politecrawl.textdecode import Source, decode_html, repair_text
 from politecrawl.urls import join
 
 __all__ = ["INLINE_MAX_BYTES", "Page", "read_page", "read_page_async", "read_response"]
@@ -47,10 +50,11 @@ INLINE_MAX_BYTES = 64 * 1024
 class Page:
     """A fetched HTML page as the crawler read it; what a page handler receives.
 
-    ``text`` is the decoded HTML, ``charset`` the codec it was decoded with (and ``charset_source``
-    why: ``header``, ``bom``, ``meta``, ``detected`` or ``default``). ``links`` are the page's
-    links, absolute and canonical, ``rel=nofollow`` ones marked; ``relevance`` is the nugget
-    function's score (None without one). ``tree`` is the selectolax document: ``page.css("h1")``.
+    ``text`` is the decoded HTML (as a browser decodes it), ``charset`` the codec it was decoded
+    with and ``charset_source`` why (``header``, ``bom``, ``meta``, ``detected``, ``default``).
+    ``links`` are the page's links, absolute and canonical, ``rel=nofollow`` ones marked;
+    ``relevance`` is the nugget function's score (None without one). ``tree`` is the
+    selectolax document, whole: ``page.css("h1")``.
     """
 
     url: str
@@ -122,12 +126,15 @@ def read_page(
     malformed HTML. ``score``: build the nugget function's ``Document``; ``keep_tree``: leave
     ``page.tree`` whole for a handler or a sink (the text is taken from a clone)."""
     hdrs = CIMultiDictProxy(CIMultiDict(headers))
-    decoded = decode_html(body, hdrs.get("content-type"))
+    decoded = decode_html(body, hdrs.get("content-type"), repair=False)
     tree, cut = build_tree(decoded.text)
     parsed = parse_tree(tree, url, product_token, header_directives, codec=decoded.charset)
+    title = repair_text(parsed.title)
     work = tree.clone() if keep_tree else tree
     text = visible_text(work)
-    doc = document_from_tree(work, url, parsed.title, decoded.charset, depth) if score else None
+    doc = None
+    if score:
+        doc = document_from_tree(work, url, title, decoded.charset, depth, repair=True)
     return Page(
         url=url,
         status=status,
@@ -135,7 +142,7 @@ def read_page(
         text=decoded.text,
         charset=decoded.charset,
         charset_source=decoded.source,
-        title=parsed.title,
+        title=title,
         links=parsed.links,
         directives=parsed.directives,
         canonical=parsed.canonical,

@@ -29,7 +29,7 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from politecrawl.errors import ConfigError
-from politecrawl.textdecode import decode_html
+from politecrawl.textdecode import decode_html, repair_text
 from politecrawl.urls import join
 
 __all__ = [
@@ -403,14 +403,25 @@ def extract_page(
 
 
 def document_from_tree(
-    tree: LexborHTMLParser, url: str, title: str, charset: str, depth: int = 0
+    tree: LexborHTMLParser,
+    url: str,
+    title: str,
+    charset: str,
+    depth: int = 0,
+    *,
+    repair: bool = False,
 ) -> Document:
-    """What a nugget function reads of an already parsed page (chrome removed from ``tree``)."""
+    """What a nugget function reads of an already parsed page (chrome removed from ``tree``).
+
+    ``repair``: mend mojibake in the text and headings (a tree built from unrepaired text)."""
     tree.strip_tags(_CHROME)
     headings = [h for h in (_clean(n.text()) for n in tree.css("h1, h2, h3")) if h][:50]
     text = ""
     if tree.body is not None:
         text = _clean(tree.body.text(deep=True, separator=" "))[:_MAX_TEXT]
+    if repair:
+        text = repair_text(text)
+        headings = [repair_text(h) for h in headings]
     return Document(url, title, text, headings, charset, depth)
 
 

@@ -68,7 +68,7 @@ import chardet
 import ftfy
 from ftfy.badness import is_bad
 
-__all__ = ["Decoded", "Source", "decode_html"]
+__all__ = ["Decoded", "Source", "decode_html", "repair_text"]
 
 Source = Literal["header", "bom", "meta", "detected", "default"]
 
@@ -569,8 +569,12 @@ def _repair(text: str) -> str:
     return "".join(out)
 
 
-def decode_html(body: bytes, header_content_type: str | None) -> Decoded:
-    """Decode ``body`` (charset: BOM > header > meta > detector > UTF-8), repair mojibake."""
+def decode_html(body: bytes, header_content_type: str | None, *, repair: bool = True) -> Decoded:
+    """Decode ``body`` (charset: BOM > header > meta > detector > UTF-8), repair mojibake.
+
+    ``repair=False``: the text exactly as a browser decodes it (``page.read_page`` builds the
+    tree and the links from that, and repairs only the texts it reads, with ``repair_text``).
+    """
     try:
         codec, source, skip = _choose(body, header_content_type)
     except Exception:
@@ -580,10 +584,15 @@ def decode_html(body: bytes, header_content_type: str | None) -> Decoded:
     except (LookupError, UnicodeError):
         codec, source = _UTF8, "default"
         text = body.decode(_UTF8, "replace")
-    fixed = text
-    if not text.isascii():
-        try:
-            fixed = _repair(text)
-        except Exception:  # ftfy must not lose the page
-            fixed = text
+    fixed = repair_text(text) if repair else text
     return Decoded(fixed, codec, source, fixed != text)
+
+
+def repair_text(text: str) -> str:
+    """``text`` with its mojibake repaired (module docstring: bounded work); never raises."""
+    if text.isascii():
+        return text
+    try:
+        return _repair(text)
+    except Exception:  # ftfy must not lose the page
+        return text
