@@ -291,3 +291,44 @@ def test_encode_query_gives_ascii_queries(href: str, codec: str) -> None:
     q = out.find("?", 0, end)
     if q >= 0:
         assert out[q:end].isascii()
+
+
+def small_page() -> Page:
+    return read_page(html("t", "<h1>a</h1>").encode(), "http://h.test/", product_token="t")
+
+
+async def test_handler_forms_and_failures() -> None:
+    from politecrawl.handler import run_handler
+
+    async def agen(page: Page) -> Any:
+        yield {"a": 1}
+        yield {"url": "mine"}  # the item's own keys win
+
+    async def coro(page: Page) -> list[dict[str, int]]:
+        return [{"b": 2}]
+
+    def single(page: Page) -> dict[str, int]:
+        return {"c": 3}
+
+    def failing(page: Page) -> Any:
+        yield {"d": 4}
+        raise RuntimeError("boom")
+
+    def not_dicts(page: Page) -> list[int]:
+        return [5]
+
+    page = small_page()
+    items, err = await run_handler(agen, page, "<urn:uuid:x>")
+    assert err is None and items == [
+        {"url": "http://h.test/", "warc_record_id": "<urn:uuid:x>", "a": 1},
+        {"url": "mine", "warc_record_id": "<urn:uuid:x>"},
+    ]
+    assert (await run_handler(coro, page, None))[0] == [
+        {"url": "http://h.test/", "warc_record_id": None, "b": 2}
+    ]
+    assert (await run_handler(single, page, None))[0][0]["c"] == 3
+    assert (await run_handler(lambda p: None, page, None)) == ([], None)
+    items, err = await run_handler(failing, page, None)
+    assert [i["d"] for i in items] == [4] and err is not None and "boom" in err
+    items, err = await run_handler(not_dicts, page, None)
+    assert items == [] and err is not None and "dicts" in err

@@ -111,6 +111,8 @@ class Crawler:
     ) -> None:
         self.cfg = config
         self.clock = clock
+        # the user's handler first: a bad import string leaves nothing behind
+        self.on_page = on_page or (load_handler(config.handler) if config.handler else None)
         self.token = config.fetch.product_token
         out = config.out_dir
         out.mkdir(parents=True, exist_ok=True)
@@ -152,7 +154,6 @@ class Crawler:
             config.strategy, config.topic, relevance if relevance is not None else config.relevance
         )
         self.focus.load(out / "focus.json")
-        self.on_page = on_page or (load_handler(config.handler) if config.handler else None)
         self.pages_log = JsonlLog(out / "pages.jsonl", **logs)
         self.sinks: list[Sink] = [PagesLog(self.pages_log)]
         if self.on_page is not None:

@@ -10,8 +10,8 @@ Given as a callable (``Crawler(config, on_page=handler)``) or an import string
 It is called for each page stored (not for ``noindex`` pages nor duplicates), on the event
 loop, after the page's WARC record is written, so each item gets the page's ``url`` and the
 ``warc_record_id`` of that response record (the item's own keys win). A handler that raises,
-or yields something that is not a mapping, costs that page its items, never the crawl: the
-error is logged and counted (``handler_errors``).
+or yields something that is not a mapping, costs that page the items it had not yet yielded,
+never the crawl: the error is logged and counted (``handler_errors``).
 """
 
 from __future__ import annotations
