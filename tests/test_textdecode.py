@@ -267,3 +267,39 @@ def test_declared_utf8_round_trips_unless_repaired(text: str) -> None:
     assert d.source == "header"
     if not d.repaired:
         assert d.text == text
+
+
+RUSSIAN = "Москва - столица России, крупнейший по численности населения город страны."
+
+
+@pytest.mark.parametrize("codec", ["cp1251", "koi8-r"])
+@pytest.mark.parametrize("label", ["iso-8859-1", "windows-1252", "us-ascii"])
+def test_russian_page_labelled_western_is_read_as_russian(codec: str, label: str) -> None:
+    for declare in ("header", "meta"):
+        head = f'<meta charset="{label}">' if declare == "meta" else ""
+        body = page(RUSSIAN, head).encode(codec)
+        d = decode_html(body, f"text/html; charset={label}" if declare == "header" else None)
+        assert (d.source, same_codec(d.charset, codec)) == ("detected", True)
+        assert RUSSIAN in d.text
+
+
+def test_short_russian_title_labelled_latin1_is_read_as_russian() -> None:
+    d = decode_html(page("Статья").encode("cp1251"), "text/html; charset=iso-8859-1")
+    assert d.charset == "cp1251" and "Статья" in d.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Café crème", "Prix : 5 €, © 2024 Société", SAMPLES[1][2], SAMPLES[2][2],
+     "Þetta er íslenskur texti. Ég bý í Reykjavík og það er kalt á veturna.",
+     "Hyvää päivää! Tämä on äänestyspäivä ja säätiedotus lähetetään myöhään."],
+)  # fmt: skip
+def test_western_pages_keep_their_latin1_label(text: str) -> None:
+    d = decode_html(page(text).encode("cp1252"), "text/html; charset=iso-8859-1")
+    assert (d.source, d.charset) == ("header", "cp1252") and text in d.text
+
+
+def test_central_european_page_labelled_latin1_is_read_as_such() -> None:
+    text = SAMPLES[3][2]
+    d = decode_html(page(text).encode("cp1250"), "text/html; charset=iso-8859-1")
+    assert d.source == "detected" and text in d.text

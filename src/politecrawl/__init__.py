@@ -1,6 +1,10 @@
 """politecrawl: a polite, adaptive web crawler.
 
 >>> from politecrawl import Crawler, CrawlConfig, FetchConfig
+
+``Crawler(config, on_page=handler, relevance=nugget, sinks=[...])``: a page handler gets each
+stored ``Page`` and yields dict items (``OUT/items.jsonl``); ``page.follow(links)`` narrows the
+links followed. ``Sink`` is the protocol of every destination of kept pages and items.
 """
 
 __version__ = "0.1.0"
@@ -8,14 +12,28 @@ __version__ = "0.1.0"
 from politecrawl.config import CrawlConfig, FetchConfig, PolitenessConfig
 from politecrawl.crawler import Crawler, Summary
 from politecrawl.errors import ConfigError, PolitecrawlError
+from politecrawl.handler import PageHandler
+from politecrawl.page import Page
+from politecrawl.parse import Link
+from politecrawl.relevance import Document, KeywordScorer, NuggetFunction
+from politecrawl.sinks import ItemRecord, PageRecord, Sink
 
 __all__ = [
     "ConfigError",
     "CrawlConfig",
     "Crawler",
+    "Document",
     "FetchConfig",
+    "ItemRecord",
+    "KeywordScorer",
+    "Link",
+    "NuggetFunction",
+    "Page",
+    "PageHandler",
+    "PageRecord",
     "PolitecrawlError",
     "PolitenessConfig",
+    "Sink",
     "Summary",
     "__version__",
 ]

@@ -171,6 +171,7 @@ class CrawlConfig:
     strategy: Literal["bfs", "random", "focused"] | None = None  # None: focused if a nugget
     topic: str | None = None
     relevance: str | None = None  # "package.module:function", a Document -> [0, 1] callable
+    handler: str | None = None  # "package.module:function", a page handler (items.jsonl)
     target_relevant: int | None = None
     max_queue: int | None = None
     max_wait_s: float = MAX_WAIT_S  # a site due this long goes before better-ranked ones

@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,14 +27,15 @@ from yarl import URL
 from politecrawl import politeness
 from politecrawl.admission import HOST_URLS, Admission, Gate, canonical_seeds
 from politecrawl.config import CrawlConfig
-from politecrawl.continuity import Continuity
+from politecrawl.continuity import Continuity, PageVerdict
 from politecrawl.dashboard import Dashboard
 from politecrawl.errors import FrontierError, LeaseLost, StorageError
 from politecrawl.exclusions import NeverCrawlList
 from politecrawl.fetch import Fetcher, FetchResult
-from politecrawl.focus import Focus, PageScore
+from politecrawl.focus import Focus
 from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
 from politecrawl.frontier.factory import make_frontier
+from politecrawl.handler import PageHandler, load_handler, run_handler
 from politecrawl.outcome import (
     DropReason,
     NotModified,
@@ -45,9 +46,10 @@ from politecrawl.outcome import (
     outcome_label,
 )
 from politecrawl.outlock import OutputLock
-from politecrawl.page_directives import from_x_robots_tag
-from politecrawl.parse import ParsedPage, parse_page
+from politecrawl.page import Page, read_response
+from politecrawl.relevance import NuggetFunction
 from politecrawl.robotscache import RobotsCache, is_usable
+from politecrawl.sinks import ItemRecord, ItemsLog, Kept, PageRecord, PagesLog, Sink
 from politecrawl.sitemaps import parse_sitemap
 from politecrawl.storage import JsonlLog, WarcWriter
 from politecrawl.urls import (
@@ -63,7 +65,6 @@ log = logging.getLogger("politecrawl")
 _ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2
 _ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the site's URLs are dropped
 _FLUSH_S = 1.0
-_PARSE_INLINE_BYTES = 256 * 1024  # a parse this small takes about a millisecond
 _SITEMAP_PRIORITY = 1e9
 _SEED_PRIORITY = 2.0  # above any link's: the seeds first, whatever the strategy
 _RESCORE_EVERY = 500  # pages learned between re-scorings of the queue
@@ -93,13 +94,29 @@ class Summary:
 
 
 class Crawler:
-    """A polite crawl of ``config``; ``await Crawler(config).run()`` returns its summary."""
+    """A polite crawl of ``config``; ``await Crawler(config).run()`` returns its summary.
 
-    def __init__(self, config: CrawlConfig, *, clock: Callable[[], float] = time.time) -> None:
+    ``on_page``: a page handler (``handler``; default: ``config.handler`` imported), whose
+    items go to ``OUT/items.jsonl``. ``relevance``: a nugget function, instead of
+    ``config.relevance``/``config.topic``. ``sinks``: more destinations for the kept pages
+    and items, beside ``pages.jsonl`` and ``items.jsonl`` (``sinks.Sink``).
+    """
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_page: PageHandler | None = None,
+        relevance: NuggetFunction | None = None,
+        sinks: Iterable[Sink] = (),
+    ) -> None:
         # every seed in its canonical form, whoever gave it (API or CLI); a bad one is an error
         config = dataclasses.replace(config, seeds=canonical_seeds(config.seeds))
         self.cfg = config
         self.clock = clock
+        # the user's handler first: a bad import string leaves nothing behind
+        self.on_page = on_page or (load_handler(config.handler) if config.handler else None)
         self.token = config.fetch.product_token
         out = config.out_dir
         out.mkdir(parents=True, exist_ok=True)
@@ -138,9 +155,16 @@ class Crawler:
             config.fetch.user_agent,
             config.warc_max_bytes,
         )
-        self.focus = Focus.from_options(config.strategy, config.topic, config.relevance)
+        self.focus = Focus.from_options(
+            config.strategy, config.topic, relevance if relevance is not None else config.relevance
+        )
         self.focus.load(out / "focus.json")
         self.pages_log = JsonlLog(out / "pages.jsonl", **logs)
+        self.sinks: list[Sink] = [PagesLog(self.pages_log)]
+        if self.on_page is not None:
+            self.sinks.append(ItemsLog(JsonlLog(out / "items.jsonl", **logs)))
+        self.sinks += sinks
+        self._keep_tree = len(self.sinks) > 1  # a handler or a user's sink sees the whole tree
         self.continuity = Continuity(
             out,
             recrawl=config.recrawl,
@@ -176,10 +200,19 @@ class Crawler:
             queued = await self.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
         await self.frontier.flush()
         await self.frontier.close()
-        for log_ in self._logs():
-            log_.close()
+        for close in self._closers():
+            close()
         self._lock.release()
         return len(queued)
+
+    def _closers(self) -> list[Callable[[], None]]:
+        return [
+            self.request_log.close,
+            self.robots_log.close,
+            self.traps_log.close,
+            self.links_log.close,
+            *(s.close for s in self.sinks),
+        ]
 
     async def run(self) -> Summary:
         self._started = self.clock()
@@ -345,9 +378,9 @@ class Crawler:
             self.warc.close()
         with self._saving():
             await self.frontier.close()
-        for log_ in self._logs():
+        for close in self._closers():
             with self._saving():
-                log_.close()
+                close()
         with self._saving():
             self.continuity.close()
         self._lock.release()
@@ -600,22 +633,29 @@ class Crawler:
             await self.frontier.finish(entry.url, label)
 
     async def _store(self, entry: UrlEntry, res: FetchResult) -> tuple[str, float | None]:
-        """Parse, score, recognise duplicates, store, then admit the links with priorities."""
-        xrt = res.header_all("x-robots-tag")
-        header_dirs = from_x_robots_tag(xrt, self.token) if xrt else None
-        if len(res.body) > _PARSE_INLINE_BYTES:  # big pages parse off the loop (GIL released)
-            page = await asyncio.to_thread(parse_page, res.body, entry.url, self.token, header_dirs)
-        else:
-            page = parse_page(res.body, entry.url, self.token, header_dirs)
+        """Read the page once, score it, recognise duplicates, store it, give it to the handler
+        and the sinks, then admit the links it follows with priorities."""
         focus = self.focus
-        score = focus.score_page(entry.url, res.body, res.header("content-type"), entry.depth)
+        scored = focus.nugget is not None
+        page = await read_response(
+            res, entry.url, self.token, entry.depth, score=scored, keep_tree=self._keep_tree
+        )
+        score = focus.score_page(entry.url, page.document)
+        page.relevance = score.relevance
         etag, modified = res.header("etag"), res.header("last-modified")
         seen = self.continuity.on_page(
-            entry.url, page.text, page.canonical, now=res.started, etag=etag, last_modified=modified
+            entry.url,
+            page.visible_text,
+            page.canonical,
+            now=res.started,
+            etag=etag,
+            last_modified=modified,
         )
         if seen.revisit:
             self.counters["revisits"] += 1
             self.counters["changes_seen"] += bool(seen.changed)
+        kept: Kept | None = None
+        record_id: str | None = None
         if seen.duplicate_of is not None:
             # same content as a page already stored: a revisit record, links not followed
             self.counters["duplicates"] += 1
@@ -623,17 +663,25 @@ class Crawler:
             self.warc.write_revisit(
                 res, profile="identical-payload-digest", refers_to=seen.duplicate_of
             )
-            page.links = []
+            page.follow([])
+            kept = "duplicate"
         elif page.directives.noindex:
             self.counters[DropReason.NOINDEX.value] += 1
         else:
             if page.directives.noarchive:  # the site asks for no archived copy: none kept
                 self.counters["noarchive"] += 1
+                kept = "noarchive"
             else:
-                self.warc.write_exchange(res)
+                record_id = self.warc.write_exchange(res)
+                kept = "stored"
             self.counters["stored"] += 1
             if etag or modified:
                 await self.frontier.save_validators(entry.url, etag, modified, res.started)
+        items: list[dict[str, Any]] = []
+        if self.on_page is not None and kept in ("stored", "noarchive"):
+            items, error = await run_handler(self.on_page, page, record_id)
+            self.counters["items"] += len(items)
+            self.counters["handler_errors"] += error is not None
         if res.truncated:
             self.counters["truncated"] += 1
         if page.links_cut:
@@ -641,18 +689,19 @@ class Crawler:
         if page.directives.nofollow:
             self.counters["nofollow_pages"] += 1
         self.counters["nofollow_links"] += sum(1 for link in page.links if link.nofollow)
+        links = page.links_to_follow() if self.cfg.follow_links else []  # else: a segment fetch
         if focus.model is not None:  # features only for links not seen before
-            fresh = set(await self.frontier.unseen([link.url for link in page.links]))
-            page.links = [link for link in page.links if link.url in fresh]
+            fresh = set(await self.frontier.unseen([link.url for link in links]))
+            links = [link for link in links if link.url in fresh]
         depth = entry.depth + 1
         if not self.cfg.follow_links:  # a segment fetch: the links go to the next segment
-            self._record_links(entry.url, page.links)
-            page.links = []
-        items = focus.link_items(entry.url, page, depth, score)
-        queued = await self.admission.admit(items, depth=depth, source=entry.url)
-        if focus.model is not None and len(queued) < len(items):
-            focus.forget([u for u, _ in items if u not in queued])
-        self._log_page(entry, res, page, score, seen.duplicate_of, seen.changed)
+            self._record_links(entry.url, page.links_to_follow())
+        link_items = focus.link_items(entry.url, links, depth, score)
+        queued = await self.admission.admit(link_items, depth=depth, source=entry.url)
+        if focus.model is not None and len(queued) < len(link_items):
+            focus.forget([u for u, _ in link_items if u not in queued])
+        if kept is not None:
+            self._log_page(entry, res, page, kept, record_id, seen, len(links), items)
         if score.relevant:
             self.counters["relevant_pages"] += 1
             target = self.cfg.target_relevant
@@ -666,26 +715,28 @@ class Crawler:
         self,
         entry: UrlEntry,
         res: FetchResult,
-        page: ParsedPage,
-        score: PageScore,
-        duplicate_of: str | None,
-        changed: bool | None,
+        page: Page,
+        kept: Kept,
+        record_id: str | None,
+        seen: PageVerdict,
+        outlinks: int,
+        items: list[dict[str, Any]],
     ) -> None:
-        self.pages_log.write(
-            {
-                "time": _iso(res.started),
-                "url": entry.url,
-                "title": page.title,
-                "charset": score.charset,
-                "relevance": score.relevance,
-                "depth": entry.depth,
-                "priority": entry.priority,
-                "outlinks": len(page.links),
-                "canonical": page.canonical,
-                "duplicate_of": duplicate_of,
-                "changed": changed,
-            }
+        """The kept page, then its items, to every sink (pages.jsonl, items.jsonl, the user's)."""
+        record = PageRecord(
+            page,
+            kept,
+            fetched_at=res.started,
+            priority=entry.priority,
+            warc_record_id=record_id,
+            duplicate_of=seen.duplicate_of,
+            changed=seen.changed,
+            outlinks=outlinks,
         )
+        for sink in self.sinks:
+            sink.write(record)
+            for item in items:
+                sink.write(ItemRecord(item, page))
 
     async def _read_sitemap(self, entry: UrlEntry, res: FetchResult) -> str:
         sm = await asyncio.to_thread(
@@ -721,9 +772,6 @@ class Crawler:
         )
 
     # -- logs -------------------------------------------------------------------------------
-    def _logs(self) -> tuple[JsonlLog, ...]:
-        return (self.request_log, self.robots_log, self.pages_log, self.traps_log, self.links_log)
-
     def _trap_found(self, host: str, pattern: str, example: str) -> None:
         """A URL space that feeds itself: named in the log, ``log/traps.jsonl`` and log-stats."""
         self.counters["traps_found"] += 1

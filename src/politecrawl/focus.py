@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from politecrawl.parse import ParsedPage
+from politecrawl.parse import Link
 from politecrawl.prioritizer import LinkFeatures, Prioritizer, link_features
-from politecrawl.relevance import Document, KeywordScorer, NuggetFunction, extract_document
+from politecrawl.relevance import Document, KeywordScorer, NuggetFunction
 from politecrawl.relevance import load_callable as load_nugget
 from politecrawl.urls import host_of, registered_domain
 
@@ -63,11 +63,18 @@ class Focus:
 
     @classmethod
     def from_options(
-        cls, strategy: str | None, topic: str | None, relevance: str | None, seed: int = 0
+        cls,
+        strategy: str | None,
+        topic: str | None,
+        relevance: str | NuggetFunction | None,
+        seed: int = 0,
     ) -> Focus:
+        """``relevance``: a nugget function, or its import string ``"pkg.module:function"``."""
         nugget: NuggetFunction | None = None
-        if relevance:
+        if isinstance(relevance, str) and relevance:
             nugget = load_nugget(relevance)
+        elif callable(relevance):
+            nugget = relevance
         elif topic:
             nugget = KeywordScorer(topic)
         chosen = strategy or ("focused" if nugget is not None else "bfs")
@@ -78,11 +85,13 @@ class Focus:
         return cls(chosen, nugget, seed=seed)
 
     # -- pages ----------------------------------------------------------------------------
-    def score_page(self, url: str, body: bytes, content_type: str | None, depth: int) -> PageScore:
-        """Relevance of a fetched page (None without a nugget function); teaches the model."""
-        if self.nugget is None:
+    def score_page(self, url: str, doc: Document | None) -> PageScore:
+        """Relevance of a fetched page (None without a nugget function); teaches the model.
+
+        ``doc`` is the page as ``page.read_page`` decoded and parsed it (no second parse).
+        """
+        if self.nugget is None or doc is None:
             return PageScore(None, None, False, 0)
-        doc: Document = extract_document(body, url, content_type, depth)
         try:
             rel = float(self.nugget(doc))
         except Exception:  # a user's nugget function failing must not stop the crawl
@@ -105,10 +114,10 @@ class Focus:
 
     # -- links ----------------------------------------------------------------------------
     def link_items(
-        self, source_url: str, page: ParsedPage, depth: int, score: PageScore
+        self, source_url: str, links: list[Link], depth: int, score: PageScore
     ) -> list[tuple[str, float]]:
-        """(url, priority) for the followable links of a page."""
-        links = [link for link in page.links if not link.nofollow]
+        """(url, priority) for the links of a page that are to be followed."""
+        links = [link for link in links if not link.nofollow]
         if self.strategy == "random":
             return [(link.url, self._rng.random()) for link in links]
         if self.model is None:

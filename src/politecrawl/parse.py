@@ -1,9 +1,17 @@
-"""What a fetched HTML page says to the crawler: its links and its robots directives.
+"""What a parsed HTML page says to the crawler: its links and its robots directives.
 
 Only ``<a href>`` and ``<area href>`` are links (the seeds: nothing in comments, scripts,
 forms or text is followed). They resolve against ``<base href>``. selectolax (Lexbor) is an
 HTML5-spec parser, so markup inside comments, ``<script>`` and ``<textarea>`` is never a link,
 and it is ~20x faster than BeautifulSoup (see ../shared/LIBRARIES.md).
+
+The tree is built from *decoded* text (``textdecode``; ``page.read_page`` decodes once), never
+from bytes: Lexbor alone assumes UTF-8, so an ISO-8859-1 ``/café`` became ``/caf%EF%BF%BD``
+and a leading byte-order mark pushed ``<head>`` into ``<body>``, losing ``<meta name=robots>``.
+Links are then percent-encoded from their true characters as the WHATWG URL Standard says:
+the path as UTF-8 (``urls.join``), the query in the page's own encoding when that is not
+UTF-8 ("percent-encode after encoding"; what a browser sends for ``?q=café`` on a
+windows-1252 page is ``?q=caf%E9``), a character that encoding lacks as ``%26%23NNN%3B``.
 """
 
 from __future__ import annotations
@@ -13,17 +21,23 @@ from dataclasses import dataclass, field
 from selectolax.lexbor import LexborHTMLParser
 
 from politecrawl import page_directives
-from politecrawl.htmlguard import depth_cut
+from politecrawl.htmlguard import SCAN_ABOVE_TAGS, depth_cut
 from politecrawl.page_directives import PageDirectives
 from politecrawl.urls import join
+
+__all__ = ["Link", "ParsedPage", "build_tree", "parse_page", "parse_tree", "visible_text"]
 
 _MAX_LINKS = 10_000  # a page with a million links yields its first 10k; the cut is recorded
 _MAX_ANCHOR = 200
 _MAX_TEXT = 200_000
+_MAX_TITLE = 500
+_UNICODE_CODECS = ("utf-8", "utf-16-le", "utf-16-be")
 
 
 @dataclass(frozen=True, slots=True)
 class Link:
+    """A link of a page: its absolute canonical URL, its anchor text, ``rel=nofollow``."""
+
     url: str
     anchor: str
     nofollow: bool
@@ -38,32 +52,46 @@ class ParsedPage:
     links_cut: int = 0
     depth_cut_at: int | None = None
     text: str = ""  # visible text (scripts and styles removed), for fingerprints
+    base: str = ""  # what relative links resolve against (<base href> or the page's URL)
 
 
-def parse_page(
-    body: bytes, url: str, product_token: str, header_directives: PageDirectives | None = None
+def build_tree(text: str) -> tuple[LexborHTMLParser, int | None]:
+    """The parsed tree of decoded HTML, and where hostile nesting was cut (see htmlguard)."""
+    cut: int | None = None
+    if text.count("<") > SCAN_ABOVE_TAGS:
+        raw = text.encode("utf-8", "surrogatepass")
+        cut = depth_cut(raw)
+        if cut is not None:  # parse the sane prefix only
+            text = raw[:cut].decode("utf-8", "ignore")
+    return LexborHTMLParser(text), cut
+
+
+def parse_tree(
+    tree: LexborHTMLParser,
+    url: str,
+    product_token: str,
+    header_directives: PageDirectives | None = None,
+    *,
+    codec: str = "utf-8",
 ) -> ParsedPage:
-    """Extract links and directives; never raises on malformed HTML."""
-    page = ParsedPage()
-    cut = depth_cut(body)
-    if cut is not None:  # hostile nesting: parse the sane prefix only (see htmlguard)
-        body = body[:cut]
-        page.depth_cut_at = cut
-    tree = LexborHTMLParser(body)
+    """Title, ``<base>``, canonical, directives and links of a tree; reads, never changes it.
+
+    ``codec`` is the page's encoding (a Python codec name), for the queries of its links.
+    """
+    page = ParsedPage(base=url)
     head = tree.head
-    base = url
     metas: list[tuple[str, str]] = []
     if head is not None:
         title = head.css_first("title")
         if title is not None:
-            page.title = title.text(strip=True)[:500]
+            page.title = " ".join(title.text().split())[:_MAX_TITLE]
         for node in head.css("base[href], meta[name], link[rel]"):
             attrs = node.attributes
             tag = node.tag
-            if tag == "base" and base is url:
+            if tag == "base" and page.base is url:
                 joined = join(url, attrs.get("href") or "")
                 if joined:
-                    base = joined
+                    page.base = joined
             elif tag == "meta":
                 metas.append((attrs.get("name") or "", attrs.get("content") or ""))
             elif tag == "link" and "canonical" in (attrs.get("rel") or "").lower().split():
@@ -72,11 +100,16 @@ def parse_page(
     if header_directives is not None:
         directives = page_directives.merge(directives, header_directives)
     page.directives = directives
-    if directives.nofollow:
-        page.text = _visible_text(tree)
-        return page
+    if not directives.nofollow:
+        _links(tree, page, codec)
+    return page
+
+
+def _links(tree: LexborHTMLParser, page: ParsedPage, codec: str) -> None:
     seen: set[str] = set()
     links = page.links
+    base = page.base
+    legacy = codec not in _UNICODE_CODECS
     nodes = tree.css("a[href], area[href]")
     for i, node in enumerate(nodes):
         # caps before the join: the rest costs nothing (unique links, and anchors examined,
@@ -85,7 +118,10 @@ def parse_page(
             page.links_cut = len(nodes) - i
             break
         attrs = node.attributes
-        target = join(base, attrs.get("href") or "")
+        href = attrs.get("href") or ""
+        if legacy and not href.isascii():
+            href = encode_query(href, codec)
+        target = join(base, href)
         if target is None or target in seen:
             continue
         seen.add(target)
@@ -93,15 +129,58 @@ def parse_page(
         nofollow = rel is not None and "nofollow" in rel.lower()
         anchor = node.text(deep=True, strip=True)[:_MAX_ANCHOR] if node.tag == "a" else ""
         links.append(Link(target, anchor, nofollow))
-    page.text = _visible_text(tree)
-    return page
 
 
-def _visible_text(tree: LexborHTMLParser) -> str:
-    """The body's text without scripts and styles (after the links were taken)."""
+def encode_query(href: str, codec: str) -> str:
+    """``href`` with the non-ASCII characters of its query percent-encoded in ``codec`` (WHATWG
+    URL, query state, for a document whose encoding is not UTF-8); the rest is left to
+    ``urls.join``, which encodes paths as UTF-8."""
+    end = href.find("#")
+    end = len(href) if end < 0 else end
+    q = href.find("?", 0, end)
+    if q < 0:
+        return href
+    query = href[q + 1 : end]
+    if query.isascii():
+        return href
+    out: list[str] = []
+    for ch in query:
+        if ch.isascii():
+            out.append(ch)
+            continue
+        try:
+            out.append("".join(f"%{b:02X}" for b in ch.encode(codec)))
+        except (UnicodeError, LookupError):  # not in the page's encoding: an HTML reference
+            out.append(f"%26%23{ord(ch)}%3B")
+    return href[: q + 1] + "".join(out) + href[end:]
+
+
+def visible_text(tree: LexborHTMLParser) -> str:
+    """The body's text without scripts and styles; removes those from ``tree``."""
     body = tree.body
     if body is None:
         return ""
     for node in body.css("script, style, template"):
         node.decompose()
     return body.text(deep=True, separator=" ", strip=True)[:_MAX_TEXT]
+
+
+def parse_page(
+    body: bytes,
+    url: str,
+    product_token: str,
+    header_directives: PageDirectives | None = None,
+    content_type: str | None = None,
+) -> ParsedPage:
+    """Decode, parse, extract links, directives and text; never raises on malformed HTML.
+
+    For tools and tests; the crawler reads a page once with ``page.read_page``.
+    """
+    from politecrawl.textdecode import decode_html
+
+    decoded = decode_html(body, content_type)
+    tree, cut = build_tree(decoded.text)
+    page = parse_tree(tree, url, product_token, header_directives, codec=decoded.charset)
+    page.depth_cut_at = cut
+    page.text = visible_text(tree)
+    return page

@@ -29,7 +29,7 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from politecrawl.errors import ConfigError
-from politecrawl.textdecode import decode_html
+from politecrawl.textdecode import decode_html, repair_text
 from politecrawl.urls import join
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "KeywordScorer",
     "NuggetFunction",
     "RegexScorer",
+    "document_from_tree",
     "extract_document",
     "extract_page",
     "load_callable",
@@ -309,24 +310,22 @@ class EmbeddingScorer:
         return min(1.0, max(0.0, cos))
 
 
-def load_callable(spec: str) -> NuggetFunction:
+def load_callable(spec: str, *, what: str = "nugget function") -> NuggetFunction:
     """Import ``"pkg.module:function"`` (or ``pkg.module:Class.attr``); ``ConfigError`` if bad."""
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
-        raise ConfigError(f"nugget function {spec!r}: expected 'package.module:function'")
+        raise ConfigError(f"{what} {spec!r}: expected 'package.module:function'")
     try:
         obj: object = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or the module failing while it loads
-        raise ConfigError(f"nugget function {spec!r}: cannot import {module_name}: {exc}") from exc
+        raise ConfigError(f"{what} {spec!r}: cannot import {module_name}: {exc}") from exc
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError as exc:
-            raise ConfigError(
-                f"nugget function {spec!r}: {module_name} has no {attr_path}"
-            ) from exc
+            raise ConfigError(f"{what} {spec!r}: {module_name} has no {attr_path}") from exc
     if not callable(obj):
-        raise ConfigError(f"nugget function {spec!r} is not callable")
+        raise ConfigError(f"{what} {spec!r} is not callable")
     func: NuggetFunction = obj
     return func
 
@@ -400,13 +399,30 @@ def extract_page(
         if base_node is not None:
             base = join(url, base_node.attributes.get("href") or "") or url
     around = _link_contexts(tree, base) if contexts else {}
+    return document_from_tree(tree, url, title, decoded.charset, depth), around
+
+
+def document_from_tree(
+    tree: LexborHTMLParser,
+    url: str,
+    title: str,
+    charset: str,
+    depth: int = 0,
+    *,
+    repair: bool = False,
+) -> Document:
+    """What a nugget function reads of an already parsed page (chrome removed from ``tree``).
+
+    ``repair``: mend mojibake in the text and headings (a tree built from unrepaired text)."""
     tree.strip_tags(_CHROME)
     headings = [h for h in (_clean(n.text()) for n in tree.css("h1, h2, h3")) if h][:50]
     text = ""
     if tree.body is not None:
         text = _clean(tree.body.text(deep=True, separator=" "))[:_MAX_TEXT]
-    doc = Document(url, title, text, headings, decoded.charset, depth)
-    return doc, around
+    if repair:
+        text = repair_text(text)
+        headings = [repair_text(h) for h in headings]
+    return Document(url, title, text, headings, charset, depth)
 
 
 def extract_document(body: bytes, url: str, content_type: str | None, depth: int = 0) -> Document:

@@ -23,7 +23,12 @@ of ../shared/seeds/004): a declared multibyte charset (UTF-8, Shift_JIS, EUC-*, 
 that fails to decode more than a few stray bytes is skipped; a declared single-byte charset on
 a body that is valid UTF-8 with multibyte sequences gives way to UTF-8 (latin-1 text is
 practically never valid UTF-8 by chance); a declared UTF-16 needs zero bytes in the first 4 KiB
-(markup has them in UTF-16). Either way the answer's source is ``"detected"``.
+(markup has them in UTF-16). A windows-1252 label (``iso-8859-1``, ``ascii``, ``latin1``...,
+often a server's default rather than a statement) is doubted when its reading does not look
+like a Western European language (``_shape``: words of accented letters only, or symbols
+inside words); the detector then decides if its own reading looks better, so a Russian page
+labelled ISO-8859-1 is read as windows-1251 or KOI8-R. Either way the answer's source is
+``"detected"``.
 
 Detector: chardet 7 was measured against charset_normalizer on HTML in fr/de/es/pl/cs/hu/ru/ja
 x their legacy encodings and UTF-8 (52 documents): chardet 52/52, charset_normalizer 42/52
@@ -53,7 +58,9 @@ from __future__ import annotations
 
 import codecs
 import functools
+import itertools
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -61,7 +68,7 @@ import chardet
 import ftfy
 from ftfy.badness import is_bad
 
-__all__ = ["Decoded", "Source", "decode_html"]
+__all__ = ["Decoded", "Source", "decode_html", "repair_text"]
 
 Source = Literal["header", "bom", "meta", "detected", "default"]
 
@@ -77,6 +84,16 @@ _RUN = 4096
 # garbled runs looked at per page (~6 us each), and the text a plan is tried on at once
 _MAX_RUNS = 8192
 _SPAN = 16_384
+# a windows-1252 label is doubted when its reading has more non-ASCII than this in its words
+_WESTERN = "cp1252"
+_WESTERN_SHARE = 0.5
+_SHAPE_CHARS = 65536
+_SHAPE_WORDS = 2000
+_MIN_LETTERS = 3
+_WORD_CHAR = r"[^\s<>\"'=/&;,.:!?()\[\]{}]"
+_NON_ASCII_WORD = re.compile(f"{_WORD_CHAR}*[^\\x00-\\x7f]{_WORD_CHAR}*")
+_MARKUP = re.compile(rb"<[^<>]*>")
+_ODD = frozenset(("Po", "No", "Sm", "Sk", "So", "Sc"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +373,66 @@ def _detect(body: bytes) -> str | None:
     return _codec(_DETECTED_ALIASES.get(name, name))
 
 
+def _shape(text: str) -> tuple[float, int, bool]:
+    """How a reading looks: (share of non-ASCII letters among the letters of the words holding
+    any, symbols wedged between two letters, whether most non-ASCII letters are Latin).
+
+    Western European words carry few accented letters ("château", "Straße", "informação":
+    1 in 4 to 1 in 10, Icelandic or Finnish about 1 in 3), and never a "¿", "³" or "÷" between
+    letters. Cyrillic or Greek bytes read as windows-1252 make words of accented letters only
+    ("Ìîñêâà"), and Central European ones put symbols inside words ("Za¿ó³æ"). Fewer than
+    ``_MIN_LETTERS`` such letters are no evidence (a lone "€" or "©" says nothing).
+    """
+    accented = letters = odd = latin = 0
+    for m in itertools.islice(_NON_ASCII_WORD.finditer(text, 0, _SHAPE_CHARS), _SHAPE_WORDS):
+        word = m[0]
+        prev_letter = False
+        for i, ch in enumerate(word):
+            if ch.isascii():
+                prev_letter = ch.isalpha()
+                letters += prev_letter
+                continue
+            cat = unicodedata.category(ch)
+            if cat[0] == "L":
+                letters += 1
+                accented += 1
+                latin += ord(ch) < 0x250
+                prev_letter = True
+                continue
+            if prev_letter and cat in _ODD and i + 1 < len(word) and word[i + 1].isalpha():
+                odd += 1
+            prev_letter = False
+    share = accented / letters if accented >= _MIN_LETTERS else 0.0
+    return share, odd, latin * 2 >= accented
+
+
+def _western_label_lies(body: bytes) -> str | None:
+    """The codec to read a page labelled windows-1252 (``iso-8859-1``, ``ascii``...) with when
+    the label lies (../shared/seeds/004: such labels are often a default, not a statement);
+    None to keep the label. The detector is asked only when the label's reading looks wrong
+    (``_shape``), and believed only when its own reading looks better."""
+    if body.isascii():
+        return None
+    share, odd, _ = _shape(body[:_DETECT_MAX_BYTES].decode(_WESTERN, "replace"))
+    if share <= _WESTERN_SHARE and odd < 2:
+        return None  # reads like a Western European language
+    # the detector reads the text only: it would believe the page's own <meta charset>
+    found = _detect(_MARKUP.sub(b" ", body[:_DETECT_MAX_BYTES]))
+    if found is None or found == _WESTERN:
+        return None
+    try:
+        other_share, other_odd, other_latin = _shape(
+            body[:_DETECT_MAX_BYTES].decode(found, "replace")
+        )
+    except LookupError:
+        return None
+    if not other_latin and share > _WESTERN_SHARE:  # another script read as accented Latin
+        return found
+    if other_odd < odd and other_share <= _WESTERN_SHARE:  # Central European symbols gone
+        return found
+    return None
+
+
 def _choose(body: bytes, header_content_type: str | None) -> tuple[str, Source, int]:
     """(codec, source, bytes of BOM to skip)."""
     bom = _bom(body)
@@ -370,6 +447,8 @@ def _choose(body: bytes, header_content_type: str | None) -> tuple[str, Source, 
         if codec is None:
             continue
         if _fits(body, codec):
+            if codec == _WESTERN and (other := _western_label_lies(body)) is not None:
+                return other, "detected", 0
             return codec, source, 0
         lied = True
     if body.isascii() and not lied and b"\x00" not in body:
@@ -490,8 +569,12 @@ def _repair(text: str) -> str:
     return "".join(out)
 
 
-def decode_html(body: bytes, header_content_type: str | None) -> Decoded:
-    """Decode ``body`` (charset: BOM > header > meta > detector > UTF-8), repair mojibake."""
+def decode_html(body: bytes, header_content_type: str | None, *, repair: bool = True) -> Decoded:
+    """Decode ``body`` (charset: BOM > header > meta > detector > UTF-8), repair mojibake.
+
+    ``repair=False``: the text exactly as a browser decodes it (``page.read_page`` builds the
+    tree and the links from that, and repairs only the texts it reads, with ``repair_text``).
+    """
     try:
         codec, source, skip = _choose(body, header_content_type)
     except Exception:
@@ -501,10 +584,15 @@ def decode_html(body: bytes, header_content_type: str | None) -> Decoded:
     except (LookupError, UnicodeError):
         codec, source = _UTF8, "default"
         text = body.decode(_UTF8, "replace")
-    fixed = text
-    if not text.isascii():
-        try:
-            fixed = _repair(text)
-        except Exception:  # ftfy must not lose the page
-            fixed = text
+    fixed = repair_text(text) if repair else text
     return Decoded(fixed, codec, source, fixed != text)
+
+
+def repair_text(text: str) -> str:
+    """``text`` with its mojibake repaired (module docstring: bounded work); never raises."""
+    if text.isascii():
+        return text
+    try:
+        return _repair(text)
+    except Exception:  # ftfy must not lose the page
+        return text

@@ -131,10 +131,11 @@ class WarcWriter:
         self._size += len(data)
         self.records += len(recs)
 
-    def write_exchange(self, res: FetchResult) -> None:
-        """A request record and its response record (WARC-Concurrent-To links them)."""
+    def write_exchange(self, res: FetchResult) -> str | None:
+        """A request record and its response record (WARC-Concurrent-To links them); returns
+        the response record's WARC-Record-ID as written (``<urn:uuid:...>``), None if none."""
         if res.status is None:
-            return
+            return None
         self._ready()
         date = _warc_date(res.started)
         resp_id = uuid.uuid4().urn
@@ -162,6 +163,7 @@ class WarcWriter:
         req.headers["WARC-Concurrent-To"] = f"<{resp_id}>"
         req.set_bytes_content(_http_request_block(res))
         self._write(req, resp)
+        return f"<{resp_id}>"
 
     def write_revisit(
         self, res: FetchResult, *, profile: str, refers_to: str, refers_to_date: float | None = None
