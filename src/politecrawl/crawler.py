@@ -26,7 +26,7 @@ from yarl import URL
 from politecrawl import politeness
 from politecrawl.admission import HOST_URLS, Admission, Gate
 from politecrawl.config import CrawlConfig
-from politecrawl.continuity import Continuity
+from politecrawl.continuity import Continuity, PageVerdict
 from politecrawl.dashboard import Dashboard
 from politecrawl.errors import FrontierError, LeaseLost, StorageError
 from politecrawl.exclusions import NeverCrawlList
@@ -48,6 +48,7 @@ from politecrawl.parse import ParsedPage, parse_page
 from politecrawl.robotscache import RobotsCache, is_usable
 from politecrawl.sitemaps import parse_sitemap
 from politecrawl.storage import JsonlLog, WarcWriter
+from politecrawl.storage.warc import Capture, payload_digest
 from politecrawl.urls import (
     host_of,
     join,
@@ -547,12 +548,9 @@ class Crawler:
         elif isinstance(outcome, NotModified):
             self.counters["not_modified"] += 1
             due = self.continuity.on_not_modified(entry.url, now=res.started)
-            self.warc.write_revisit(
-                res,
-                profile="server-not-modified",
-                refers_to=entry.url,
-                refers_to_date=known[2] if known else None,
-            )
+            # names the capture holding the content, so replay shows it, not an empty 304
+            original = self.continuity.capture_of(entry.url)
+            self.warc.write_revisit(res, profile="server-not-modified", original=original)
         elif isinstance(outcome, Redirect):
             self.counters["redirects"] += 1
             self.warc.write_exchange(res)
@@ -601,18 +599,25 @@ class Crawler:
         score = focus.score_page(entry.url, res.body, res.header("content-type"), entry.depth)
         etag, modified = res.header("etag"), res.header("last-modified")
         seen = self.continuity.on_page(
-            entry.url, page.text, page.canonical, now=res.started, etag=etag, last_modified=modified
+            entry.url,
+            page.text,
+            page.canonical,
+            digest=payload_digest(res.raw_body),
+            now=res.started,
+            etag=etag,
+            last_modified=modified,
         )
         if seen.revisit:
             self.counters["revisits"] += 1
             self.counters["changes_seen"] += bool(seen.changed)
+        if seen.near_duplicate_of is not None:  # stored in full all the same, links followed
+            self.counters["near_duplicates"] += 1
         if seen.duplicate_of is not None:
-            # same content as a page already stored: a revisit record, links not followed
+            # the very bytes of a page already stored: a revisit record, links not followed
             self.counters["duplicates"] += 1
             self.counters[f"duplicates:{host_of(entry.url)}"] += 1
-            self.warc.write_revisit(
-                res, profile="identical-payload-digest", refers_to=seen.duplicate_of
-            )
+            if not (page.directives.noindex or page.directives.noarchive):
+                self._archive(entry.url, res, seen.original)
             page.links = []
         elif page.directives.noindex:
             self.counters[DropReason.NOINDEX.value] += 1
@@ -620,7 +625,7 @@ class Crawler:
             if page.directives.noarchive:  # the site asks for no archived copy: none kept
                 self.counters["noarchive"] += 1
             else:
-                self.warc.write_exchange(res)
+                self._archive(entry.url, res, seen.original)
             self.counters["stored"] += 1
             if etag or modified:
                 await self.frontier.save_validators(entry.url, etag, modified, res.started)
@@ -641,7 +646,7 @@ class Crawler:
         queued = await self.admission.admit(items, depth=depth)
         if focus.model is not None and len(queued) < len(items):
             focus.forget([u for u, _ in items if u not in queued])
-        self._log_page(entry, res, page, score, seen.duplicate_of, seen.changed)
+        self._log_page(entry, res, page, score, seen)
         if score.relevant:
             self.counters["relevant_pages"] += 1
             target = self.cfg.target_relevant
@@ -651,14 +656,22 @@ class Crawler:
             return f"duplicate:{seen.duplicate_of}", seen.next_due
         return ("stored" if not page.directives.noindex else "dropped:noindex"), seen.next_due
 
+    def _archive(self, url: str, res: FetchResult, original: Capture | None) -> None:
+        """The response, or a revisit record when ``original`` holds these very bytes."""
+        if original is not None:
+            self.warc.write_revisit(res, profile="identical-payload-digest", original=original)
+        else:
+            original = self.warc.write_exchange(res)
+        if original is not None:
+            self.continuity.stored(url, original)
+
     def _log_page(
         self,
         entry: UrlEntry,
         res: FetchResult,
         page: ParsedPage,
         score: PageScore,
-        duplicate_of: str | None,
-        changed: bool | None,
+        seen: PageVerdict,
     ) -> None:
         self.pages_log.write(
             {
@@ -671,8 +684,9 @@ class Crawler:
                 "priority": entry.priority,
                 "outlinks": len(page.links),
                 "canonical": page.canonical,
-                "duplicate_of": duplicate_of,
-                "changed": changed,
+                "duplicate_of": seen.duplicate_of,
+                "near_duplicate_of": seen.near_duplicate_of,
+                "changed": seen.changed,
             }
         )
 
