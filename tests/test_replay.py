@@ -232,7 +232,7 @@ async def _crawl(web: ReplayWeb, out: Path) -> None:
         "--allow-private-addresses", "--min-delay", "0", "--delay-factor", "0",
         "--jitter", "0", "--retry-base", "0.1", "--no-progress",
         # every page comes back once or twice as a conditional GET (a 304 here)
-        "--recrawl", "--revisit-min", "1.5", "--revisit-max", "2", "--max-time", "5",
+        "--recrawl", "--revisit-min", "1.5", "--revisit-max", "2", "--max-time", "6",
     ]  # fmt: skip
     proc = await asyncio.create_subprocess_exec(*cmd, stdout=subprocess.PIPE)
     stdout, _ = await proc.communicate()
@@ -287,10 +287,13 @@ async def test_crawl_replays_in_pywb_equal_to_live(tmp_path: Path) -> None:
     assert all(row["ip"] == "127.0.0.1" for row in log), [r for r in log if not r["ip"]]
     bad = [r for r in log if r["url"].endswith("/bad-chunk.html")]
     assert bad and all(r["outcome"] == "dropped:bad_chunking" for r in bad), bad
-    pages = {p["url"].split("/", 3)[3]: p for p in read_jsonl(out / "pages.jsonl")}
-    assert pages["dup-b.html"]["duplicate_of"].endswith("/dup-a.html")
-    assert pages["near-2.html"]["duplicate_of"] is None
-    assert pages["near-2.html"]["near_duplicate_of"].endswith("/near-1.html")
+    pages = [(p["url"].split("/", 3)[3], p) for p in read_jsonl(out / "pages.jsonl")]
+    dups = {(u, p["duplicate_of"].split("/", 3)[3]) for u, p in pages if p["duplicate_of"]}
+    assert dups in ({("dup-b.html", "dup-a.html")}, {("dup-a.html", "dup-b.html")}), dups
+    near = {
+        (u, p["near_duplicate_of"].split("/", 3)[3]) for u, p in pages if p["near_duplicate_of"]
+    }
+    assert near in ({("near-2.html", "near-1.html")}, {("near-1.html", "near-2.html")}), near
 
     warcs = sorted((out / "warc").glob("*.warc.gz"))
     tally: dict[tuple[str, str], list[int]] = collections.defaultdict(lambda: [0, 0])
