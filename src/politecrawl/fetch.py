@@ -632,6 +632,8 @@ def _classify_error(exc: BaseException) -> tuple[str, str]:
         return "timeout", detail
     if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError | ValueError):
         return "invalid_url", detail
+    if isinstance(exc, aiohttp.ClientResponseError) and "chunk size" in str(exc).lower():
+        return "bad_chunking", detail  # the chunk came with the headers (see _read_some)
     if isinstance(exc, aiohttp.ClientResponseError | aiohttp.ClientPayloadError):
         return "protocol", detail
     return "network", detail  # ServerDisconnectedError, ClientOSError, other OSError
