@@ -238,14 +238,12 @@ class WarcWriter:
             rec.headers["WARC-Payload-Digest"] = original.digest
         else:
             rec.headers["WARC-Payload-Digest"] = _EMPTY_DIGEST  # the 304's own empty payload
-        block = b""
-        if original is None or profile != "server-not-modified":
-            block = _http_head(res)
-            if original is not None:  # headers without the payload they describe
-                rec.headers["WARC-Truncated"] = "length"
-        else:
+        if original is not None:  # the payload is the original's, not in this record
             rec.headers["WARC-Truncated"] = "length"
-        rec.set_bytes_content(block)
+        if original is not None and profile == "server-not-modified":
+            rec.set_bytes_content(b"")  # Heritrix's form: pywb replays the original whole
+        else:
+            rec.set_bytes_content(_http_head(res))
         self._write(self._request(res, date, rec_id), rec)
 
     def _record(self, kind: WarcRecordType, res: FetchResult, date: str, rec_id: str) -> WarcRecord:
