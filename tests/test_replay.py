@@ -296,6 +296,11 @@ async def test_crawl_replays_in_pywb_equal_to_live(tmp_path: Path) -> None:
     assert near in ({("near-2.html", "near-1.html")}, {("near-1.html", "near-2.html")}), near
 
     warcs = sorted((out / "warc").glob("*.warc.gz"))
+    # and warcio's own checker (pywb's virtualenv: its warcio decodes br with brotlipy)
+    check = subprocess.run(
+        [str(PYWB / "warcio"), "check", "-v", *map(str, warcs)], capture_output=True, text=True
+    )
+    assert check.returncode == 0 and "fail" not in check.stdout, check.stdout + check.stderr
     tally: dict[tuple[str, str], list[int]] = collections.defaultdict(lambda: [0, 0])
     wrong = []
     (tmp_path / "pywb").mkdir()
