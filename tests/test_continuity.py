@@ -114,9 +114,10 @@ def _text(words: list[str]) -> str:
 
 def test_near_duplicates_found_across_restarts_and_old_state_migrated(tmp_path: Path) -> None:
     """The index is rebuilt from its table at start; a save no longer writes it whole."""
-    from politecrawl.continuity import Continuity
+    from politecrawl.continuity import Continuity, PageVerdict
     from politecrawl.fingerprint import simhash
     from politecrawl.storage import JsonlLog
+    from politecrawl.storage.warc import payload_digest
 
     words = _words("w")
     near = [*words[:-1], "changed"]  # one word apart: a near-duplicate, not an exact one
@@ -127,14 +128,20 @@ def test_near_duplicates_found_across_restarts_and_old_state_migrated(tmp_path: 
             tmp_path, recrawl=False, revisit_min_s=60, revisit_max_s=600, rules_log=log
         )
 
+    def page(c: Continuity, url: str, text: str, now: float) -> PageVerdict:
+        digest = payload_digest(text.encode())
+        return c.on_page(url, text, None, digest=digest, now=now, etag=None, last_modified=None)
+
     c = opened()
-    v = c.on_page("http://a.test/1", _text(words), None, now=1.0, etag=None, last_modified=None)
-    assert v.duplicate_of is None
+    v = page(c, "http://a.test/1", _text(words), 1.0)
+    assert v.duplicate_of is None and v.near_duplicate_of is None
     c.close()
     c = opened()
     assert len(c.near) == 1
-    v = c.on_page("http://a.test/2", _text(near), None, now=2.0, etag=None, last_modified=None)
-    assert v.duplicate_of == "http://a.test/1"
+    v = page(c, "http://a.test/2", _text(near), 2.0)
+    # close, not the same bytes: marked, never recorded as a duplicate
+    assert v.near_duplicate_of == "http://a.test/1"
+    assert v.duplicate_of is None and v.original is None
     c.close()
 
     # a continuity.sqlite from before the near table: the index as JSON with URLs as doc ids
@@ -154,8 +161,6 @@ def test_near_duplicates_found_across_restarts_and_old_state_migrated(tmp_path: 
     db.commit()
     db.close()
     c = opened()
-    v = c.on_page(
-        "http://a.test/10", _text([*other[:-1], "x"]), None, now=3.0, etag=None, last_modified=None
-    )
-    assert v.duplicate_of == "http://a.test/9"
+    v = page(c, "http://a.test/10", _text([*other[:-1], "x"]), 3.0)
+    assert v.near_duplicate_of == "http://a.test/9"
     c.close()

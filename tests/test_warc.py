@@ -112,3 +112,71 @@ def test_write_error_leaves_file_open_and_takes_no_more(tmp_path: Path) -> None:
     again = WarcWriter(tmp_path, "politecrawl/test", "ua")
     assert again.repaired == {open_file.name: 0}  # the torn part was already cut back
     assert [t for t, _ in read_all(tmp_path)] == ["warcinfo"] + ["request", "response"] * 5
+
+
+def _records(d: Path) -> list[tuple[dict[str, str], bytes, bytes]]:
+    """(WARC headers, HTTP head as stored, payload as warcio reads it) of each record."""
+    out = []
+    for p in sorted(d.glob("*.warc.gz")):
+        with p.open("rb") as fh:
+            for rec in ArchiveIterator(fh, check_digests=True):
+                head = rec.http_headers.to_bytes() if rec.http_headers else b""
+                body = rec.content_stream().read()
+                assert rec.digest_checker.passed is not False, rec.digest_checker.problems
+                out.append((dict(rec.rec_headers.headers), head, body))
+    return out
+
+
+def test_dechunked_body_stored_with_headers_that_say_so(tmp_path: Path) -> None:
+    """A de-chunked body whose first line looks like a chunk size reads back unchanged: the
+    stored headers no longer claim chunking (warcio would de-chunk it again)."""
+    body = b"beef\r\n<html>not a chunk</html>"
+    res = result(1)
+    res.headers = [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")]
+    res.raw_body = res.body = body
+    w = WarcWriter(tmp_path, "politecrawl/test", "ua")
+    cap = w.write_exchange(res)
+    w.close()
+    [resp] = [r for r in _records(tmp_path) if r[0]["WARC-Type"] == "response"]
+    h, head, payload = resp
+    assert payload == body
+    assert b"X-Crawler-Transfer-Encoding: chunked" in head and b"\nTransfer-Encoding" not in head
+    assert cap is not None and h["WARC-Payload-Digest"] == cap.digest
+    assert h["WARC-IP-Address"] == "127.0.0.1" and "WARC-Truncated" not in h
+
+
+@pytest.mark.parametrize("cut", ["length", "time", "disconnect", "protocol"])
+def test_short_payload_marked_with_its_reason(tmp_path: Path, cut: str) -> None:
+    res = result(2)
+    res.headers.append(("Content-Length", "99999"))
+    res.cut = cut
+    w = WarcWriter(tmp_path, "politecrawl/test", "ua")
+    w.write_exchange(res)
+    w.close()
+    [(h, head, _)] = [r for r in _records(tmp_path) if r[0]["WARC-Type"] == "response"]
+    assert h["WARC-Truncated"] == cut
+    # a replay must not promise bytes it does not have
+    assert b"X-Crawler-Content-Length: 99999" in head and b"\nContent-Length" not in head
+
+
+def test_revisits_name_their_original(tmp_path: Path) -> None:
+    w = WarcWriter(tmp_path, "politecrawl/test", "ua")
+    cap = w.write_exchange(result(3))
+    assert cap is not None
+    dup = result(3)
+    dup.url = "http://a.test/copy.html"
+    w.write_revisit(dup, profile="identical-payload-digest", original=cap)
+    nm = FetchResult(url=cap.url, started=1.8e9, status=304, reason="Not Modified", ip="::1")
+    w.write_revisit(nm, profile="server-not-modified", original=cap)
+    w.close()
+    revisits = [r for r in _records(tmp_path) if r[0]["WARC-Type"] == "revisit"]
+    assert len(revisits) == 2
+    for h, _, payload in revisits:
+        assert h["WARC-Refers-To"] == cap.record_id
+        assert h["WARC-Refers-To-Target-URI"] == cap.url
+        assert h["WARC-Refers-To-Date"] == cap.date
+        assert h["WARC-Payload-Digest"] == cap.digest
+        assert h["WARC-Truncated"] == "length" and payload == b""
+    (_, dup_head, _), (nm_h, nm_head, _) = revisits
+    assert dup_head.startswith(b"HTTP/1.1 200 OK")  # the response's own headers
+    assert nm_head == b"" and nm_h["Content-Length"] == "0"  # Heritrix: pywb uses the original's

@@ -286,6 +286,8 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         "resolve",
         "allow_private_addresses",
         "no_progress",
+        "sitemaps",  # the two store_true flags, refused as unknown before
+        "recrawl",
     }
     unknown = set(v) - known
     if unknown:

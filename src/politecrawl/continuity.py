@@ -1,19 +1,30 @@
 """Continuous crawling: recognise what is the same, revisit what changes.
 
-Every stored page gets an exact fingerprint (normalised text) and a SimHash; a page whose
-content was seen under another URL is a duplicate of the first (a WARC revisit record, its
-links not followed). From duplicate pairs ``duprules.RuleLearner`` learns per-site URL
-rewrite rules (parameters that never change content, www. vs bare host, index.html, case),
-which the admission gate applies to every later URL, so variants of that shape are never
-fetched; each learned rule goes to ``log/rules.jsonl``. ``<link rel=canonical>`` to the same
-host counts as a duplicate pair.
+Every stored page gets its payload digest (the WARC-Payload-Digest of the bytes stored) and
+a SimHash of its text. Only a byte-identical payload makes a page a duplicate: one whose
+payload was stored under another URL of its site is a duplicate of the first (a WARC revisit
+record naming that capture, its links not followed). A page whose text is merely close to
+another's (SimHash) is a near-duplicate: stored in full, its links followed, and marked as
+such in ``pages.jsonl`` (``near_duplicate_of``); reports that differ only in their numbers,
+or ``i8`` and ``i16`` docs pages, are different pages. A page fetched again with the payload
+it had is a revisit of its own earlier capture. The capture each URL's content is in is
+kept (``capture_of``), so a 304 later names it.
+
+From byte-identical pairs ``duprules.RuleLearner`` learns per-site URL rewrite rules
+(parameters that never change content, www. vs bare host, index.html, case), which the
+admission gate applies to every later URL, so variants of that shape are never fetched; each
+learned rule goes to ``log/rules.jsonl``. Near-duplicates are no evidence for a rule: a rule
+merges URLs, and two URLs whose bytes differ are not the same page. ``<link rel=canonical>``
+to the same host counts as a duplicate pair (a pair with different payloads, seen by
+``observe_page``, still contradicts a rule for good).
 
 With ``--recrawl`` every fetched page comes back after its revisit interval
 (``revisit.RevisitPolicy``: a per-URL change-rate estimate from what its fetches showed,
 bounded by --revisit-min/--revisit-max, seeded by sitemap changefreq/lastmod), through
 everything a first fetch goes through, as a conditional GET.
 
-State lives in ``OUT/continuity.sqlite``: revisit rows, exact fingerprints, the pages filed in
+State lives in ``OUT/continuity.sqlite``: revisit rows, the first capture of each payload per
+site (``payloads``), the latest capture of each URL (``captures``), the pages filed in
 the near-duplicate index (``near``: written as they are filed, committed with the crawl), and
 the learned rules (JSON, saved with the crawl). In memory the index holds a fingerprint and a
 row number per page (its URL is read back only for a hit), at most ``NearDupIndex.capacity``
@@ -33,13 +44,13 @@ from politecrawl.duprules import RuleLearner
 from politecrawl.errors import StorageError
 from politecrawl.fingerprint import (
     NearDupIndex,
-    exact_fingerprint,
     simhash,
     to_signed64,
     to_unsigned64,
 )
 from politecrawl.revisit import RevisitPolicy, RevisitState, content_changed
 from politecrawl.storage import JsonlLog
+from politecrawl.storage.warc import Capture
 from politecrawl.urls import host_of, registered_domain
 
 _MIN_TEXT = 64  # characters of visible text below which no page is anyone's duplicate
@@ -49,12 +60,21 @@ CREATE TABLE IF NOT EXISTS revisit(url TEXT PRIMARY KEY, row TEXT NOT NULL) WITH
 CREATE TABLE IF NOT EXISTS exact(fp TEXT PRIMARY KEY, url TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS kv(name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS near(id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, url TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS payloads(key TEXT PRIMARY KEY, row TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS captures(url TEXT PRIMARY KEY, row TEXT NOT NULL) WITHOUT ROWID;
 """
 
 
 @dataclass(frozen=True, slots=True)
 class PageVerdict:
+    """What a fetched page is. ``original``: a capture with this very payload (another URL's,
+    then ``duplicate_of`` is that URL, or this URL's own earlier one): the WARC gets a
+    revisit record naming it. ``near_duplicate_of``: a page of the site whose text is close
+    (SimHash); nothing but a mark."""
+
     duplicate_of: str | None
+    original: Capture | None
+    near_duplicate_of: str | None
     revisit: bool  # fetched before
     changed: bool | None
     next_due: float | None  # with --recrawl: when to fetch it again
@@ -131,38 +151,41 @@ class Continuity:
         text: str,
         canonical: str | None,
         *,
+        digest: str,
         now: float,
         etag: str | None,
         last_modified: str | None,
     ) -> PageVerdict:
-        """A stored page: duplicate? changed since last time? when to come back?"""
-        exact = exact_fingerprint(text)
+        """A fetched page: duplicate? changed since last time? when to come back?
+
+        ``digest``: its payload digest (``storage.warc.payload_digest`` of the bytes stored).
+        """
         sim = simhash(text)
         dup: str | None = None
+        near: str | None = None
         site = registered_domain(host_of(url))
-        # duplicates are looked for within one site (the DUST problem): two sites' template
-        # pages differing by a name are near-duplicates in bits, not in meaning. Too little
-        # text says nothing of identity (empty bodies, a bare image page).
-        key = f"{site} {exact}"
-        first = (
-            self._db.execute("SELECT url FROM exact WHERE fp=?", (key,)).fetchone()
-            if len(text) >= _MIN_TEXT
-            else (url,)
-        )
-        if first is not None and first[0] != url:
-            dup = str(first[0])
-        elif first is None:
-            self._db.execute("INSERT INTO exact VALUES (?,?)", (key, url))
+        # duplicates are looked for within one site (the DUST problem); an identical payload
+        # elsewhere is a coincidence of templates, not a URL variant
+        key = f"{site} {digest}"
+        original = self.capture_of(url)
+        if original is None or original.digest != digest:
+            row = self._db.execute("SELECT row FROM payloads WHERE key=?", (key,)).fetchone()
+            original = Capture.from_row(json.loads(row[0])) if row is not None else None
+        # too little text says nothing of identity (empty bodies, a bare image page)
+        if original is not None and original.url != url and len(text) >= _MIN_TEXT:
+            dup = original.url
+        if dup is None and len(text) >= _MIN_TEXT:
             same_site = [
                 d
                 for d in self._near_urls(sim)
                 if d != url and registered_domain(host_of(d)) == site
             ]
             if same_site:
-                dup = same_site[0]
+                near = same_site[0]
             else:
                 self._file_near(sim, url)
-        self.rules.observe_page(url, exact, sim, now=now)
+        if len(text) >= _MIN_TEXT:
+            self.rules.observe_page(url, digest, None, now=now)  # byte-identical pairs only
         if canonical and canonical != url and host_of(canonical) == host_of(url):
             self.rules.observe_duplicate(canonical, url)  # the site says so: a strong hint
         self._log_new_rules(now)
@@ -171,7 +194,20 @@ class Continuity:
         old_fp = state.fingerprint if state is not None else None
         changed = content_changed(old_fp, sim) if revisit else None
         due = self._update(url, state, now, changed, False, etag, last_modified, sim)
-        return PageVerdict(dup, revisit, changed, due)
+        return PageVerdict(dup, original, near, revisit, changed, due)
+
+    def stored(self, url: str, capture: Capture) -> None:
+        """``url``'s content is now in the archive as ``capture`` (its own response record, or
+        the original a revisit record names): later revisits of ``url`` name it."""
+        row = json.dumps(capture.to_row())
+        self._db.execute("INSERT OR REPLACE INTO captures VALUES (?,?)", (url, row))
+        key = f"{registered_domain(host_of(url))} {capture.digest}"
+        self._db.execute("INSERT OR IGNORE INTO payloads VALUES (?,?)", (key, row))
+
+    def capture_of(self, url: str) -> Capture | None:
+        """The capture holding ``url``'s latest archived content, if any."""
+        row = self._db.execute("SELECT row FROM captures WHERE url=?", (url,)).fetchone()
+        return Capture.from_row(json.loads(row[0])) if row is not None else None
 
     def on_not_modified(self, url: str, *, now: float) -> float | None:
         return self._update(url, self.state(url), now, False, True, None, None, None)

@@ -52,6 +52,7 @@ from politecrawl.robotscache import RobotsCache, is_usable
 from politecrawl.sinks import ItemRecord, ItemsLog, Kept, PageRecord, PagesLog, Sink
 from politecrawl.sitemaps import parse_sitemap
 from politecrawl.storage import JsonlLog, WarcWriter
+from politecrawl.storage.warc import Capture, payload_digest
 from politecrawl.urls import (
     host_of,
     join,
@@ -590,12 +591,9 @@ class Crawler:
         elif isinstance(outcome, NotModified):
             self.counters["not_modified"] += 1
             due = self.continuity.on_not_modified(entry.url, now=res.started)
-            self.warc.write_revisit(
-                res,
-                profile="server-not-modified",
-                refers_to=entry.url,
-                refers_to_date=known[2] if known else None,
-            )
+            # names the capture holding the content, so replay shows it, not an empty 304
+            original = self.continuity.capture_of(entry.url)
+            self.warc.write_revisit(res, profile="server-not-modified", original=original)
         elif isinstance(outcome, Redirect):
             self.counters["redirects"] += 1
             self.warc.write_exchange(res)
@@ -647,6 +645,7 @@ class Crawler:
             entry.url,
             page.visible_text,
             page.canonical,
+            digest=payload_digest(res.raw_body),
             now=res.started,
             etag=etag,
             last_modified=modified,
@@ -656,13 +655,14 @@ class Crawler:
             self.counters["changes_seen"] += bool(seen.changed)
         kept: Kept | None = None
         record_id: str | None = None
+        if seen.near_duplicate_of is not None:  # stored in full all the same, links followed
+            self.counters["near_duplicates"] += 1
         if seen.duplicate_of is not None:
-            # same content as a page already stored: a revisit record, links not followed
+            # the very bytes of a page already stored: a revisit record, links not followed
             self.counters["duplicates"] += 1
             self.counters[f"duplicates:{host_of(entry.url)}"] += 1
-            self.warc.write_revisit(
-                res, profile="identical-payload-digest", refers_to=seen.duplicate_of
-            )
+            if not (page.directives.noindex or page.directives.noarchive):
+                record_id = self._archive(entry.url, res, seen.original)
             page.follow([])
             kept = "duplicate"
         elif page.directives.noindex:
@@ -672,7 +672,7 @@ class Crawler:
                 self.counters["noarchive"] += 1
                 kept = "noarchive"
             else:
-                record_id = self.warc.write_exchange(res)
+                record_id = self._archive(entry.url, res, seen.original)
                 kept = "stored"
             self.counters["stored"] += 1
             if etag or modified:
@@ -711,6 +711,18 @@ class Crawler:
             return f"duplicate:{seen.duplicate_of}", seen.next_due
         return ("stored" if not page.directives.noindex else "dropped:noindex"), seen.next_due
 
+    def _archive(self, url: str, res: FetchResult, original: Capture | None) -> str | None:
+        """The response, or a revisit record when ``original`` holds these very bytes;
+        returns the record id that holds the page's content (the original's for a revisit)."""
+        if original is not None:
+            self.warc.write_revisit(res, profile="identical-payload-digest", original=original)
+        else:
+            original = self.warc.write_exchange(res)
+        if original is not None:
+            self.continuity.stored(url, original)
+            return original.record_id
+        return None
+
     def _log_page(
         self,
         entry: UrlEntry,
@@ -730,6 +742,7 @@ class Crawler:
             priority=entry.priority,
             warc_record_id=record_id,
             duplicate_of=seen.duplicate_of,
+            near_duplicate_of=seen.near_duplicate_of,
             changed=seen.changed,
             outlinks=outlinks,
         )

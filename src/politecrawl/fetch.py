@@ -10,6 +10,7 @@ politecrawl's here and nowhere else; the caller always gets a ``FetchResult``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import ipaddress
 import logging
 import socket
@@ -44,8 +45,15 @@ class FetchResult:
     the part held is only its start) or the body's encoding was bad (``bad_encoding``).
     ``truncated`` without ``error``: the body was longer than ``max_size_bytes`` (raw or
     decoded, or an encoded stream ended early) and was cut. ``abandoned``: a non-HTML 2xx
-    whose body was never read. ``raw_body`` is what came off the wire (still encoded),
-    ``body`` the decoded bytes.
+    whose body was never read. ``raw_body`` is what came off the wire (transfer coding
+    removed, content coding kept), ``body`` the decoded bytes.
+
+    ``cut``: why ``raw_body`` is shorter than what the server sent (WARC 1.1 section 5.13,
+    WARC-Truncated): ``length`` (over the size cap), ``time`` (a timeout), ``disconnect``
+    (the connection broke, or ended before Content-Length), ``protocol`` (a broken transfer
+    coding, e.g. a chunk-size line that is not hex); None when it holds the whole body.
+    A body that fails to decode is still read whole: ``raw_body`` stays complete and only
+    ``body`` is partial (``bad_encoding``).
     """
 
     url: str
@@ -60,6 +68,7 @@ class FetchResult:
     truncated: bool = False
     abandoned: bool = False
     ip: str | None = None
+    cut: str | None = None
     error: str | None = None
     error_detail: str = ""
     request_headers: list[tuple[str, str]] = field(default_factory=list)
@@ -130,6 +139,25 @@ def _ip_literal(host: str) -> str | None:
 
 
 _NEGATIVE_DNS_TTL_S = 300.0
+
+# the peer address of the connection a request got, read when the connection is handed out:
+# by the time ``session.get`` returns, aiohttp may already have released a connection whose
+# body arrived with the headers, and the address can no longer be asked for
+_PEER: contextvars.ContextVar[list[str]] = contextvars.ContextVar("politecrawl_peer")
+
+
+class _PeerConnector(aiohttp.TCPConnector):
+    """A TCPConnector that tells the request in progress (``_PEER``) its server's address."""
+
+    async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:
+        conn = await super().connect(req, traces, timeout)
+        sink = _PEER.get(None)
+        transport = conn.transport
+        if sink is not None and transport is not None:
+            peer = transport.get_extra_info("peername")
+            if peer:
+                sink.append(str(peer[0]))
+        return conn
 
 
 class _Refused(OSError):
@@ -366,7 +394,7 @@ class Fetcher:
         )
 
     async def __aenter__(self) -> Fetcher:
-        connector = aiohttp.TCPConnector(
+        connector = _PeerConnector(
             resolver=self.resolver,
             limit=0,
             limit_per_host=0,
@@ -429,6 +457,24 @@ class Fetcher:
         self, url: str, res: FetchResult, html_only: bool, extra_headers: dict[str, str] | None
     ) -> None:
         assert self._session is not None
+        peers: list[str] = []
+        token = _PEER.set(peers)
+        try:
+            await self._exchange(url, res, html_only, extra_headers, peers)
+        finally:
+            _PEER.reset(token)
+            if peers and res.ip is None:
+                res.ip = peers[-1]
+
+    async def _exchange(
+        self,
+        url: str,
+        res: FetchResult,
+        html_only: bool,
+        extra_headers: dict[str, str] | None,
+        peers: list[str],
+    ) -> None:
+        assert self._session is not None
         async with self._session.get(url, allow_redirects=False, headers=extra_headers) as resp:
             res.status = resp.status
             res.reason = resp.reason or ""
@@ -437,12 +483,7 @@ class Fetcher:
             )
             res.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
             res.request_headers = list(resp.request_info.headers.items())
-            peer = (
-                resp.connection.transport.get_extra_info("peername")
-                if (resp.connection and resp.connection.transport)
-                else None
-            )
-            res.ip = str(peer[0]) if peer else None
+            res.ip = peers[-1] if peers else None
             if html_only and 200 <= resp.status < 300 and not self._is_html(res):
                 res.abandoned = True
                 resp.close()  # drop the connection: the body is never read
@@ -473,21 +514,23 @@ class Fetcher:
 
         Decoding happens while reading, so a decompression bomb is stopped after the first
         ``cap`` decoded bytes, not after ``cap`` compressed ones. Reading stops and the
-        connection is dropped as soon as either limit is exceeded.
+        connection is dropped as soon as either limit is exceeded. A body whose content coding
+        is unknown or corrupt is still read (up to ``cap``) and kept raw: the archive holds
+        what the server sent, only the decoded ``body`` stops at the error.
         """
         cap = self.cfg.max_size_bytes
+        decoder: _Decoder | None
         try:
             decoder = _Decoder(res.header("content-encoding") or "", cap)
         except ValueError as exc:
-            resp.close()
+            decoder = None
             res.error, res.error_detail = "bad_encoding", str(exc)
-            return
         chunks: list[bytes] = []
         got = 0
         more = False  # the raw body is longer than cap
         try:
-            while not (more or decoder.overflow):
-                chunk = await resp.content.read(_CHUNK)
+            while not (more or (decoder is not None and decoder.overflow)):
+                chunk = await _read_some(resp)
                 if not chunk:
                     break
                 if got + len(chunk) > cap:
@@ -495,20 +538,75 @@ class Fetcher:
                     more = True
                 chunks.append(chunk)
                 got += len(chunk)
-                decoder.feed(chunk)
-        except ValueError as exc:
-            resp.close()
-            res.error, res.error_detail = "bad_encoding", str(exc)
-            return
-        except BaseException:
+                if decoder is not None:
+                    try:
+                        decoder.feed(chunk)
+                    except ValueError as exc:  # keep reading the raw bytes; decode no more
+                        res.error, res.error_detail = "bad_encoding", str(exc)
+                        res.body, decoder = decoder.body(), None
+        except BaseException as exc:
             res.truncated = True  # the read failed: what is held is only the start of the body
+            res.cut = _cut_reason(exc)
             raise
         finally:
             res.raw_body = b"".join(chunks)
-        if more or decoder.overflow:
+        overflow = decoder is not None and decoder.overflow
+        if more or overflow:
             resp.close()  # the rest is never read: the connection is dropped
-        res.body = res.raw_body if decoder.kind == "identity" else decoder.body()
-        res.truncated = more or decoder.overflow or not decoder.finished
+            res.cut = "length"
+        if decoder is not None:
+            res.body = res.raw_body if decoder.kind == "identity" else decoder.body()
+        res.truncated = more or overflow or (decoder is not None and not decoder.finished)
+
+
+class BrokenTransferCoding(FetchError):
+    """The server's transfer coding is not valid HTTP/1.1 (RFC 9112 section 7.1): e.g. a
+    chunk-size line that is not hexadecimal. Ends the fetch at once."""
+
+    kind = "bad_chunking"
+
+
+async def _read_some(resp: aiohttp.ClientResponse) -> bytes:
+    """The next piece of the body; raises ``BrokenTransferCoding`` as soon as the connection
+    failed to parse the body.
+
+    aiohttp (3.14) notices a bad chunk-size line only on its connection: the error is set
+    there, the connection closed, and a reader waiting for the body is never woken, so the
+    fetch would hang until its total timeout. The read is raced with the connection's
+    ``closed`` future, and the connection's error, if any, ends it.
+    """
+    conn = resp.connection
+    proto = conn.protocol if conn is not None else None
+    closed = proto.closed if proto is not None else None
+    if proto is None or closed is None:
+        return await resp.content.read(_CHUNK)
+    read = asyncio.ensure_future(resp.content.read(_CHUNK))
+    waiting: set[asyncio.Future[Any]] = {read, closed}
+    try:
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if closed.done() and not closed.cancelled():
+            closed.exception()  # retrieved, so asyncio does not report it as lost
+        if not read.done():
+            err = proto.exception()
+            if err is not None:
+                raise BrokenTransferCoding(f"broken transfer coding: {err}"[:300])
+        return await read
+    finally:
+        if not read.done():
+            read.cancel()
+
+
+def _cut_reason(exc: BaseException) -> str:
+    """WARC-Truncated's reason for a body read that failed with ``exc``."""
+    if isinstance(exc, BrokenTransferCoding):
+        return "protocol"
+    if isinstance(exc, TimeoutError | asyncio.CancelledError):
+        return "time"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        cause = exc.__cause__
+        if cause is not None and "chunk" in str(cause).lower() and "length" not in str(cause):
+            return "protocol"
+    return "disconnect"
 
 
 def _classify_error(exc: BaseException) -> tuple[str, str]:
@@ -534,6 +632,8 @@ def _classify_error(exc: BaseException) -> tuple[str, str]:
         return "timeout", detail
     if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError | ValueError):
         return "invalid_url", detail
+    if isinstance(exc, aiohttp.ClientResponseError) and "chunk size" in str(exc).lower():
+        return "bad_chunking", detail  # the chunk came with the headers (see _read_some)
     if isinstance(exc, aiohttp.ClientResponseError | aiohttp.ClientPayloadError):
         return "protocol", detail
     return "network", detail  # ServerDisconnectedError, ClientOSError, other OSError

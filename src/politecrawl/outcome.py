@@ -11,6 +11,7 @@ Pure and table-driven, so it reads like the policy it is:
 429 503                                    Retry after Retry-After (capped), host slowed
 other 5xx, timeout, connect, network       Retry with exponential backoff, 3 attempts
 private / loopback target                  Drop(ADDRESS_REFUSED)
+broken transfer coding (bad chunk size)    Drop(BAD_CHUNKING) at once, never retried
 =========================================  =======================================
 """
 
@@ -42,6 +43,7 @@ class DropReason(enum.StrEnum):
     RETRIES_EXHAUSTED = "retries_exhausted"
     ADDRESS_REFUSED = "address_refused"
     BAD_ENCODING = "bad_encoding"
+    BAD_CHUNKING = "bad_chunking"  # a chunk-size line that is not hex (RFC 9112 7.1)
     NOINDEX = "noindex"
     DUPLICATE_URL = "duplicate_url_rule"  # a learned rule says it is a variant of another URL
 
@@ -121,6 +123,8 @@ def classify(
             return Drop(DropReason.INVALID_URL, result.error_detail)
         if result.error == "bad_encoding":
             return Drop(DropReason.BAD_ENCODING, result.error_detail)
+        if result.error == "bad_chunking":
+            return Drop(DropReason.BAD_CHUNKING, result.error_detail)
         if can_retry:
             return Retry(
                 _backoff(attempt, retry_base_s),

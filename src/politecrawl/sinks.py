@@ -37,6 +37,7 @@ class PageRecord:
     priority: float
     warc_record_id: str | None = None
     duplicate_of: str | None = None
+    near_duplicate_of: str | None = None  # nearly the same text: stored in full all the same
     changed: bool | None = None
     outlinks: int = 0  # links offered to the gate
 
@@ -86,6 +87,7 @@ class PagesLog:
                 "outlinks": record.outlinks,
                 "canonical": page.canonical,
                 "duplicate_of": record.duplicate_of,
+                "near_duplicate_of": record.near_duplicate_of,
                 "changed": record.changed,
             }
         )
