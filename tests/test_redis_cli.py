@@ -49,6 +49,8 @@ async def test_two_worker_processes_one_crawl(redis_url: str, tmp_path: Path) ->
             "--resolve",
             web.resolve_arg(),
             "--allow-private-addresses",
+            "--ip-min-delay",
+            "0",
             "--min-delay",
             "0.15",
             "--retry-base",

@@ -53,6 +53,7 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ),
     ("exclude-check", float, "seconds between checks of the never-crawl file (default 60)"),
     ("max-size", int, "body cap in bytes (default 2 MiB); longer bodies are cut and marked"),
+    ("ip-min-delay", float, "one request at a time per server IP, this gap after each (1)"),
     ("politeness-key", str, "host | domain | ip: what one 'site' is for politeness (default host)"),
     ("robots-ttl", float, "seconds a robots.txt stays fresh (default 86400)"),
     ("retry-base", float, "first retry wait after a 5xx or network error, seconds (default 30)"),
@@ -294,6 +295,7 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         key_mode=v.get("politeness_key", "host"),
         park_after_failures=int(v.get("park_after", 5)),
         park_s=float(v.get("park_time", 3600.0)),
+        ip_min_delay_s=float(v.get("ip_min_delay", 1.0)),
     )
     resolve = v.get("resolve") or ()
     fetch = FetchConfig(
