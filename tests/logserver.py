@@ -2,9 +2,11 @@
 
 The politeness tests judge the crawler by this log, not by the crawler's: one JSON line per
 request with the host name asked for, the local address it reached (``ip``: the server's
-address, so several names on one address are one server), when the request line arrived
-(``start``) and when the whole answer had been written (``end``), both ``time.time()``.
-Running in its own process, it is not slowed by the crawler's event loop.
+address, so several names on one address are one server), when the request line was read
+(``start``) and when the answer was about to be written (``end``), both ``time.time()``.
+Both err on the safe side for the checks: a server that runs late reads a request later
+(``start`` can only be late), and no client has an answer before ``end``. Running in its own
+process, it is not slowed by the crawler's event loop either.
 
 Usage (the test starts it): ``python logserver.py LOG --bind 127.0.0.1 --bind 127.0.0.2
 [--latency S] [--first-read-delay S] [--pages N]`` prints the port once listening. Sites:
@@ -77,6 +79,7 @@ async def _serve_conn(
             head += [f"{k}: {v}" for k, v in extra.items()]
             if "Content-Type" not in extra:
                 head.append("Content-Type: text/html; charset=utf-8")
+            end = time.time()  # before the answer goes: the client cannot have it any earlier
             writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
             await writer.drain()
             rec = {
@@ -87,7 +90,7 @@ async def _serve_conn(
                 "conn": conn,
                 "status": status,
                 "start": start,
-                "end": time.time(),
+                "end": end,
                 "ua": headers.get("user-agent", ""),
             }
             log.write(json.dumps(rec) + "\n")
