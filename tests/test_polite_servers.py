@@ -15,9 +15,12 @@ import itertools
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from redis_server import redis_url  # noqa: F401  (fixture)
 
 HERE = Path(__file__).parent
 UA = "testbot/1.0 (+http://bot.example/info)"
@@ -120,6 +123,43 @@ def test_one_request_at_a_time_per_server_ip_with_a_gap(tmp_path: Path) -> None:
     for host, seq in group(rows, "host").items():
         assert min(start_gaps(seq)) >= host_delay - CLOCK_S, host
     assert max_in_flight(rows) == 2  # one per server: the rule is per IP, not global
+
+
+def test_two_worker_processes_share_the_ip_rule(redis_url: str, tmp_path: Path) -> None:  # noqa: F811
+    """The same web crawled by two ``politecrawl worker`` processes on one Redis frontier
+    (seeded by ``politecrawl seed``): the IP's holder and next time are shared, so each server
+    still sees one request at a time and the gap, whichever worker sends it."""
+    ip_gap, crawl_id = 0.1, f"ip-{uuid.uuid4().hex[:8]}"
+    with log_server(tmp_path, "127.0.0.1", "127.0.0.2", latency=0.05) as (port, log):
+        hosts = [f"h{i}.one.test" for i in range(6)] + [f"h{i}.two.test" for i in range(3)]
+        (tmp_path / "seeds.txt").write_text("".join(f"http://{h}:{port}/\n" for h in hosts))
+        resolve = [
+            "--resolve", f"*.one.test:{port}:127.0.0.1",
+            "--resolve", f"*.two.test:{port}:127.0.0.2",
+            "--allow-private-addresses",
+        ]  # fmt: skip
+        shared = ["--frontier", redis_url, "--crawl-id", crawl_id]
+        cli = [sys.executable, "-m", "politecrawl.cli"]
+        seed = [*cli, "seed", str(tmp_path / "seeds.txt"), *shared, *resolve]
+        p = subprocess.run(seed, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        flags = [*shared, *resolve, "--user-agent", UA, "--no-progress", "--jitter", "0"]
+        flags += ["--delay-factor", "0", "--min-delay", "0.4", "--ip-min-delay", str(ip_gap)]
+        workers = [
+            subprocess.Popen([*cli, "worker", "--out", str(tmp_path / w), *flags], text=True,
+                             stderr=subprocess.PIPE)
+            for w in ("w1", "w2")
+        ]  # fmt: skip
+        for w in workers:
+            _, err = w.communicate(timeout=240)
+            assert w.returncode == 0, err
+        rows = read_log(log)
+    assert len(rows) == 9 * 5
+    for w in ("w1", "w2"):  # both took part
+        assert (tmp_path / w / "log" / "requests.jsonl").read_text().strip()
+    for ip, seq in group(rows, "ip").items():
+        assert max_in_flight(seq) == 1, (ip, overlaps(seq))
+        assert min(idle_gaps(seq)) >= ip_gap - CLOCK_S, ip
 
 
 # -- item 7: spacing as the server sees it -------------------------------------------------------

@@ -169,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     seed.add_argument("--crawl-id", default="default", help="the shared crawl's name")
     seed.add_argument("--scope", default="any", help="host | domain | any (default any)")
     seed.add_argument("--exclude-file", type=Path, help="never-crawl list")
+    # each seed's server address is looked up here (one request at a time per IP)
+    seed.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR")
+    seed.add_argument("--allow-private-addresses", action="store_true")
     status = sub.add_parser(
         "status",
         help="what a shared crawl is doing",
@@ -422,7 +425,11 @@ def cmd_seed(args: argparse.Namespace) -> int:
     cfg = CrawlConfig(
         seeds=seeds,
         out_dir=out,
-        fetch=FetchConfig(user_agent=DEMO_UA),
+        fetch=FetchConfig(
+            user_agent=DEMO_UA,
+            resolve=tuple(args.resolve),
+            allow_private_addresses=args.allow_private_addresses,
+        ),
         scope=args.scope,
         exclude_file=args.exclude_file,
         frontier_url=args.frontier,
