@@ -44,6 +44,7 @@ def crawl_config(
             jitter_s=0.02,
             response_time_factor=kw.pop("factor", 30.0),
             park_s=0.5,
+            ip_min_delay_s=None,  # the test web's names on 127.0.0.1 stand for many servers
         ),
         **kw,
     )

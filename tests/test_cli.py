@@ -103,7 +103,7 @@ async def test_crawl_with_toml_config_flags_win(tmp_path: Path) -> None:
         cfg.write_text(
             f'seeds = "{seeds}"\nuser-agent = "{UA}"\nmin-delay = 0.1\n'
             f'resolve = ["{web.resolve_arg()}"]\nallow-private-addresses = true\n'
-            'scope = "any"\nmax-pages = 1000\n'
+            'scope = "any"\nmax-pages = 1000\nip-min-delay = 0\n'
         )
         out = tmp_path / "out"
         import asyncio

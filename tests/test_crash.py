@@ -45,7 +45,7 @@ async def test_kill_minus_nine_twenty_times(tmp_path: Path) -> None:
         cfg.write_text(
             f'seeds = "{seeds}"\nuser-agent = "{UA}"\nmin-delay = {DELAY}\n'
             f'resolve = ["{web.resolve_arg()}"]\nallow-private-addresses = true\n'
-            'scope = "any"\nretry-base = 0.2\n'
+            'scope = "any"\nretry-base = 0.2\nip-min-delay = 0\n'
         )
         out = tmp_path / "out"
         kills = 0

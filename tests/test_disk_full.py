@@ -58,7 +58,7 @@ def _config(tmp: Path, seeds: list[str], resolve: str, extra: str = "") -> Path:
     cfg.write_text(
         f'seeds = "{tmp / "seeds.txt"}"\nuser-agent = "{UA}"\nmin-delay = 0.05\n'
         f'resolve = ["{resolve}"]\nallow-private-addresses = true\nscope = "any"\n'
-        f"retry-base = 0.2\n{extra}"
+        f"retry-base = 0.2\nip-min-delay = 0\n{extra}"
     )
     return cfg
 

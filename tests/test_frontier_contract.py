@@ -480,6 +480,143 @@ async def test_state_survives_close_and_reopen(open_frontier: Opener) -> None:
     assert await g.lease(later) == "b.test"
 
 
+# -- one server, many names: the IP rule --------------------------------------------------------
+
+IP1, IP2 = "192.0.2.1", "192.0.2.2"
+
+
+def ip_state(key: str, ip_next: float) -> HostState:
+    h = HostState(key=key)
+    h.ip_next = ip_next
+    return h
+
+
+async def test_keys_of_one_ip_are_leased_one_at_a_time(open_frontier: Opener) -> None:
+    """Two names of one server: never both leased; the IP's next time is kept after release."""
+    f = await open_frontier()
+    await f.add(
+        [
+            e("1", "a.test", 3.0, ip=IP1),
+            e("2", "a.test", 3.0, ip=IP1),
+            e("1", "b.test", 2.0, ip=IP1),
+            e("1", "c.test", 1.0, ip=IP2),
+        ]
+    )
+    assert [await f.lease(T0) for _ in range(3)] == ["a.test", "c.test", None]
+    assert (await f.stats())["hosts_waiting"] == 1  # b.test, in IP1's line
+    await drain(f, "a.test", T0)
+    await f.release("a.test", ip_state("a.test", T0 + 5.0))
+    assert await f.next_wake() == T0 + 5.0
+    assert await f.lease(T0 + 4.9) is None
+    assert await f.lease(T0 + 5.0) == "b.test"
+    assert await f.lease(T0 + 5.0) is None
+
+
+async def test_a_key_due_before_its_ips_time_waits_for_it(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1", "a.test", 2.0, ip=IP1), e("2", "a.test", ip=IP1)])
+    assert await f.lease(T0) == "a.test"
+    assert await f.pop_url("a.test", T0) is not None
+    await f.release("a.test", ip_state("a.test", T0 + 3.0))  # the host itself is due at once
+    await f.add([e("1", "b.test", 9.0, ip=IP1)])
+    assert await f.lease(T0 + 1) is None
+    assert await f.lease(T0 + 3.0) == "b.test"  # the better URL, once the IP's time came
+    assert await f.lease(T0 + 3.0) is None  # a.test: its IP is held by b.test now
+    await drain(f, "b.test", T0 + 3.0)
+    await f.release("b.test", ip_state("b.test", T0 + 3.5))
+    assert await f.lease(T0 + 3.5) == "a.test"
+
+
+async def test_keys_waiting_for_an_ip_take_turns_in_order(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    keys = ["a.test", "b.test", "c.test", "d.test"]
+    await f.add([e("1", k, 4.0 - i, ip=IP1) for i, k in enumerate(keys)])
+    assert await f.lease(T0) == "a.test"
+    assert await f.lease(T0) is None  # b, c, d wait in IP1's line, in that order
+    await f.add([e("1", "z.test", 9.0, ip=IP1)])  # due later: joins the line at the back
+    assert await f.lease(T0 + 1) is None
+    await f.drop_queued("c.test", "dropped:test")  # a key in the line that has nothing left
+    order = []
+    now, holder = T0 + 1, "a.test"
+    while holder is not None:
+        await drain(f, holder, now)
+        await f.release(holder, ip_state(holder, now + 1.0))
+        order.append(holder)
+        assert await f.lease(now + 0.5) is None  # the IP's gap holds between any two keys
+        now += 1.0
+        holder = await f.lease(now)
+    assert order == ["a.test", "b.test", "d.test", "z.test"]
+    assert await f.next_wake() is None
+
+
+async def test_the_ip_of_a_key_survives_reopen(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1", "a.test", 2.0, ip=IP1), e("1", "b.test", 1.0, ip=IP1)])
+    await f.close()
+    g = await open_frontier()
+    await g.add([e("2", "b.test", ip="")])  # a later entry without the address
+    assert [await g.lease(T0), await g.lease(T0)] == ["a.test", None]
+
+
+async def test_keys_without_an_ip_are_not_held_back(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    await f.add([e("1", "a.test", ip=IP1), e("1", "b.test"), e("1", "c.test")])
+    assert sorted([await f.lease(T0) for _ in range(3)]) == ["a.test", "b.test", "c.test"]
+
+
+async def test_an_expired_lease_frees_its_ip(open_shared: Opener) -> None:
+    dead = await open_shared(lease_ttl_s=5.0)
+    alive = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=2.0)
+    await dead.add([e("1", "a.test", 2.0, ip=IP1), e("1", "b.test", 1.0, ip=IP1)])
+    assert await dead.lease(T0) == "a.test"  # ...and the worker dies
+    assert await alive.lease(T0) is None  # b.test waits for the IP
+    assert await alive.lease(T0 + 5.0) is None  # reclaimed: the IP waits the reclaim delay
+    assert await alive.next_wake() == T0 + 7.0
+    assert await alive.lease(T0 + 7.0) in ("a.test", "b.test")
+    assert await alive.lease(T0 + 7.0) is None
+
+
+async def test_workers_never_hold_one_ip_twice(open_shared: Opener) -> None:
+    workers = [await open_shared(), await open_shared(), await open_shared()]
+    keys = [f"k{i}.test" for i in range(6)]
+    urls = [
+        e(str(n), k, ip=IP1 if i % 2 else IP2)
+        for (i, k), n in itertools.product(enumerate(keys), range(3))
+    ]
+    await workers[0].add(urls)
+    holder: dict[str, int] = {}
+    overlaps: list[str] = []
+    fetched: list[str] = []
+    clock = itertools.count()
+
+    async def worker(w: int, f: RedisFrontier) -> None:
+        for _ in range(3000):  # bounded
+            now = T0 + next(clock) * 1e-3
+            key = await f.lease(now)
+            if key is None:
+                if await f.next_wake() is None:
+                    return
+                await asyncio.sleep(0.001)
+                continue
+            ip = IP1 if int(key[1]) % 2 else IP2
+            if ip in holder:
+                overlaps.append(f"{ip}: worker {w} ({key}) while worker {holder[ip]}")
+            holder[ip] = w
+            await asyncio.sleep(0.002)
+            entry = await f.pop_url(key, now)
+            if entry is not None:
+                fetched.append(entry.url)
+                await f.finish(entry.url, "stored")
+            del holder[ip]
+            await f.release(key, ip_state(key, now))
+
+    await asyncio.wait_for(
+        asyncio.gather(*(worker(i, f) for i, f in enumerate(workers))), timeout=30
+    )
+    assert overlaps == []
+    assert sorted(fetched) == sorted(u.url for u in urls)
+
+
 # -- Redis only: many workers ------------------------------------------------------------------
 
 

@@ -406,6 +406,7 @@ def hostile_crawl_config(
         max_retry_after_s=0.3,
         max_backoff_s=1.0,
         park_s=0.5,
+        ip_min_delay_s=None,  # the hostile web's names on 127.0.0.1 stand for many servers
     )
     kw.setdefault("max_time_s", 50.0)
     return CrawlConfig(

@@ -39,7 +39,7 @@ async def test_sigint_is_graceful_and_resumable(tmp_path: Path) -> None:
         cfg.write_text(
             f'seeds = "{seeds}"\nuser-agent = "{UA}"\nmin-delay = 0.2\n'
             f'resolve = ["{web.resolve_arg()}"]\nallow-private-addresses = true\n'
-            'scope = "any"\nretry-base = 0.2\n'
+            'scope = "any"\nretry-base = 0.2\nip-min-delay = 0\n'
         )
         out = tmp_path / "out"
         proc = await _crawl(cfg, out)

@@ -1,7 +1,17 @@
 import pytest
 
 from politecrawl.fetch import FetchResult
-from politecrawl.outcome import Drop, DropReason, Redirect, Retry, Store, classify, retry_after_s
+from politecrawl.outcome import (
+    Drop,
+    DropReason,
+    Redirect,
+    Retry,
+    Store,
+    answered_normally,
+    classify,
+    refusal,
+    retry_after_s,
+)
 
 
 def res(status=None, headers=(), error=None, abandoned=False):
@@ -62,3 +72,41 @@ def test_retry_after_http_date():
     assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480.0) == 0.0
     assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
     assert retry_after_s("soon") is None
+
+
+@pytest.mark.parametrize(
+    "status,error,kind",
+    [
+        (401, None, "http_401"),
+        (403, None, "http_403"),
+        (429, None, "http_429"),
+        (None, "timeout", "timeout"),
+        (404, None, None),
+        (410, None, None),
+        (500, None, None),
+        (503, None, None),
+        (200, None, None),
+        (None, "connect", None),
+        (None, "dns", None),
+    ],
+)
+def test_refusals_are_the_site_saying_go_away(status, error, kind):
+    assert refusal(res(status, error=error)) == kind
+
+
+@pytest.mark.parametrize(
+    "status,error,normal",
+    [
+        (200, None, True),
+        (301, None, True),
+        (404, None, True),  # an answer: the site is there and talking
+        (403, None, False),
+        (429, None, False),
+        (500, None, False),
+        (503, None, False),
+        (None, "timeout", False),
+        (None, "connect", False),
+    ],
+)
+def test_only_normal_answers_end_a_run_of_failures(status, error, normal):
+    assert answered_normally(res(status, error=error)) is normal

@@ -72,3 +72,55 @@ def test_a_request_start_persists_a_provisional_next_time():
     h = HostState("a")
     politeness.record_start(h, cfg, now=100.0)
     assert h.next_allowed == 115.0  # on disk before the request goes out
+
+
+def test_the_next_start_counts_from_the_end_of_the_last_response():
+    """The server saw the last request before its answer ended: counting from there, no gap
+    it sees is shorter than the delay, however long the request took to reach it."""
+    cfg = PolitenessConfig(min_delay_s=5.0, jitter_s=0.0, response_time_factor=0.0)
+    h = HostState("a")
+    politeness.record_start(h, cfg, now=100.0)
+    politeness.record_end(h, now=100.4)  # name resolution, connect and answer: 0.4 s
+    assert politeness.schedule_next(h, cfg) == 105.4
+
+
+def test_the_ip_may_be_asked_again_a_gap_after_the_last_answer():
+    cfg = PolitenessConfig(min_delay_s=5.0, jitter_s=0.0, ip_min_delay_s=1.5)
+    h = HostState("a")
+    politeness.record_start(h, cfg, now=100.0)
+    politeness.record_end(h, now=100.2)
+    politeness.schedule_next(h, cfg)
+    assert h.ip_next == 101.7
+    off = PolitenessConfig(min_delay_s=5.0, jitter_s=0.0, ip_min_delay_s=None)
+    h2 = HostState("b")
+    politeness.record_end(h2, now=100.2)
+    politeness.schedule_next(h2, off)
+    assert h2.ip_next == 0.0  # no IP rule
+
+
+def test_refusals_in_a_row_pause_the_site_then_give_it_up():
+    cfg = PolitenessConfig(min_delay_s=1.0, jitter_s=0.0, park_after_failures=3, park_s=600.0)
+    h = HostState("a", last_start=0.0)
+    got = [politeness.record_refusal(h, cfg, now=10.0) for _ in range(3)]
+    assert got == [
+        politeness.Refused.COUNTED,
+        politeness.Refused.COUNTED,
+        politeness.Refused.PAUSED,
+    ]
+    assert politeness.is_parked(h, now=11.0)
+    assert politeness.schedule_next(h, cfg) == 610.0  # paused: not asked before then
+    assert politeness.record_refusal(h, cfg, now=611.0) is politeness.Refused.GIVEN_UP
+
+
+def test_a_normal_answer_ends_a_run_of_refusals_a_5xx_does_not():
+    cfg = PolitenessConfig(min_delay_s=1.0, jitter_s=0.0, park_after_failures=3, park_s=600.0)
+    h = HostState("a")
+    politeness.record_refusal(h, cfg, now=0.0)
+    politeness.record_refusal(h, cfg, now=0.0)
+    politeness.record_response(h, cfg, 0.1, normal=True)
+    assert politeness.record_refusal(h, cfg, now=0.0) is politeness.Refused.COUNTED
+    for _ in range(2):  # 5xx answers: their time is learned, the failures keep counting
+        politeness.record_response(h, cfg, 0.1, normal=False)
+        assert not politeness.record_failure(h, cfg, now=0.0)
+    politeness.record_response(h, cfg, 0.1, normal=False)
+    assert politeness.record_failure(h, cfg, now=0.0)  # the third 5xx in a row: parked

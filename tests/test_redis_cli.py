@@ -33,7 +33,17 @@ async def test_two_worker_processes_one_crawl(redis_url: str, tmp_path: Path) ->
     async with TestWeb(n_hosts=5, pages_per_host=5, seed=8) as web:
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("\n".join(web.seed_urls()) + "\n")
-        rc, out, err = await _cli("seed", str(seeds), "--frontier", redis_url, "--crawl-id", crawl)
+        rc, out, err = await _cli(
+            "seed",
+            str(seeds),
+            "--frontier",
+            redis_url,
+            "--crawl-id",
+            crawl,
+            "--resolve",
+            web.resolve_arg(),
+            "--allow-private-addresses",
+        )
         assert rc == 0, err
         assert "5 of 5 URLs queued" in out
         rc, out, _ = await _cli("status", "--frontier", redis_url, "--crawl-id", crawl, "--json")
@@ -49,6 +59,8 @@ async def test_two_worker_processes_one_crawl(redis_url: str, tmp_path: Path) ->
             "--resolve",
             web.resolve_arg(),
             "--allow-private-addresses",
+            "--ip-min-delay",
+            "0",
             "--min-delay",
             "0.15",
             "--retry-base",

@@ -230,7 +230,7 @@ async def _crawl(web: ReplayWeb, out: Path) -> None:
         sys.executable, "-m", "politecrawl.cli", "crawl", "--seeds", str(seeds),
         "--out", str(out), "--user-agent", UA, "--resolve", web.resolve_arg(),
         "--allow-private-addresses", "--min-delay", "0", "--delay-factor", "0",
-        "--jitter", "0", "--retry-base", "0.1", "--no-progress",
+        "--jitter", "0", "--retry-base", "0.1", "--no-progress", "--ip-min-delay", "0",
         # every page comes back once or twice as a conditional GET (a 304 here)
         "--recrawl", "--revisit-min", "1.5", "--revisit-max", "2", "--max-time", "6",
     ]  # fmt: skip

@@ -46,6 +46,8 @@ async def test_build_then_fetch_a_segment_with_shared_state(tmp_path: Path) -> N
             "--min-delay",
             "0.1",
             "--allow-private-addresses",
+            "--ip-min-delay",
+            "0",
             "--no-progress",
             "--retry-base",
             "0.2",

@@ -23,7 +23,10 @@ from politecrawl import ConfigError, Crawler
 from politecrawl.testweb import TestWeb, load_access_log
 
 UA = "testbot/1.0 (+http://bot.example/info)"
-FAST = ["--min-delay", "0.01", "--jitter", "0", "--delay-factor", "1", "--no-progress"]
+FAST = [
+    "--min-delay", "0.01", "--jitter", "0", "--delay-factor", "1", "--ip-min-delay", "0",
+    "--no-progress",
+]  # fmt: skip
 
 
 async def politecrawl(*args: str, timeout: float = 120) -> tuple[int, str, str]:
@@ -196,6 +199,7 @@ async def test_second_crawl_on_a_live_folder_is_refused_and_kill9_lock_does_not_
     common = [
         "--seeds", str(seeds), "--user-agent", UA, "--out", str(out), "--resolve",
         site.resolve(), "--allow-private-addresses", "--no-progress", "--jitter", "0",
+        "--ip-min-delay", "0",
     ]  # fmt: skip
     first = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "politecrawl.cli", "crawl", *common, "--min-delay", "0.3",

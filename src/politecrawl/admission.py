@@ -13,6 +13,7 @@ as seen too, so its refusal is counted once.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Literal
@@ -30,6 +31,7 @@ from politecrawl.urls import (
     TrapLimits,
     canonicalize,
     host_of,
+    origin_of,
     politeness_key,
     trap_reason,
 )
@@ -132,10 +134,15 @@ class Admission:
         counters: Counter[str],
         ip_of: Callable[[str], Awaitable[str | None]] | None = None,
         rewrite: Callable[[str], str] | None = None,
+        *,
+        ip_rule: bool = False,
     ) -> None:
         self.frontier = frontier
         self.gate = gate
         self.ip_of = ip_of
+        # one server, many names: each entry carries its host's address (resolved once per
+        # origin, cached by ``ip_of``) so the frontier can keep one request in flight per IP
+        self.ip_rule = ip_rule and ip_of is not None and key_mode != "ip"
         self.rewrite = rewrite  # learned duplicate-URL rules (continuity): variants never fetched
         self.key_mode: Literal["host", "domain", "ip"] = key_mode
         self.counters = counters
@@ -186,6 +193,13 @@ class Admission:
             else:
                 key = politeness_key(url, key_mode)
             entries.append(UrlEntry(url, key, depth, hops, priority=priority, kind=kind))
+        if self.ip_rule and self.ip_of is not None and entries:
+            # one lookup per origin of the batch, together; each is cached by ``ip_of``
+            firsts = {origin_of(e.url): e.url for e in reversed(entries)}
+            found = await asyncio.gather(*(self.ip_of(u) for u in firsts.values()))
+            ips = dict(zip(firsts, found, strict=True))
+            for e in entries:
+                e.ip = ips[origin_of(e.url)] or ""
         if refused:
             await self.frontier.mark_seen(refused)
         added = await self.frontier.add(entries) if entries else []

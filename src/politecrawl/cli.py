@@ -54,6 +54,7 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ),
     ("exclude-check", float, "seconds between checks of the never-crawl file (default 60)"),
     ("max-size", int, "body cap in bytes (default 2 MiB); longer bodies are cut and marked"),
+    ("ip-min-delay", float, "one request at a time per server IP, this gap after each (1)"),
     ("politeness-key", str, "host | domain | ip: what one 'site' is for politeness (default host)"),
     ("robots-ttl", float, "seconds a robots.txt stays fresh (default 86400)"),
     ("retry-base", float, "first retry wait after a 5xx or network error, seconds (default 30)"),
@@ -176,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     seed.add_argument("--crawl-id", default="default", help="the shared crawl's name")
     seed.add_argument("--scope", default="any", help="host | domain | any (default any)")
     seed.add_argument("--exclude-file", type=Path, help="never-crawl list")
+    # each seed's server address is looked up here (one request at a time per IP)
+    seed.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR")
+    seed.add_argument("--allow-private-addresses", action="store_true")
     status = sub.add_parser(
         "status",
         help="what a shared crawl is doing",
@@ -304,6 +308,7 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         key_mode=v.get("politeness_key", "host"),
         park_after_failures=int(v.get("park_after", 5)),
         park_s=float(v.get("park_time", 3600.0)),
+        ip_min_delay_s=float(v.get("ip_min_delay", 1.0)),
     )
     resolve = v.get("resolve") or ()
     fetch = FetchConfig(
@@ -442,7 +447,11 @@ def cmd_seed(args: argparse.Namespace) -> int:
     cfg = CrawlConfig(
         seeds=seeds,
         out_dir=out,
-        fetch=FetchConfig(user_agent=DEMO_UA),
+        fetch=FetchConfig(
+            user_agent=DEMO_UA,
+            resolve=tuple(args.resolve),
+            allow_private_addresses=args.allow_private_addresses,
+        ),
         scope=args.scope,
         exclude_file=args.exclude_file,
         frontier_url=args.frontier,

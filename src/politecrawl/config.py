@@ -78,9 +78,15 @@ class PolitenessConfig:
     key_mode: KeyMode = "host"
     park_after_failures: int = 5
     park_s: float = 3600.0
+    # one server, many names: one request in flight per IP address, and this gap from the end
+    # of its last response; None turns the IP rule off (only for a test web whose names on one
+    # address stand for many servers: not offered on the command line)
+    ip_min_delay_s: float | None = 1.0
 
     def __post_init__(self) -> None:
         _positive("--min-delay", self.min_delay_s, zero_ok=True)
+        if self.ip_min_delay_s is not None:
+            _positive("--ip-min-delay", self.ip_min_delay_s, zero_ok=True)
         _positive("response_time_factor", self.response_time_factor, zero_ok=True)
         _positive("--jitter", self.jitter_s, zero_ok=True)
         if self.park_after_failures < 1:

@@ -37,13 +37,16 @@ from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
 from politecrawl.frontier.factory import make_frontier
 from politecrawl.handler import PageHandler, load_handler, run_handler
 from politecrawl.outcome import (
+    Drop,
     DropReason,
     NotModified,
     Redirect,
     Retry,
     Store,
+    answered_normally,
     classify,
     outcome_label,
+    refusal,
 )
 from politecrawl.outlock import OutputLock
 from politecrawl.page import Page, read_response
@@ -137,6 +140,7 @@ class Crawler:
             config.politeness.key_mode,
             self.counters,
             self._ip_of,
+            ip_rule=config.politeness.ip_min_delay_s is not None,
         )
         self._ips: dict[str, str | None] = {}
         self.robots = RobotsCache(
@@ -269,7 +273,8 @@ class Crawler:
         return await self._finish()
 
     async def _ip_of(self, url: str) -> str | None:
-        """The address a URL's host resolves to (cached per origin), for ``--politeness-key ip``."""
+        """The address a URL's host resolves to (cached per origin): the politeness key with
+        ``--politeness-key ip``, else the IP rule's (see ``politeness``)."""
         origin = origin_of(url)
         if origin in self._ips:
             return self._ips[origin]
@@ -551,14 +556,48 @@ class Crawler:
         await self.frontier.begin_request(host.key, host)  # on disk before the request goes
         politeness.record_start(host, self.cfg.politeness, self.clock())  # the real start
         res = await self.fetcher.fetch(url, html_only=html_only, extra_headers=extra_headers)
+        politeness.record_end(host, self.clock())  # the next gap counts from here
         self.counters["requests"] += 1
         if res.status is not None and res.status >= 400:
             self.counters[f"error:http_{res.status}"] += 1
         if res.error is not None:
             self.counters[f"error:{res.error}"] += 1
         elif res.status is not None:
-            politeness.record_response(host, self.cfg.politeness, res.duration_s)
+            politeness.record_response(
+                host, self.cfg.politeness, res.duration_s, normal=answered_normally(res)
+            )
         return res
+
+    async def _refused(self, host: politeness.HostState, why: str) -> bool:
+        """The site refused (``outcome.refusal``): pause it, or give it up. True if given up."""
+        cfg = self.cfg.politeness
+        done = politeness.record_refusal(host, cfg, self.clock())
+        n = host.consecutive_refusals
+        if done is politeness.Refused.PAUSED:
+            self.counters["sites_paused"] += 1
+            log.warning(
+                "%s refused %d requests in a row (%s): paused for %.0f s",
+                host.key,
+                n,
+                why,
+                cfg.park_s,
+            )
+        elif done is politeness.Refused.GIVEN_UP:
+            dropped = await self.frontier.drop_queued(
+                host.key, f"dropped:{DropReason.SITE_REFUSED.value}"
+            )
+            self.counters["sites_given_up"] += 1
+            self.counters[DropReason.SITE_REFUSED.value] += dropped + 1
+            log.warning(
+                "%s refused %d requests in a row (%s) after a pause: given up, "
+                "its %d remaining URLs dropped",
+                host.key,
+                n,
+                why,
+                dropped + 1,
+            )
+            return True
+        return False
 
     async def _fetch_url(self, entry: UrlEntry, host: politeness.HostState) -> None:
         known = await self.frontier.validators(entry.url) if entry.kind == PAGE else None
@@ -582,6 +621,10 @@ class Crawler:
             retry_base_s=self.cfg.fetch.retry_base_s,
         )
         label = outcome_label(outcome)
+        refused = refusal(res)
+        if refused is not None and await self._refused(host, refused):
+            outcome = Drop(DropReason.SITE_REFUSED, refused)  # the URL goes with its site
+            label = outcome_label(outcome)
         due: float | None = None  # with --recrawl: when this page comes back
         if isinstance(outcome, Store):
             if entry.kind == SITEMAP:
@@ -601,9 +644,11 @@ class Crawler:
         elif isinstance(outcome, Retry):
             if outcome.overload:
                 ra = outcome.after_s if res.header("retry-after") else None
-                parked = politeness.record_overload(host, self.cfg.politeness, self.clock(), ra)
-            else:
-                parked = politeness.record_failure(host, self.cfg.politeness, self.clock())
+                politeness.slow_down(host, self.cfg.politeness, self.clock(), ra)
+            # a refusal (429, timeout) counts as one, not as a failure too
+            parked = refused is None and politeness.record_failure(
+                host, self.cfg.politeness, self.clock()
+            )
             if parked:
                 self.counters["hosts_parked"] += 1
                 log.warning(
@@ -615,7 +660,8 @@ class Crawler:
             entry.not_before = self.clock() + outcome.after_s
             self.counters["retries"] += 1
         else:
-            self.counters[outcome.reason.value] += 1
+            if outcome.reason is not DropReason.SITE_REFUSED:  # counted by _refused
+                self.counters[outcome.reason.value] += 1
             if res.status is not None and not res.abandoned:
                 self.warc.write_exchange(res)
         if due is not None:  # a continuous crawl: back in the queue, due at its interval

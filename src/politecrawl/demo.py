@@ -32,7 +32,10 @@ async def run_demo(out: Path, hosts: int, pages: int, min_delay_s: float) -> dic
                 allow_private_addresses=True,
                 retry_base_s=0.5,
             ),
-            politeness=PolitenessConfig(min_delay_s=min_delay_s, jitter_s=0.05, park_s=2.0),
+            # the test web is one server: one request at a time, no extra gap
+            politeness=PolitenessConfig(
+                min_delay_s=min_delay_s, jitter_s=0.05, park_s=2.0, ip_min_delay_s=0.0
+            ),
             scope="any",
             exclude_check_s=1.0,
             robots_ttl_s=3600.0,

@@ -13,6 +13,11 @@ other 5xx, timeout, connect, network       Retry with exponential backoff, 3 att
 private / loopback target                  Drop(ADDRESS_REFUSED)
 broken transfer coding (bad chunk size)    Drop(BAD_CHUNKING) at once, never retried
 =========================================  =======================================
+
+Besides what to do with the URL, a response says something about the site (``refusal``,
+``answered_normally``): 401, 403, 429 and timeouts are the site saying go away; in a row they
+pause the site and then give it up (``politeness.record_refusal``; the site's queued URLs are
+then dropped as ``site_refused``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ class DropReason(enum.StrEnum):
     BAD_CHUNKING = "bad_chunking"  # a chunk-size line that is not hex (RFC 9112 7.1)
     NOINDEX = "noindex"
     DUPLICATE_URL = "duplicate_url_rule"  # a learned rule says it is a variant of another URL
+    SITE_REFUSED = "site_refused"  # the site refused request after request: given up
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +90,22 @@ Outcome = Store | NotModified | Redirect | Retry | Drop
 _PERMANENT_4XX = frozenset({400, 401, 403, 404, 406, 410, 451})
 _REDIRECTS = {301: True, 308: True, 302: False, 303: False, 307: False}
 _OVERLOAD = frozenset({429, 503})
+_REFUSALS = frozenset({401, 403, 429})
+
+
+def refusal(result: FetchResult) -> str | None:
+    """The site said go away (401, 403, 429, a timeout): the kind, else None."""
+    if result.error is not None:
+        return "timeout" if result.error == "timeout" else None
+    if result.status in _REFUSALS:
+        return f"http_{result.status}"
+    return None
+
+
+def answered_normally(result: FetchResult) -> bool:
+    """An answer that ends a run of failures and refusals: neither a 5xx nor a refusal."""
+    status = result.status
+    return result.error is None and status is not None and status < 500 and refusal(result) is None
 
 
 def retry_after_s(value: str | None, now: float | None = None) -> float | None:

@@ -5,13 +5,27 @@ Given what we know of a site (robots Crawl-delay, its recent response times, bac
 else sleeps or computes a delay.
 
 The rule (the seeds' "Politeness" article): the next request starts no earlier than
-``last start + delay`` where ``delay = max(Crawl-delay, floor, factor x mean of the last 5
-response times)``, multiplied by the backoff factor, plus a small random addition that is
-never negative: the floor is a floor (unlike Scrapy's 0.5-1.5x randomisation).
+``end of the last response + delay`` where ``delay = max(Crawl-delay, floor, factor x mean
+of the last 5 response times)``, multiplied by the backoff factor, plus a small random
+addition that is never negative: the floor is a floor (unlike Scrapy's 0.5-1.5x
+randomisation). Counting from the end of the last response (as Heritrix and BUbiNG do), not
+from its start, is what makes the gap hold as the server sees it: the server saw the last
+request before it sent the last byte of its answer, and the next one reaches it after the
+crawler starts it, however long name resolution and connecting took either time.
+
+One server, many names: a site's key (its host) and its server's address (the IP the host
+resolves to) are both gates. At most one request is in flight per IP, and the next request to
+an IP starts no earlier than the end of the last response from it + ``ip_min_delay_s``
+(``ip_next``). The frontier keeps both times and leases a key only when both have come.
+
+A site that says go away (``outcome.refusal``: 401, 403, 429, a timeout) is paused after
+``park_after_failures`` refusals in a row and given up (its queued URLs dropped) if it
+still refuses after the pause (``record_refusal``).
 """
 
 from __future__ import annotations
 
+import enum
 import random
 from collections import deque
 from dataclasses import dataclass, field
@@ -32,6 +46,17 @@ class HostState:
     retry_after_until: float = 0.0
     consecutive_failures: int = 0
     parked_until: float = 0.0
+    last_end: float = 0.0  # when the last response ended (or the request failed)
+    ip_next: float = 0.0  # this key's server address may be asked again from then on
+    consecutive_refusals: int = 0
+
+
+class Refused(enum.Enum):
+    """What a refusal (see ``outcome.refusal``) did to a site."""
+
+    COUNTED = "counted"
+    PAUSED = "paused"
+    GIVEN_UP = "given_up"
 
 
 def base_delay_s(state: HostState, cfg: PolitenessConfig) -> float:
@@ -52,10 +77,15 @@ def delay_s(state: HostState, cfg: PolitenessConfig) -> float:
 def schedule_next(
     state: HostState, cfg: PolitenessConfig, rng: random.Random | None = None
 ) -> float:
-    """Set and return the earliest start of the next request to this key."""
+    """Set and return the earliest start of the next request to this key; also the earliest
+    start of the next request to its server's address (``ip_next``). Both count from the end
+    of the last response, so no gap the server sees is shorter than the delay."""
     jitter = (rng or random).random() * cfg.jitter_s
-    earliest = state.last_start + delay_s(state, cfg) + jitter
+    since = max(state.last_start, state.last_end)
+    earliest = since + delay_s(state, cfg) + jitter
     state.next_allowed = max(earliest, state.retry_after_until)
+    if cfg.ip_min_delay_s is not None:
+        state.ip_next = max(state.ip_next, since + cfg.ip_min_delay_s)
     return state.next_allowed
 
 
@@ -69,13 +99,40 @@ def record_start(state: HostState, cfg: PolitenessConfig, now: float) -> None:
     state.next_allowed = max(state.next_allowed, now + delay_s(state, cfg))
 
 
-def record_response(state: HostState, cfg: PolitenessConfig, duration_s: float) -> None:
-    """A normal answer: learn its time, let any backoff decay by half."""
+def record_end(state: HostState, now: float) -> None:
+    """The request's response ended (or it failed) now: the next gap counts from here."""
+    state.last_end = max(state.last_end, now)
+
+
+def record_response(
+    state: HostState, cfg: PolitenessConfig, duration_s: float, *, normal: bool = True
+) -> None:
+    """An answer: learn its time. A normal one (``outcome.answered_normally``: not a 5xx,
+    not a refusal) also ends any run of failures and refusals and halves any backoff."""
     if state.response_times_s.maxlen != cfg.response_time_window:
         state.response_times_s = deque(state.response_times_s, maxlen=cfg.response_time_window)
     state.response_times_s.append(max(0.0, duration_s))
-    state.consecutive_failures = 0
-    state.backoff_factor = max(1.0, state.backoff_factor / 2)
+    if normal:
+        state.consecutive_failures = 0
+        state.consecutive_refusals = 0
+        state.backoff_factor = max(1.0, state.backoff_factor / 2)
+
+
+def record_refusal(state: HostState, cfg: PolitenessConfig, now: float) -> Refused:
+    """The site refused a request (401, 403, 429, a timeout: ``outcome.refusal``).
+
+    ``park_after_failures`` refusals in a row pause the site for ``park_s``; a refusal after
+    that pause (the run goes on) gives the site up: its queued URLs are to be dropped.
+    """
+    state.consecutive_refusals += 1
+    n = state.consecutive_refusals
+    if n > cfg.park_after_failures:
+        return Refused.GIVEN_UP
+    if n == cfg.park_after_failures:
+        state.parked_until = max(state.parked_until, now + cfg.park_s)
+        state.retry_after_until = max(state.retry_after_until, state.parked_until)
+        return Refused.PAUSED
+    return Refused.COUNTED
 
 
 def record_failure(state: HostState, cfg: PolitenessConfig, now: float) -> bool:
@@ -101,12 +158,19 @@ def record_overload(
     Returns True when the host was parked (see ``record_failure``).
     """
     parked = record_failure(state, cfg, now)
+    slow_down(state, cfg, now, retry_after_s)
+    return parked
+
+
+def slow_down(
+    state: HostState, cfg: PolitenessConfig, now: float, retry_after_s: float | None
+) -> None:
+    """Double the delay (capped at ``max_backoff_s``) and honour Retry-After (capped)."""
     base = max(base_delay_s(state, cfg), 1e-3)
     state.backoff_factor = min(state.backoff_factor * 2, max(1.0, cfg.max_backoff_s / base))
     if retry_after_s is not None:
         wait = min(max(0.0, retry_after_s), cfg.max_retry_after_s)
         state.retry_after_until = max(state.retry_after_until, now + wait)
-    return parked
 
 
 def set_crawl_delay(state: HostState, crawl_delay_s: float | None) -> None:

@@ -10,6 +10,10 @@ checked by one contract suite (tests/test_frontier_contract.py):
   within a key the highest-priority URL (FIFO among equals); except that a key due for
   ``max_wait_s`` or longer goes before them all (longest-waiting first), so under overload
   a site with only low-priority URLs is still served within a bounded time;
+- one server, many names: a key queued with an ``ip`` (the address its host resolves to) is
+  leased only while no other key of that IP is leased, and not before the IP's next time
+  (the largest ``HostState.ip_next`` a release of one of its keys gave); keys kept waiting
+  by their IP take turns in the order they were found waiting;
 - a URL is queued at most once (the seen-set), and every queued URL ends ``finish``-ed or is
   still queued: none is lost, across restarts too.
 """
@@ -36,6 +40,7 @@ class UrlEntry:
     priority: float = 0.0
     kind: int = PAGE
     refetch: bool = False
+    ip: str = ""  # the server address of the key's host ("" unknown: no IP rule)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,11 @@ Keys (``P`` = ``pc:{CRAWL_ID}:``)
     ``P seen``     set   8-byte blake2b digests (exact mode), or ``P bloom`` a bitmap
     ``P hosts``    hash  key -> HostState JSON (``sqlite.host_to_json``, the same format)
     ``P parked``   zset  parked key -> parked until (so ``stats`` counts them without a scan)
+    ``P ipof``     hash  key -> the IP its host resolves to (set by the first ``add`` naming it)
+    ``P iphold``   hash  IP -> the one key of it leased now;  ``P ipnext`` hash IP -> when it
+                         may be asked again (the largest ``HostState.ip_next`` released)
+    ``P ipw:IP``   list  keys found due while the IP was held, first come first served;
+    ``P waiting``  set   every key in such a line (scheduled only when its IP calls it)
     ``P robots``   hash  origin -> packed RobotsRecord;  ``P robots:t`` zset origin -> write tick
     ``P pages``    hash  digest of a stored page's URL -> [ETag, Last-Modified, fetched at]
                          (conditional GET; a digest collision only costs a full 200)
@@ -49,6 +54,11 @@ wait in ``d:KEY`` and move to ``q:KEY`` once due (at ``pop_url`` or ``lease``).
 Between keys: ``lease(now)`` moves every key due by ``now`` from the box into ``ready``,
 scored by its best URL, and takes the one holding the highest-priority URL (ties: key name),
 unless the longest-waiting ready key has been due for ``max_wait_s``: then that one.
+
+One server, many names. ``lease`` takes a key only if its IP is not held by another leased
+key and its IP's next time has come: a key due while its IP is held joins the IP's line, a
+key due before the IP's time goes back to the box at that time. Releasing (or reclaiming)
+the key that held the IP schedules the first key of the line; O(1) per key, no scan.
 
 Leases. ``lease`` is one script: reclaim expired leases (below), promote due keys, take the
 best ready key, record it in ``leases`` with expiry ``now + lease_ttl_s`` and a token unique
@@ -171,11 +181,12 @@ local function unready(key)
   redis.call('ZREM', P .. 'ready', key)
   redis.call('ZREM', P .. 'due', key)
 end
--- into the penalty box at `when`, unless leased, ready, or already due sooner
+-- into the penalty box at `when`, unless leased, ready, waiting for its IP, or due sooner
 local function schedule(key, when)
   if redis.call('ZSCORE', P .. 'leases', key) or redis.call('ZSCORE', P .. 'ready', key) then
     return
   end
+  if redis.call('SISMEMBER', P .. 'waiting', key) == 1 then return end
   local cur = redis.call('ZSCORE', P .. 'box', key)
   if cur and tonumber(cur) <= when then return end
   redis.call('ZADD', P .. 'box', fmt(when), key)
@@ -208,6 +219,55 @@ local function promote_delayed(key, now)
     end
   end
 end
+-- the IP is free: the first key in its line that still has URLs is scheduled
+local function call_next(ip)
+  while true do
+    local k = redis.call('LPOP', P .. 'ipw:' .. ip)
+    if not k then return end
+    redis.call('SREM', P .. 'waiting', k)
+    local e = earliest(k)
+    if e then
+      local nxt = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
+      schedule(k, math.max(host_times(k), e, nxt))
+      return
+    end
+  end
+end
+-- a key left the schedule with no URL at all: if its IP is free, the line moves on
+local function orphan(key)
+  local ip = redis.call('HGET', P .. 'ipof', key)
+  if ip and redis.call('HEXISTS', P .. 'iphold', ip) == 0 then call_next(ip) end
+end
+-- the IP's next time is at least `nxt`
+local function ip_after(ip, nxt)
+  local cur = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
+  if nxt > cur then redis.call('HSET', P .. 'ipnext', ip, fmt(nxt)) end
+end
+-- a leased key gives its IP back: asked again from `nxt` on, the next key in line called
+local function free_ip(key, nxt)
+  local ip = redis.call('HGET', P .. 'ipof', key)
+  if not ip or redis.call('HGET', P .. 'iphold', ip) ~= key then return end
+  redis.call('HDEL', P .. 'iphold', ip)
+  ip_after(ip, nxt)
+  call_next(ip)
+end
+-- may `key` (with URLs queued) be leased now? Else it waits in its IP's line or for its time
+local function ip_admits(key, now)
+  local ip = redis.call('HGET', P .. 'ipof', key)
+  if not ip then return true end
+  if redis.call('HEXISTS', P .. 'iphold', ip) == 1 then
+    redis.call('RPUSH', P .. 'ipw:' .. ip, key)
+    redis.call('SADD', P .. 'waiting', key)
+    return false
+  end
+  local nxt = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
+  if nxt > now then
+    schedule(key, nxt)
+    return false
+  end
+  redis.call('HSET', P .. 'iphold', ip, key)
+  return true
+end
 -- URLs popped and never finished or pushed back: queued again in their place, as re-fetches
 local function requeue_flight(key)
   local urls = redis.call('SMEMBERS', P .. 'f:' .. key)
@@ -228,6 +288,7 @@ end
 local function reclaim(key, now, floor)
   redis.call('ZREM', P .. 'leases', key)
   redis.call('HDEL', P .. 'owner', key)
+  free_ip(key, now + floor)  -- the dead worker may have had a request in flight
   local n = requeue_flight(key)
   local e = earliest(key)
   if e then
@@ -240,25 +301,26 @@ local function reclaim(key, now, floor)
 end
 """
 
-# ARGV: P, mode ('e'|'b'), k, n, then per entry: url, key, json, -priority, not_before, and
-# one digest (exact) or k bit positions (bloom). Returns 1/0 per entry and the new seen count.
+# ARGV: P, mode ('e'|'b'), k, n, then per entry: url, key, json, -priority, not_before, ip,
+# and one digest (exact) or k bit positions (bloom). Returns 1/0 per entry.
 _ADD = r"""
 local mode, k, n = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local stride = 5 + k
+local stride = 6 + k
 local out, fresh, i = {}, 0, 5
 for e = 1, n do
   local url, key, js, qs, nb = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local new = false
   if mode == 'e' then
-    new = redis.call('SADD', P .. 'seen', ARGV[i + 5]) == 1
+    new = redis.call('SADD', P .. 'seen', ARGV[i + 6]) == 1
   else
     for j = 1, k do
-      if redis.call('SETBIT', P .. 'bloom', ARGV[i + 4 + j], 1) == 0 then new = true end
+      if redis.call('SETBIT', P .. 'bloom', ARGV[i + 5 + j], 1) == 0 then new = true end
     end
     if new then fresh = fresh + 1 end
   end
   out[e] = 0
   if new and redis.call('HEXISTS', P .. 'meta', url) == 0 then
+    if ARGV[i + 5] ~= '' then redis.call('HSETNX', P .. 'ipof', key, ARGV[i + 5]) end
     enqueue(url, key, js, qs, nb, false)
     local na = host_times(key)
     schedule(key, math.max(na, tonumber(nb)))
@@ -312,7 +374,7 @@ for _, key in ipairs(due) do
     redis.call('ZADD', P .. 'due', ARGV[2], key)  -- found due now (queued late: waited less)
   else
     local e = earliest(key)
-    if e then schedule(key, math.max(host_times(key), e)) end
+    if e then schedule(key, math.max(host_times(key), e)) else orphan(key) end
   end
 end
 while true do
@@ -327,12 +389,15 @@ while true do
   end
   unready(key)
   if redis.call('ZCARD', P .. 'q:' .. key) > 0 then
-    redis.call('ZADD', P .. 'leases', ARGV[3], key)
-    redis.call('HSET', P .. 'owner', key, ARGV[4])
-    return {key, reclaimed}
+    if ip_admits(key, now) then
+      redis.call('ZADD', P .. 'leases', ARGV[3], key)
+      redis.call('HSET', P .. 'owner', key, ARGV[4])
+      return {key, reclaimed}
+    end
+  else
+    local e = earliest(key)
+    if e then schedule(key, math.max(host_times(key), e)) else orphan(key) end
   end
-  local e = earliest(key)
-  if e then schedule(key, math.max(host_times(key), e)) end
 end
 """.replace("REAP", str(_REAP_BATCH)).replace("PROMOTE", str(_PROMOTE_BATCH))
 
@@ -370,8 +435,8 @@ schedule(key, math.max(host_times(key), e or 0))  -- a no-op while the key is le
 return 1
 """
 
-# ARGV: P, key, token, host json, next_allowed, last_start. Returns 1, or 0 if the lease
-# was lost (then nothing is scheduled twice).
+# ARGV: P, key, token, host json, next_allowed, last_start, ip_next. Returns 1, or 0 if the
+# lease was lost (then nothing is scheduled twice).
 _RELEASE = r"""
 local key, na, ls = ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[6])
 local owner = redis.call('HGET', P .. 'owner', key)
@@ -379,11 +444,14 @@ if owner == ARGV[3] then
   save_host(key, ARGV[4])
   redis.call('ZREM', P .. 'leases', key)
   redis.call('HDEL', P .. 'owner', key)
+  free_ip(key, tonumber(ARGV[7]))
   requeue_flight(key)
   local e = earliest(key)
   if e then schedule(key, math.max(na, e)) end
   return 1
 end
+local ip = redis.call('HGET', P .. 'ipof', key)
+if ip then ip_after(ip, tonumber(ARGV[7])) end  -- a late request still spaces its IP
 if not owner then
   local _, stored_ls = host_times(key)
   if ls >= stored_ls then save_host(key, ARGV[4]) end
@@ -529,6 +597,7 @@ if n > 0 then
 end
 redis.call('ZREM', P .. 'box', key)
 unready(key)
+if not redis.call('ZSCORE', P .. 'leases', key) then orphan(key) end
 return n
 """
 
@@ -795,7 +864,7 @@ class RedisFrontier:
         bloom = self.seen_mode == "bloom"
         args: list[Any] = ["b" if bloom else "e", self._bloom_k if bloom else 1, len(entries)]
         for e in entries:
-            args += [e.url, e.key, _entry_json(e), _f(-e.priority), _f(e.not_before)]
+            args += [e.url, e.key, _entry_json(e), _f(-e.priority), _f(e.not_before), e.ip]
             args += self._seen_args(e.url)
         flags = await self._run("add", args)
         return [bool(int(f)) for f in flags]
@@ -890,7 +959,14 @@ class RedisFrontier:
         token = self._held.pop(key, None)
         ok = await self._run(
             "release",
-            [key, token or "", host_to_json(state), _f(state.next_allowed), _f(state.last_start)],
+            [
+                key,
+                token or "",
+                host_to_json(state),
+                _f(state.next_allowed),
+                _f(state.last_start),
+                _f(state.ip_next),
+            ],
         )
         if not int(ok) and token is not None:
             self.lost_leases += 1
@@ -1061,16 +1137,17 @@ async def _raw_stats(r: aioredis.Redis, p: str, bloom: bool, now: float) -> dict
         pipe.zcount(p + "box", "-inf", now)
         pipe.zcount(p + "parked", f"({now!r}", "+inf")
         pipe.zcard(p + "leases")
+        pipe.scard(p + "waiting")
         if bloom:
             pipe.hget(p + "stat", "seen_n")
         else:
             pipe.scard(p + "seen")
-        queued, box, ready, due, parked, leases, seen = await pipe.execute()
+        queued, box, ready, due, parked, leases, waiting, seen = await pipe.execute()
     except RedisError as exc:
         raise FrontierError(f"frontier failed (stats): {exc}") from exc
     return {
         "queued": int(queued or 0),
-        "hosts_waiting": int(box) + int(ready),
+        "hosts_waiting": int(box) + int(ready) + int(waiting),
         "ready": int(ready) + int(due),
         "parked": int(parked),
         "leases": int(leases),

@@ -14,6 +14,13 @@ SQLite calls take microseconds and run on the event loop's thread;
 only the commit touches the disk.
 
 A URL's state: 0 queued, 1 in flight (a crash there makes it a re-fetch), 2 finished.
+
+One server, many names: a key's IP (``key_ips``, from the first entry that named it) is
+held by the one key of it that is leased (``_ip_holder``); a key found due while its IP is
+held waits in the IP's line (``_ip_waiting``, first come first served) and is scheduled again,
+one at a time, when the holder is released; a key found due before the IP's next time
+(``_ip_next``) is simply scheduled at that time. Each costs O(log n), never a scan of the IP's
+keys.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ CREATE TABLE IF NOT EXISTS pages(
     url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, fetched_at REAL NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS key_ips(key TEXT PRIMARY KEY, ip TEXT NOT NULL) WITHOUT ROWID;
 """
 
 # Host knowledge: in the crawl's own file, or in a --state file shared across crawls/segments.
@@ -88,6 +96,9 @@ def host_to_json(h: HostState) -> str:
             "retry_after_until": h.retry_after_until,
             "failures": h.consecutive_failures,
             "parked_until": h.parked_until,
+            "last_end": h.last_end,
+            "ip_next": h.ip_next,
+            "refusals": h.consecutive_refusals,
         }
     )
 
@@ -103,6 +114,9 @@ def host_from_json(key: str, data: str) -> HostState:
         retry_after_until=d["retry_after_until"],
         consecutive_failures=d["failures"],
         parked_until=d.get("parked_until", 0.0),
+        last_end=d.get("last_end", 0.0),
+        ip_next=d.get("ip_next", 0.0),
+        consecutive_refusals=d.get("refusals", 0),
     )
     h.response_times_s.extend(d["rt"])
     return h
@@ -156,6 +170,11 @@ class SqliteFrontier:
         self._ready_since: dict[str, float] = {}  # key -> when lease() first found it due
         self._overdue: deque[tuple[float, str]] = deque()  # (became due, key), oldest first
         self._leased: set[str] = set()
+        self._ip_of: dict[str, str] = {}  # key -> its server's address (the IP rule)
+        self._ip_holder: dict[str, str] = {}  # IP -> the one key of it leased now
+        self._ip_next: dict[str, float] = {}  # IP -> when it may be asked again
+        self._ip_waiting: dict[str, deque[str]] = {}  # IP -> keys due, waiting for it
+        self._waiting: set[str] = set()  # every key in some _ip_waiting line
         self._hosts: dict[str, HostState] = {}
         self._robots: OrderedDict[str, RobotsRecord] = OrderedDict()
         self._robots_cap = robots_cache_size
@@ -172,6 +191,7 @@ class SqliteFrontier:
         db = self._db
         for key, data in db.execute(f"SELECT key, data FROM {self._t_hosts}"):
             self._hosts[key] = host_from_json(key, data)
+        self._ip_of = dict(db.execute("SELECT key, ip FROM key_ips").fetchall())
         # a crash left these in flight: queue them again, marked as re-fetches
         self.refetches = db.execute(
             "UPDATE urls SET state=0, outcome='refetch' WHERE state=1"
@@ -226,6 +246,9 @@ class SqliteFrontier:
             if cur.rowcount != 1:  # a Bloom false positive's mirror: already in the store
                 out.append(False)
                 continue
+            if e.ip and e.key not in self._ip_of:
+                self._ip_of[e.key] = e.ip
+                execute("INSERT OR IGNORE INTO key_ips VALUES (?,?)", (e.key, e.ip))
             self._note_queued(e, seq)
             out.append(True)
         return out
@@ -244,8 +267,8 @@ class SqliteFrontier:
             heapq.heappush(win, (-e.priority, seq, e))
         if n == 0 or e.priority > self._best.get(key, e.priority):
             self._best[key] = e.priority
-        if key in self._leased:
-            return
+        if key in self._leased or key in self._waiting:
+            return  # (a waiting key is scheduled when its IP calls it)
         if key in self._scheduled:
             if key in self._ready_prio and e.priority > self._ready_prio[key]:
                 self._push_ready(key)
@@ -374,7 +397,8 @@ class SqliteFrontier:
 
     async def lease(self, now: float) -> str | None:
         """The ready key holding the best URL, unless one has waited ``max_wait_s``: then
-        the longest-waiting one, so no site starves however good the others' URLs are."""
+        the longest-waiting one, so no site starves however good the others' URLs are. A key
+        whose IP is held or not yet free is set aside (see the module docstring)."""
         th = self._time_heap
         while th and th[0][0] <= now:
             when, key = heapq.heappop(th)
@@ -383,38 +407,69 @@ class SqliteFrontier:
                 self._ready_since[key] = now  # (a key queued long after its `when` waited less)
                 self._overdue.append((now, key))
         fifo = self._overdue
-        while fifo and self._ready_since.get(fifo[0][1]) != fifo[0][0]:
-            fifo.popleft()  # leased since
         if len(fifo) > 2 * len(self._ready_since) + 1024:  # stale entries behind a waiting head
             since = self._ready_since
-            self._overdue = fifo = deque(item for item in fifo if since.get(item[1]) == item[0])
+            self._overdue = deque(item for item in fifo if since.get(item[1]) == item[0])
+        while (cand := self._candidate(now)) is not None:
+            if self._take_ready(cand, now):
+                return cand
+        return None
+
+    def _candidate(self, now: float) -> str | None:
+        """The next ready key to try: one due for ``max_wait_s``, else the best."""
+        fifo = self._overdue
+        while fifo and self._ready_since.get(fifo[0][1]) != fifo[0][0]:
+            fifo.popleft()  # leased since
         if fifo and fifo[0][0] <= now - self.max_wait_s:
-            key = fifo.popleft()[1]
-            if self._take_ready(key):
-                return key
+            return fifo.popleft()[1]
         ready = self._ready
         while ready:
             negp, _, key = heapq.heappop(ready)
-            if self._ready_prio.get(key) != -negp:
-                continue  # stale
-            if self._take_ready(key):
+            if self._ready_prio.get(key) == -negp:
                 return key
-        return None
+        return None  # (stale entries skipped)
 
     def ready_since(self) -> dict[str, float]:
         """Keys due and waiting for a lease -> when ``lease`` found each due (for diagnostics
         and bench/load.py: a host's wait starts there, not at its last request)."""
         return dict(self._ready_since)
 
-    def _take_ready(self, key: str) -> bool:
-        """Out of the ready set; True (and leased) if the key still has URLs queued."""
+    def _take_ready(self, key: str, now: float) -> bool:
+        """Out of the ready set; True (and leased, its IP held) if the key still has URLs
+        queued and its IP is free; else it waits in its IP's line or for the IP's time."""
         del self._ready_prio[key]
         del self._scheduled[key]
         del self._ready_since[key]
+        ip = self._ip_of.get(key)
         if not self._pending.get(key):
+            if ip and ip not in self._ip_holder:
+                self._call_next(ip)  # it may have been the one called: call another
             return False
+        if ip:
+            if ip in self._ip_holder:
+                self._waiting.add(key)
+                self._ip_waiting.setdefault(ip, deque()).append(key)
+                return False
+            ip_next = self._ip_next.get(ip, 0.0)
+            if ip_next > now:
+                self._schedule(key, ip_next)
+                return False
+            self._ip_holder[ip] = key
         self._leased.add(key)
         return True
+
+    def _call_next(self, ip: str) -> None:
+        """The IP is free: the first key waiting for it (with URLs left) is scheduled."""
+        line = self._ip_waiting.get(ip)
+        while line:
+            key = line.popleft()
+            self._waiting.discard(key)
+            if self._pending.get(key):
+                when = max(self._ip_next.get(ip, 0.0), self.host_now(key).next_allowed)
+                self._schedule(key, max(when, self._earliest_not_before(key)))
+                break
+        if line is not None and not line:
+            del self._ip_waiting[ip]
 
     async def next_wake(self) -> float | None:
         if self._ready_prio:
@@ -434,6 +489,11 @@ class SqliteFrontier:
     async def release(self, key: str, state: HostState) -> None:
         self._leased.discard(key)
         self._hosts[key] = state
+        ip = self._ip_of.get(key)
+        if ip and self._ip_holder.get(ip) == key:
+            del self._ip_holder[ip]
+            self._ip_next[ip] = max(self._ip_next.get(ip, 0.0), state.ip_next)
+            self._call_next(ip)
         self._db.execute(
             f"INSERT OR REPLACE INTO {self._t_hosts} VALUES (?,?)", (key, host_to_json(state))
         )
@@ -516,7 +576,7 @@ class SqliteFrontier:
         now = time.time()
         return {
             "queued": self._queued,
-            "hosts_waiting": len(self._scheduled),
+            "hosts_waiting": len(self._scheduled) + len(self._waiting),
             "ready": sum(1 for t in self._scheduled.values() if t <= now),
             "parked": sum(1 for h in self._hosts.values() if politeness.is_parked(h, now)),
             "in_flight": len(self._leased),
