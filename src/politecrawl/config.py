@@ -156,6 +156,8 @@ class CrawlConfig:
     fetch: FetchConfig
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
     concurrency: int = 64
+    # processes for the page work (decode, parse, fingerprints): workpool; 1 = this one only
+    processes: int = 1
     max_pages: int | None = None
     max_time_s: float | None = None
     scope: Scope = "domain"
@@ -197,6 +199,8 @@ class CrawlConfig:
             raise ConfigError("no seed URLs")
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency must be >= 1, got {self.concurrency}")
+        if not 1 <= self.processes <= 256:
+            raise ConfigError(f"--processes must be between 1 and 256, got {self.processes}")
         if self.max_pages is not None and self.max_pages < 1:
             raise ConfigError(f"--max-pages must be >= 1, got {self.max_pages}")
         if self.max_time_s is not None:

@@ -155,12 +155,15 @@ class Continuity:
         now: float,
         etag: str | None,
         last_modified: str | None,
+        sim: int | None = None,
     ) -> PageVerdict:
         """A fetched page: duplicate? changed since last time? when to come back?
 
-        ``digest``: its payload digest (``storage.warc.payload_digest`` of the bytes stored).
+        ``digest``: its payload digest (``storage.warc.payload_digest`` of the bytes stored);
+        ``sim``: the text's SimHash if already computed (in a worker process: ``workpool``).
         """
-        sim = simhash(text)
+        if sim is None:
+            sim = simhash(text)
         dup: str | None = None
         near: str | None = None
         site = registered_domain(host_of(url))

@@ -49,7 +49,8 @@ from politecrawl.outcome import (
     refusal,
 )
 from politecrawl.outlock import OutputLock
-from politecrawl.page import Page, read_response
+from politecrawl.page import Page, read_detached, read_response
+from politecrawl.page_directives import from_x_robots_tag
 from politecrawl.relevance import NuggetFunction
 from politecrawl.robotscache import RobotsCache, is_usable
 from politecrawl.sinks import ItemRecord, ItemsLog, Kept, PageRecord, PagesLog, Sink
@@ -63,6 +64,7 @@ from politecrawl.urls import (
     politeness_key,
     robots_url,
 )
+from politecrawl.workpool import WorkPool
 
 log = logging.getLogger("politecrawl")
 
@@ -125,6 +127,7 @@ class Crawler:
         out = config.out_dir
         out.mkdir(parents=True, exist_ok=True)
         self._lock = OutputLock(out)  # one live crawl per folder; released in _finish
+        self.pool = WorkPool(config.processes)  # workers start on first use; closed in _finish
         seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
         if not seeds_file.exists():
             seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
@@ -389,6 +392,7 @@ class Crawler:
                 close()
         with self._saving():
             self.continuity.close()
+        self.pool.close()
         self._lock.release()
         c = self.counters
         summary = Summary(
@@ -681,9 +685,24 @@ class Crawler:
         and the sinks, then admit the links it follows with priorities."""
         focus = self.focus
         scored = focus.nugget is not None
-        page = await read_response(
-            res, entry.url, self.token, entry.depth, score=scored, keep_tree=self._keep_tree
-        )
+        sim: int | None = None  # the SimHash, when a worker process computed it with the page
+        if self.pool.workers and not self._keep_tree:  # a tree cannot cross processes
+            xrt = res.header_all("x-robots-tag")
+            page, sim = await self.pool.run(
+                read_detached,
+                res.body,
+                entry.url,
+                status=res.status or 0,
+                headers=list(res.headers),
+                product_token=self.token,
+                header_directives=from_x_robots_tag(xrt, self.token) if xrt else None,
+                depth=entry.depth,
+                score=scored,
+            )
+        else:
+            page = await read_response(
+                res, entry.url, self.token, entry.depth, score=scored, keep_tree=self._keep_tree
+            )
         score = focus.score_page(entry.url, page.document)
         page.relevance = score.relevance
         etag, modified = res.header("etag"), res.header("last-modified")
@@ -695,6 +714,7 @@ class Crawler:
             now=res.started,
             etag=etag,
             last_modified=modified,
+            sim=sim,
         )
         if seen.revisit:
             self.counters["revisits"] += 1

@@ -35,13 +35,21 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from politecrawl.fetch import FetchResult
+from politecrawl.fingerprint import simhash
 from politecrawl.page_directives import PageDirectives, from_x_robots_tag
 from politecrawl.parse import Link, build_tree, encode_query, parse_tree, visible_text
 from politecrawl.relevance import Document, document_from_tree
 from politecrawl.textdecode import Source, decode_html, repair_text
 from politecrawl.urls import join
 
-__all__ = ["INLINE_MAX_BYTES", "Page", "read_page", "read_page_async", "read_response"]
+__all__ = [
+    "INLINE_MAX_BYTES",
+    "Page",
+    "read_detached",
+    "read_page",
+    "read_page_async",
+    "read_response",
+]
 
 INLINE_MAX_BYTES = 64 * 1024
 
@@ -67,7 +75,7 @@ class Page:
     links: list[Link]
     directives: PageDirectives
     canonical: str | None
-    tree: LexborHTMLParser
+    tree: LexborHTMLParser | None  # None when read in a worker process: parsed again on use
     base: str
     depth: int = 0
     relevance: float | None = None
@@ -79,11 +87,30 @@ class Page:
 
     def css(self, selector: str) -> list[LexborNode]:
         """Every element matching a CSS selector."""
-        return self.tree.css(selector)
+        return self.whole_tree().css(selector)
 
     def css_first(self, selector: str) -> LexborNode | None:
         """The first element matching a CSS selector, or None."""
-        return self.tree.css_first(selector)
+        return self.whole_tree().css_first(selector)
+
+    def whole_tree(self) -> LexborHTMLParser:
+        """The parsed document (parsed again from ``text`` if it was read in another process:
+        a tree cannot cross a process boundary)."""
+        if self.tree is None:
+            self.tree = build_tree(self.text)[0]
+        return self.tree
+
+    def __getstate__(self) -> dict[str, object]:
+        """For a worker process (``workpool``): everything but the tree, headers as pairs."""
+        state = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        state["tree"] = None
+        state["headers"] = list(self.headers.items())
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self.headers = CIMultiDictProxy(CIMultiDict(state["headers"]))  # type: ignore[arg-type]
 
     def follow(self, links: Iterable[str | Link]) -> None:
         """Follow only these links of this page (the default is all of them). Call it as often
@@ -193,6 +220,34 @@ async def read_page_async(
         score=score,
         keep_tree=keep_tree,
     )
+
+
+def read_detached(
+    body: bytes,
+    url: str,
+    *,
+    status: int,
+    headers: list[tuple[str, str]],
+    product_token: str,
+    header_directives: PageDirectives | None,
+    depth: int,
+    score: bool,
+) -> tuple[Page, int]:
+    """``read_page`` and the page's SimHash, as one job for a worker process (``workpool``):
+    the two costliest pure-CPU steps of a page, done where they can use another core. The
+    decoded HTML is not sent back (the tree never is: ``Page.__getstate__``)."""
+    page = read_page(
+        body,
+        url,
+        status=status,
+        headers=headers,
+        product_token=product_token,
+        header_directives=header_directives,
+        depth=depth,
+        score=score,
+    )
+    page.text = ""  # the crawler needs no HTML back (a handler, which does, reads inline)
+    return page, simhash(page.visible_text)
 
 
 async def read_response(

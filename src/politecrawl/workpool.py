@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -31,7 +32,7 @@ from typing import ParamSpec, TypeVar
 P = ParamSpec("P")
 T = TypeVar("T")
 
-_QUEUED_PER_WORKER = 2
+_QUEUED_PER_WORKER = 4
 
 
 def default_processes() -> int:
@@ -57,7 +58,9 @@ class WorkPool:
     def _start(self) -> ProcessPoolExecutor:
         if self._executor is None:
             ctx = multiprocessing.get_context("forkserver")
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=ctx)
+            self._executor = ProcessPoolExecutor(
+                self.workers, mp_context=ctx, initializer=_ignore_interrupts
+            )
         return self._executor
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -82,6 +85,12 @@ class WorkPool:
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _ignore_interrupts() -> None:
+    """Ctrl-C reaches the whole process group: the crawler stops gracefully and finishes the
+    pages in hand, so its workers must not die of it first."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _call(fn: Callable[..., T], args: tuple[object, ...], kwargs: dict[str, object]) -> T:
