@@ -15,15 +15,16 @@ from typing import Any, NoReturn
 
 from politecrawl.admission import HOST_URLS
 from politecrawl.config import (
-    MAX_WAIT_S,
     CrawlConfig,
     FetchConfig,
     PolitenessConfig,
     load_toml,
+    option_fields,
     read_lines_file,
     read_seeds,
 )
 from politecrawl.errors import ConfigError, PolitecrawlError
+from politecrawl.frontier.factory import DEFAULT_CRAWL_ID, shared_scope
 
 DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"
 
@@ -33,14 +34,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-# name, type, help; every one may also be written in the TOML file (``min-delay = 15``).
+# The options of `crawl`, `worker` and `fetch`: name, type, help. This list is the one source:
+# argparse flags and the TOML keys are made from it, each sets the config field that
+# ``config.option_fields()`` maps it to, and tests/test_options.py checks it against README's
+# "Crawl options" table. A new option: a config field, a row here, a row in the README.
+# type bool: a flag (``true``/``false`` in TOML); list: repeatable.
 _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("seeds", Path, "file of seed URLs, one a line, # comments"),
     ("user-agent", str, "bot name and info URL, e.g. 'acmebot/1.0 (+https://acme.example/bot)'"),
     ("out", Path, "output folder (state, WARC, logs); the same folder resumes the crawl"),
     ("min-delay", float, "per-site floor between request starts, seconds (default 15)"),
     ("delay-factor", float, "delay >= factor x mean of the site's last 5 response times (30)"),
-    ("jitter", float, "random extra delay, 0 to this many seconds, so starts don't align (0.5)"),
+    (
+        "jitter",
+        float,
+        "random extra delay, 0 to this many seconds, so starts don't align "
+        "(default: a tenth of --min-delay, at most 0.5)",
+    ),
     ("concurrency", int, "sites in flight at once (default 64)"),
     ("max-pages", int, "stop after this many page requests in this run"),
     ("max-time", float, "stop after this many seconds"),
@@ -52,10 +62,20 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         "never-crawl list: one domain a line (subdomains included), reloaded live",
     ),
     ("exclude-check", float, "seconds between checks of the never-crawl file (default 60)"),
+    (
+        "resolve",
+        list,
+        "HOST:PORT:ADDR: pin a host to an address like curl (repeatable; *.example wildcards)",
+    ),
+    ("allow-private-addresses", bool, "allow loopback/private/link-local targets (refused)"),
     ("max-size", int, "body cap in bytes (default 2 MiB); longer bodies are cut and marked"),
     ("politeness-key", str, "host | domain | ip: what one 'site' is for politeness (default host)"),
     ("robots-ttl", float, "seconds a robots.txt stays fresh (default 86400)"),
+    ("sitemaps", bool, "also seed from the Sitemap lines of each site's robots.txt"),
     ("retry-base", float, "first retry wait after a 5xx or network error, seconds (default 30)"),
+    ("park-after", int, "failures in a row after which a site is parked (5)"),
+    ("park-time", float, "how long a parked site is left alone, seconds (3600)"),
+    ("max-urls-per-host", int, "trap guard: URLs queued per host at most (unlimited)"),
     ("seen", str, "seen-set: auto | exact | bloom (auto: Bloom filter past 2 million URLs)"),
     ("expected-urls", int, "URLs the crawl may discover; sizes the Bloom filter (1000000)"),
     ("seen-fp-rate", float, "Bloom filter false-positive rate (0.01)"),
@@ -70,53 +90,32 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("target-relevant", int, "stop after this many relevant pages"),
     ("max-queue", int, "frontier cap: beyond it the lowest-priority URLs are dropped"),
     ("max-wait", float, "a site due this many seconds goes before better-ranked ones (300)"),
-    ("max-urls-per-host", int, "trap guard: URLs queued per host at most (unlimited)"),
-    ("park-after", int, "failures in a row after which a site is parked (5)"),
-    ("park-time", float, "how long a parked site is left alone, seconds (3600)"),
-    ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
-    ("log-retention-days", float, "delete rotated logs older than this (30)"),
-    ("revisit-min", float, "with --recrawl: shortest revisit interval, seconds (86400)"),
-    ("revisit-max", float, "with --recrawl: longest revisit interval, seconds (2592000)"),
     ("state", Path, "robots.txt cache and site statistics kept in this file across crawls"),
     (
         "frontier",
         str,
         "redis://HOST:PORT/DB: share the crawl with other workers (default: OUT/state.sqlite)",
     ),
-    ("crawl-id", str, "the shared crawl's name (default: the --out folder's name)"),
+    ("crawl-id", str, f"the shared crawl's name (default {DEFAULT_CRAWL_ID!r})"),
+    ("recrawl", bool, "continuous crawl: fetched pages come back after their revisit interval"),
+    ("revisit-min", float, "with --recrawl: shortest revisit interval, seconds (86400)"),
+    ("revisit-max", float, "with --recrawl: longest revisit interval, seconds (2592000)"),
+    ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
+    ("log-retention-days", float, "delete rotated logs older than this (30)"),
+    ("no-progress", bool, "no live dashboard (it is drawn only on a terminal anyway)"),
 ]
+_OPTION_TYPES = {name.replace("-", "_"): typ for name, typ, _ in _CRAWL_OPTIONS}
 
 
 def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, help="TOML file with any of these options; flags win")
     for name, typ, help_ in _CRAWL_OPTIONS:
-        p.add_argument(f"--{name}", type=typ, default=None, help=help_)
-    p.add_argument(
-        "--resolve",
-        action="append",
-        default=None,
-        metavar="HOST:PORT:ADDR",
-        help="pin a host to an address like curl (repeatable; *.example wildcards)",
-    )
-    p.add_argument(
-        "--allow-private-addresses",
-        action="store_true",
-        default=None,
-        help="allow loopback/private/link-local targets (refused by default)",
-    )
-    p.add_argument(
-        "--sitemaps",
-        action="store_true",
-        default=None,
-        help="also seed from the Sitemap lines of each site's robots.txt",
-    )
-    p.add_argument(
-        "--recrawl",
-        action="store_true",
-        default=None,
-        help="continuous crawl: fetched pages come back after their revisit interval",
-    )
-    p.add_argument("--no-progress", action="store_true", default=None, help="no live progress line")
+        if typ is bool:
+            p.add_argument(f"--{name}", action="store_true", default=None, help=help_)
+        elif typ is list:
+            p.add_argument(f"--{name}", action="append", default=None, help=help_)
+        else:
+            p.add_argument(f"--{name}", type=typ, default=None, help=help_)
     p.add_argument("-v", "--verbose", action="store_true", help="log more")
 
 
@@ -165,8 +164,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     seed.add_argument("file", type=Path, help="seed URLs, one a line")
     seed.add_argument("--frontier", required=True, help="redis://HOST:PORT/DB")
-    seed.add_argument("--crawl-id", default="default", help="the shared crawl's name")
-    seed.add_argument("--scope", default="any", help="host | domain | any (default any)")
+    seed.add_argument(
+        "--crawl-id", default=DEFAULT_CRAWL_ID, help=f"the shared crawl's name ({DEFAULT_CRAWL_ID})"
+    )
+    seed.add_argument(
+        "--scope",
+        help="host | domain | any: the crawl's scope, kept by every worker "
+        "(default: as before, else domain)",
+    )
     seed.add_argument("--exclude-file", type=Path, help="never-crawl list")
     status = sub.add_parser(
         "status",
@@ -175,7 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
         "their workers, counters of a shared crawl.",
     )
     status.add_argument("--frontier", required=True, help="redis://HOST:PORT/DB")
-    status.add_argument("--crawl-id", default="default", help="the shared crawl's name")
+    status.add_argument(
+        "--crawl-id", default=DEFAULT_CRAWL_ID, help=f"the shared crawl's name ({DEFAULT_CRAWL_ID})"
+    )
     status.add_argument("--json", action="store_true", help="JSON for machines")
     seg = sub.add_parser(
         "segment",
@@ -265,80 +272,96 @@ def _merge(args: argparse.Namespace) -> dict[str, Any]:
     """TOML values, overridden by the flags given."""
     values: dict[str, Any] = {}
     if args.config is not None:
-        values.update(load_toml(args.config))
+        values.update(_toml_values(args.config))
     for key, val in vars(args).items():
         if val is not None and key not in ("config", "command", "verbose"):
             values[key] = val
     return values
 
 
-def config_from_values(v: dict[str, Any]) -> CrawlConfig:
-    """Build and validate a CrawlConfig from merged TOML/flag values."""
-    known = {n.replace("-", "_") for n, _, _ in _CRAWL_OPTIONS} | {
-        "resolve",
-        "allow_private_addresses",
-        "no_progress",
-    }
-    unknown = set(v) - known
+def _toml_values(path: Path) -> dict[str, Any]:
+    """A TOML config's options, checked and typed as the flags would be."""
+    values = load_toml(path)
+    unknown = sorted(k for k in values if k not in _OPTION_TYPES)
     if unknown:
-        raise ConfigError(f"unknown option(s) in config: {', '.join(sorted(unknown))}")
+        names = ", ".join(k.replace("_", "-") for k in unknown)
+        raise ConfigError(f"{path}: unknown option(s): {names} (see --help)")
+    return {
+        k: _typed(f"{path}: {k.replace('_', '-')}", _OPTION_TYPES[k], v) for k, v in values.items()
+    }
+
+
+def _typed(what: str, typ: Any, value: Any) -> Any:
+    """``value`` from a TOML file as the option's type, or a ConfigError naming the option."""
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{what} must be true or false, got {value!r}")
+    if typ is list:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, list) and all(isinstance(x, str) for x in value):
+            return value
+        raise ConfigError(f"{what} must be a string or a list of strings, got {value!r}")
+    if typ in (int, float) and not isinstance(value, bool):
+        try:
+            if isinstance(value, (int, float, str)) and (
+                typ is float or not isinstance(value, float)
+            ):
+                return typ(value)
+        except ValueError:
+            pass
+        kind = "a whole number" if typ is int else "a number"
+        raise ConfigError(f"{what} must be {kind}, got {value!r}")
+    if isinstance(value, str):
+        return typ(value)
+    raise ConfigError(f"{what} must be a string, got {value!r}")
+
+
+def known_options() -> set[str]:
+    """The crawl options (``min_delay``...), as ``config_from_values`` takes them."""
+    return set(_OPTION_TYPES)
+
+
+def config_from_values(v: dict[str, Any]) -> CrawlConfig:
+    """Build and validate a CrawlConfig from merged TOML/flag values: each option sets the
+    field ``option_fields()`` maps it to; every default is the dataclass's."""
+    unknown = set(v) - set(_OPTION_TYPES)
+    if unknown:
+        raise ConfigError(f"unknown option(s): {', '.join(sorted(unknown))}")
     required_opts = ("user_agent", "out") if v.get("frontier") else ("seeds", "user_agent", "out")
     for required in required_opts:
         if v.get(required) in (None, ""):
             raise ConfigError(f"--{required.replace('_', '-')} is required")
-    seeds = read_seeds(Path(v["seeds"])) if v.get("seeds") else ()
-    politeness = PolitenessConfig(
-        min_delay_s=float(v.get("min_delay", 15.0)),
-        response_time_factor=float(v.get("delay_factor", 30.0)),
-        jitter_s=float(v.get("jitter", 0.5)),
-        key_mode=v.get("politeness_key", "host"),
-        park_after_failures=int(v.get("park_after", 5)),
-        park_s=float(v.get("park_time", 3600.0)),
-    )
-    resolve = v.get("resolve") or ()
-    fetch = FetchConfig(
-        user_agent=str(v["user_agent"]),
-        max_size_bytes=int(v.get("max_size", 2 * 1024 * 1024)),
-        allow_private_addresses=bool(v.get("allow_private_addresses", False)),
-        resolve=tuple([resolve] if isinstance(resolve, str) else resolve),
-        retry_base_s=float(v.get("retry_base", 30.0)),
-    )
-    allow = read_lines_file(Path(v["allow"]), "allow-list") if v.get("allow") else ()
-    exclude = Path(v["exclude_file"]) if v.get("exclude_file") else None
+    targets = option_fields()
+    kwargs: dict[type, dict[str, Any]] = {
+        CrawlConfig: {"seeds": ()},
+        FetchConfig: {},
+        PolitenessConfig: {},
+    }
+    for name, value in v.items():
+        if value is None:
+            continue
+        cls, f = targets[name]
+        kwargs[cls][f.name] = _field_value(name, value, f.metadata.get("negate", False))
     return CrawlConfig(
-        seeds=seeds,
-        out_dir=Path(v["out"]),
-        fetch=fetch,
-        politeness=politeness,
-        concurrency=int(v.get("concurrency", 64)),
-        max_pages=int(v["max_pages"]) if v.get("max_pages") is not None else None,
-        max_time_s=float(v["max_time"]) if v.get("max_time") is not None else None,
-        scope=v.get("scope", "domain"),
-        allow=allow,
-        exclude_file=exclude,
-        exclude_check_s=float(v.get("exclude_check", 60.0)),
-        robots_ttl_s=float(v.get("robots_ttl", 86400.0)),
-        progress=not v.get("no_progress", False),
-        sitemaps=bool(v.get("sitemaps", False)),
-        seen_mode=v.get("seen", "auto"),
-        expected_urls=int(v.get("expected_urls", 1_000_000)),
-        seen_fp_rate=float(v.get("seen_fp_rate", 0.01)),
-        strategy=v.get("strategy"),
-        topic=v.get("topic"),
-        relevance=v.get("relevance"),
-        target_relevant=int(v["target_relevant"]) if v.get("target_relevant") else None,
-        max_queue=int(v["max_queue"]) if v.get("max_queue") else None,
-        max_wait_s=float(v.get("max_wait", MAX_WAIT_S)),
-        max_urls_per_host=int(v["max_urls_per_host"]) if v.get("max_urls_per_host") else None,
-        log_rotate_bytes=int(v.get("log_rotate_bytes", 64 * 1024 * 1024)),
-        log_retention_days=float(v.get("log_retention_days", 30.0)),
-        state_file=Path(v["state"]) if v.get("state") else None,
-        frontier_url=v.get("frontier"),
-        recrawl=bool(v.get("recrawl", False)),
-        revisit_min_s=float(v.get("revisit_min", 86400.0)),
-        revisit_max_s=float(v.get("revisit_max", 30 * 86400.0)),
-        crawl_id=v.get("crawl_id"),
+        **kwargs[CrawlConfig],
+        fetch=FetchConfig(**kwargs[FetchConfig]),
+        politeness=PolitenessConfig(**kwargs[PolitenessConfig]),
     )
+
+
+def _field_value(name: str, value: Any, negate: bool) -> Any:
+    """An option's value as its field holds it: files read, lists made tuples."""
+    if name == "seeds":
+        return read_seeds(Path(value))
+    if name == "allow":
+        return read_lines_file(Path(value), "allow-list")
+    if name == "exclude_file" and not Path(value).is_file():
+        raise ConfigError(f"--exclude-file {value}: no such file")
+    if isinstance(value, list):
+        return tuple(value)
+    return not value if negate else value
 
 
 def _print_summary(summary: dict[str, Any], out: Path) -> None:
@@ -406,9 +429,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
     values = _merge(args)
     if not values.get("frontier"):
         raise ConfigError("worker needs --frontier redis://HOST:PORT/DB")
-    values.setdefault("scope", "any")
-    if not values.get("seeds"):
-        values["seeds"] = None
     return _run_crawl(values, follow=True)
 
 
@@ -416,26 +436,59 @@ def cmd_seed(args: argparse.Namespace) -> int:
     from politecrawl.crawler import Crawler
 
     seeds = read_seeds(args.file)
+    if args.scope not in (None, "host", "domain", "any"):
+        raise ConfigError(f"--scope must be host, domain or any, got {args.scope!r}")
+    # the crawl's scope and seeds are stored with it: every worker keeps to them
+    meta = asyncio.run(
+        shared_scope(args.frontier, args.crawl_id, {"scope": args.scope, "seeds": seeds})
+    )
+    assert meta is not None
     out = Path(tempfile.mkdtemp(prefix="politecrawl-seed-"))
     cfg = CrawlConfig(
         seeds=seeds,
         out_dir=out,
         fetch=FetchConfig(user_agent=DEMO_UA),
-        scope=args.scope,
+        scope=meta["scope"],
+        allow=tuple(meta["allow"]),
         exclude_file=args.exclude_file,
         frontier_url=args.frontier,
         crawl_id=args.crawl_id,
         progress=False,
     )
     n = asyncio.run(Crawler(cfg).seed())
-    print(f"{n} of {len(seeds)} URLs queued in crawl {args.crawl_id!r}")
+    print(f"{n} of {len(seeds)} URLs queued in crawl {args.crawl_id!r} (scope {meta['scope']})")
     return 0
+
+
+def _join_shared(cfg: CrawlConfig, values: dict[str, Any]) -> CrawlConfig:
+    """A shared crawl's scope, allow-list and seeds travel with it (stored by ``seed``, or by
+    the first ``crawl``/``worker`` given seeds); the options a worker gives itself win."""
+    url, crawl_id = cfg.frontier_url or "", cfg.crawl_id or DEFAULT_CRAWL_ID
+    update = None
+    if cfg.seeds:
+        update = {
+            "seeds": cfg.seeds,
+            "scope": cfg.scope if "scope" in values else None,
+            "allow": cfg.allow if "allow" in values else None,
+        }
+    meta = asyncio.run(shared_scope(url, crawl_id, update))
+    if meta is None:
+        raise ConfigError(
+            f"shared crawl {crawl_id!r} at {url} has no seeds yet: "
+            f"run `politecrawl seed FILE --frontier {url}` first (or give --seeds)"
+        )
+    return dataclasses.replace(
+        cfg,
+        seeds=cfg.seeds or tuple(meta["seeds"]),
+        scope=cfg.scope if "scope" in values else meta["scope"],
+        allow=cfg.allow if "allow" in values else tuple(meta["allow"]),
+    )
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     from politecrawl.frontier.redis import status
 
-    st = asyncio.run(status(args.frontier, args.crawl_id))
+    st = asyncio.run(status(args.frontier.replace("valkey://", "redis://", 1), args.crawl_id))
     if args.json:
         print(json.dumps(st, indent=2))
         return 0
@@ -457,19 +510,56 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 
 def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
+    """Exit codes: 0 done (or a limit reached), 1 a storage error or nothing could be
+    fetched, 130 stopped by Ctrl-C / SIGTERM."""
     from politecrawl.crawler import Crawler
 
     cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
+    if cfg.frontier_url:
+        cfg = _join_shared(cfg, values)
     crawler = Crawler(cfg)
-    summary = asyncio.run(crawler.run())
-    _print_summary(summary.to_json(), cfg.out_dir)
+    summary = asyncio.run(crawler.run()).to_json()
+    _print_summary(summary, cfg.out_dir)
     if crawler.fatal:
         print(
             f"politecrawl: stopped: {crawler.fatal} (run the same command again to resume)",
             file=sys.stderr,
         )
         return 1
+    if summary["stopped_by"] == "interrupted":
+        return 130
+    if summary["pages_fetched"] == 0 and summary["stopped_by"] in ("done", "max_time"):
+        print(f"politecrawl: {nothing_fetched(summary['counters'], cfg.out_dir)}", file=sys.stderr)
+        return 1
     return 0
+
+
+_WHY_NOTHING = (  # counter, what it means to someone who just ran the crawl
+    (
+        "error:address_refused",
+        "refused: a loopback/private address (add --allow-private-addresses)",
+    ),
+    ("error:dns", "the host name did not resolve"),
+    ("error:connect", "no connection (nothing listening, or unreachable)"),
+    ("error:timeout", "timed out"),
+    ("error:invalid_url", "not a fetchable URL"),
+    ("robots_unavailable", "dropped: robots.txt unreachable"),
+    ("robots_disallowed", "disallowed by robots.txt"),
+    ("excluded", "on the never-crawl list"),
+    ("out_of_scope", "out of --scope / --allow"),
+)
+
+
+def nothing_fetched(counters: dict[str, int], out: Path) -> str:
+    """One line saying why a crawl fetched no page, from its counters."""
+    reasons = [f"{counters[k]} {why}" for k, why in _WHY_NOTHING if counters.get(k)]
+    if not reasons:
+        other = sorted(k for k, v in counters.items() if k.startswith("error:") and v)
+        reasons = [f"{counters[k]} {k[6:]}" for k in other] or ["no seed URL was admitted"]
+    return (
+        f"nothing could be fetched: {'; '.join(reasons)} "
+        f"(every request is in {out / 'log' / 'requests.jsonl'})"
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -481,6 +481,13 @@ class Crawler:
             else "robots:unreachable"
         )
         self.counters[label] += 1
+        if label == "robots:unreachable" and not self.counters["pages_fetched"]:
+            # nothing fetched yet: say why the crawl waits (the API has no other output)
+            log.warning(
+                "robots.txt of %s unreachable (%s); the site waits and is asked again later",
+                origin,
+                res.error_detail or res.error or f"HTTP {status}",
+            )
         self._log_request(res, label, 1, host)
         self._log_robots(origin, res, label)
 
