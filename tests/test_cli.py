@@ -61,6 +61,13 @@ def test_bad_url_in_seeds(tmp_path: Path) -> None:
         (["--scope", "planet"], "scope"),
         (["--resolve", "nonsense"], "HOST:PORT:ADDR"),
         (["--jitter", "-1"], "--jitter"),
+        (["--target-relevant", "0"], "--target-relevant"),
+        (["--max-queue", "0"], "--max-queue"),
+        (["--exclude-file", "/no/such/never-crawl.txt"], "--exclude-file"),
+        (["--delay-factor", "-1"], "--delay-factor"),  # not its field's name
+        (["--park-after", "0"], "--park-after"),
+        (["--park-time", "-1"], "--park-time"),
+        (["--exclude-check", "0"], "--exclude-check"),
     ],
 )
 def test_bad_option_values(tmp_path: Path, args: list[str], needle: str) -> None:
@@ -151,12 +158,121 @@ def test_operator_tools_on_a_real_crawl(tmp_path: Path) -> None:
     assert any(r["robots_in_force"] for r in rows)
     p = run("log-stats", str(tmp_path / "out"))
     assert p.returncode == 0 and p.stdout.strip()
-    p = run("botpage", "--user-agent", UA, "--contact", "ops@bot.example", "--ip", "192.0.2.7",
-            "--out", str(tmp_path / "bot.html"))
+    p = run(
+        "botpage",
+        "--user-agent",
+        UA,
+        "--contact",
+        "ops@bot.example",
+        "--ip",
+        "192.0.2.7",
+        "--out",
+        str(tmp_path / "bot.html"),
+    )
     assert p.returncode == 0, p.stderr
     page = (tmp_path / "bot.html").read_text()
     assert "testbot" in page and "192.0.2.7" in page and "mailto:ops@bot.example" in page
     p = run("report", str(tmp_path / "out"))
     assert p.returncode == 0 and (tmp_path / "out" / "report.html").exists()
-    assert one_line_error(run("log", str(tmp_path / "out"), "--host", "h1.test",
-                              "--since", "yesterday-ish"))
+    assert one_line_error(
+        run("log", str(tmp_path / "out"), "--host", "h1.test", "--since", "yesterday-ish")
+    )
+
+
+@pytest.mark.parametrize(
+    "toml,needle",
+    [
+        ('min-delay = "fast"', "min-delay must be a number, got 'fast'"),
+        ("concurrency = 2.5", "concurrency must be a whole number"),
+        ('sitemaps = "yes"', "sitemaps must be true or false"),
+        ("scope = 3", "scope must be a string"),
+        ("min-delay = 0.1\nno-such-option = 1", "unknown option(s): no-such-option"),
+        ("delay-factor = -2", "--delay-factor must be >= 0"),
+        ("min-delay = ", "not valid TOML"),
+    ],
+)
+def test_bad_toml_values(tmp_path: Path, toml: str, needle: str) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://ok.example/\n")
+    cfg = tmp_path / "crawl.toml"
+    cfg.write_text(toml + "\n")
+    err = one_line_error(
+        run(
+            "crawl",
+            "--config",
+            str(cfg),
+            "--seeds",
+            str(seeds),
+            "--user-agent",
+            UA,
+            "--out",
+            str(tmp_path / "o"),
+        )
+    )
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_unreachable_redis_is_one_line() -> None:
+    """A service that does not answer is not misuse: exit 1, one line, no traceback."""
+    for args in (
+        ["status", "--frontier", "redis://127.0.0.1:1/0"],
+        ["worker", "--frontier", "redis://127.0.0.1:1/0", "--user-agent", UA, "--out", "/tmp"],
+    ):
+        p = run(*args)
+        assert p.returncode == 1, p.stderr
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and "cannot reach the frontier at redis://127.0.0.1:1/0" in lines[0]
+
+
+def test_fetch_refuses_seeds(tmp_path: Path) -> None:
+    seg = tmp_path / "next.seg"
+    seg.write_text("http://ok.example/\n")
+    err = one_line_error(
+        run("fetch", str(seg), "--seeds", str(seg), "--user-agent", UA, "--out", str(tmp_path))
+    )
+    assert "segment" in err
+
+
+def test_nothing_fetched_says_why(tmp_path: Path) -> None:
+    """Seeds all refused (loopback without --allow-private-addresses), or nobody listening:
+    exit 1 and the reason on one line, not "crawl finished (done)" and 0."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"http://dead.test:{dead}/\n")
+    common = ["--seeds", str(seeds), "--user-agent", UA, "--resolve",
+              f"dead.test:{dead}:127.0.0.1", "--min-delay", "0.05", "--retry-base", "0.05",
+              "--no-progress"]  # fmt: skip
+    p = run("crawl", *common, "--out", str(tmp_path / "refused"))
+    assert p.returncode == 1, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert "nothing could be fetched" in lines[0] and "--allow-private-addresses" in lines[0]
+
+    p = run("crawl", *common, "--allow-private-addresses", "--out", str(tmp_path / "dead"))
+    assert p.returncode == 1, p.stderr
+    assert "nothing could be fetched" in p.stderr and "no connection" in p.stderr
+
+
+async def test_short_min_delay_is_not_swamped_by_jitter(tmp_path: Path) -> None:
+    """--min-delay 0.05 without --jitter: the jitter is a tenth of the delay, not 0.5 s."""
+    import asyncio
+
+    async with TestWeb(n_hosts=1, pages_per_host=3, seed=5, plain=True) as web:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(web.seed_urls()[0] + "\n")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "politecrawl.cli", "crawl", "--seeds", str(seeds),
+            "--user-agent", UA, "--out", str(tmp_path / "o"), "--resolve", web.resolve_arg(),
+            "--allow-private-addresses", "--min-delay", "0.05", "--max-pages", "1",
+            "--no-progress",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, err.decode()
+    config = json.loads((tmp_path / "o" / "config.json").read_text())
+    assert config["politeness"]["jitter_s"] == pytest.approx(0.005)

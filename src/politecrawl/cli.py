@@ -23,7 +23,7 @@ from politecrawl.config import (
     read_lines_file,
     read_seeds,
 )
-from politecrawl.errors import ConfigError, PolitecrawlError
+from politecrawl.errors import ConfigError, PolitecrawlError, StorageError
 from politecrawl.frontier.factory import DEFAULT_CRAWL_ID, shared_scope
 
 DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"
@@ -420,6 +420,8 @@ def cmd_segment(args: argparse.Namespace) -> int:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     values = _merge(args)
+    if "seeds" in values:
+        raise ConfigError("fetch reads the segment file it is given, not --seeds")
     values["seeds"] = values.pop("segment")
     values.setdefault("scope", "any")
     return _run_crawl(values, follow=False)
@@ -518,6 +520,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     if cfg.frontier_url:
         cfg = _join_shared(cfg, values)
     crawler = Crawler(cfg)
+    _write_config(cfg)
     summary = asyncio.run(crawler.run()).to_json()
     _print_summary(summary, cfg.out_dir)
     if crawler.fatal:
@@ -532,6 +535,29 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         print(f"politecrawl: {nothing_fetched(summary['counters'], cfg.out_dir)}", file=sys.stderr)
         return 1
     return 0
+
+
+def config_json(cfg: CrawlConfig) -> dict[str, Any]:
+    """The resolved config, every default filled in, as ``OUT/config.json`` holds it."""
+
+    def plain(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: plain(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [plain(v) for v in x]
+        return str(x) if isinstance(x, Path) else x
+
+    return {k: plain(v) for k, v in dataclasses.asdict(cfg).items() if k != "seeds"}
+
+
+def _write_config(cfg: CrawlConfig) -> None:
+    """What this run was asked to do (the seeds are in seeds.txt), for whoever reads the
+    output later: a crawl's settings are part of its record."""
+    path = cfg.out_dir / "config.json"
+    try:
+        path.write_text(json.dumps(config_json(cfg), indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise StorageError(f"cannot write {path}: {exc}") from exc
 
 
 _WHY_NOTHING = (  # counter, what it means to someone who just ran the crawl

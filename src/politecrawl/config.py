@@ -70,7 +70,8 @@ def option(name: str, **extra: Any) -> dict[str, Any]:
     """Field metadata naming the command-line option (``--name``) that sets this field, for
     fields whose name is not the option's (``response_time_factor`` is ``--delay-factor``).
 
-    Without it a field ``foo_bar_s`` (or ``_bytes``) is set by ``--foo-bar``: see
+    Without it a field ``foo_bar`` is set by ``--foo-bar``, and ``foo_bar_s`` (or ``_bytes``)
+    by ``--foo-bar`` too: see
     ``option_fields``, the one map from options to fields.
     """
     return {"option": name, **extra}
@@ -315,9 +316,7 @@ def option_fields() -> dict[str, tuple[type, Field[Any]]]:
     for cls in (CrawlConfig, FetchConfig, PolitenessConfig):
         for f in fields(cls):
             name = f.metadata.get("option")
-            if name is None:
-                name = f.name
-                for suffix in _UNIT_SUFFIXES:
-                    name = name.removesuffix(suffix)
-            found.setdefault(name.replace("-", "_"), (cls, f))
+            names = [name] if name else [f.name, *(f.name.removesuffix(u) for u in _UNIT_SUFFIXES)]
+            for n in names:
+                found.setdefault(n.replace("-", "_"), (cls, f))
     return found
