@@ -22,6 +22,11 @@ def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     )
 
 
+# seeds of tests that must fail before any request: pinned to loopback all the same (and
+# refused there), so a test run on code that doesn't fail early asks no DNS server
+PINNED = ["--resolve", "ok.example:80:127.0.0.1"]
+
+
 def one_line_error(p: subprocess.CompletedProcess[str]) -> str:
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
@@ -74,7 +79,17 @@ def test_bad_option_values(tmp_path: Path, args: list[str], needle: str) -> None
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://ok.example/\n")
     err = one_line_error(
-        run("crawl", "--seeds", str(seeds), "--user-agent", UA, "--out", str(tmp_path / "o"), *args)
+        run(
+            "crawl",
+            "--seeds",
+            str(seeds),
+            "--user-agent",
+            UA,
+            "--out",
+            str(tmp_path / "o"),
+            *PINNED,
+            *args,
+        )
     )
     assert needle in err
 
@@ -229,7 +244,17 @@ def test_fetch_refuses_seeds(tmp_path: Path) -> None:
     seg = tmp_path / "next.seg"
     seg.write_text("http://ok.example/\n")
     err = one_line_error(
-        run("fetch", str(seg), "--seeds", str(seg), "--user-agent", UA, "--out", str(tmp_path))
+        run(
+            "fetch",
+            str(seg),
+            "--seeds",
+            str(seg),
+            "--user-agent",
+            UA,
+            "--out",
+            str(tmp_path),
+            *PINNED,
+        )
     )
     assert "segment" in err
 

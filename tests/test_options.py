@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from conftest import UA
 from redis_server import redis_url  # noqa: F401  (fixture)
+from webthread import web_in_thread
 
 from politecrawl.testweb import TestWeb
 
@@ -132,25 +133,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def one_site() -> Iterator[TestWeb]:
     """A test web of one site, served from its own thread for the whole module."""
-    import asyncio
-    import threading
-
-    ready = threading.Event()
-    box: dict[str, Any] = {}
-
-    async def serve() -> None:
-        async with TestWeb(n_hosts=1, pages_per_host=3, seed=4, plain=True) as web:
-            box["web"], box["stop"] = web, asyncio.Event()
-            box["loop"] = asyncio.get_running_loop()
-            ready.set()
-            await box["stop"].wait()
-
-    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    yield box["web"]
-    box["loop"].call_soon_threadsafe(box["stop"].set)
-    thread.join(30)
+    with web_in_thread(n_hosts=1, pages_per_host=3, seed=4, plain=True) as web:
+        yield web
 
 
 def test_every_readme_option_has_a_sample(tmp_path: Path, one_site: TestWeb) -> None:

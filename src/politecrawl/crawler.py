@@ -152,6 +152,7 @@ class Crawler:
         self._started = 0.0
         self._pages_this_run = 0
         self.fatal: str | None = None
+        self.progress: Dashboard | None = None  # the live dashboard, on a terminal
 
     # -- the loop -------------------------------------------------------------------------
     def stop(self, why: str = "interrupted") -> None:
@@ -185,7 +186,9 @@ class Crawler:
             )
         tasks: set[asyncio.Task[None]] = set()
         last_flush = time.monotonic()
-        progress = Dashboard() if self.cfg.progress and sys.stderr.isatty() else None
+        if self.cfg.progress and sys.stderr.isatty():
+            self.progress = Dashboard(self.cfg, clock=self.clock)
+        progress = self.progress
         async with Fetcher(self.cfg.fetch) as self.fetcher:
             await self.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
             with _signals(self):
@@ -216,13 +219,13 @@ class Crawler:
                             await self._flush()
                         last_flush = time.monotonic()
                         if progress:
-                            progress.show(
-                                self.counters, await self.frontier.stats(), self._harvest()
+                            await progress.show(
+                                self.counters, self.frontier, self._harvest(), self._pages_this_run
                             )
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
         if progress:
-            progress.done(self.counters, await self.frontier.stats(), self._harvest())
+            await progress.done(self.counters, self.frontier, self._harvest(), self._pages_this_run)
         return await self._finish()
 
     async def _ip_of(self, url: str) -> str | None:
@@ -748,6 +751,8 @@ class Crawler:
         if revisit:
             rec["revisit"] = True
         self.request_log.write(rec)
+        if self.progress is not None:
+            self.progress.request(rec)
 
     def _log_robots(self, origin: str, res: FetchResult, outcome: str) -> None:
         self.robots_log.write(
