@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -301,3 +302,18 @@ async def test_short_min_delay_is_not_swamped_by_jitter(tmp_path: Path) -> None:
         assert proc.returncode == 0, err.decode()
     config = json.loads((tmp_path / "o" / "config.json").read_text())
     assert config["politeness"]["jitter_s"] == pytest.approx(0.005)
+
+
+def test_demo_judges_itself_and_says_what_next(tmp_path: Path) -> None:
+    """The demo's server runs in its own process (its access log is the judge, not sharing
+    the crawler's loop); it says its errors are deliberate, where the output is and what to
+    run next."""
+    out = tmp_path / "demo"
+    p = run("demo", "--hosts", "4", "--pages", "4", "--min-delay", "0.1", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"\(its own process\); server saw \d+ requests, 0 politeness violations",
+                     p.stdout), p.stdout  # fmt: skip
+    assert "errors are deliberate" in p.stdout
+    assert f"Output: {out}." in p.stdout
+    assert f"politecrawl report {out}" in p.stdout
+    assert (out / "testweb-access.jsonl").read_text().strip()

@@ -596,6 +596,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="politecrawl-demo-"))
     summary = asyncio.run(run_demo(out, args.hosts, args.pages, args.min_delay))
     _print_summary(summary, out)
+    if summary["errors"]:
+        n = sum(summary["errors"].values())
+        print(
+            f"\nThe {n} errors are deliberate: the test web answers some URLs with 403, 404, "
+            "410, 429, 500 and 503, serves robots.txt errors and redirect loops, to show how the "
+            "crawler treats them (see log/requests.jsonl)."
+        )
+    kept = " (a temporary folder, kept: delete it when done)" if args.out is None else ""
+    print(f"Output: {out}{kept}.")
+    print(f"Next:   politecrawl report {out}    (then open {out / 'report.html'})")
+    print(f"        politecrawl log-stats {out}")
     return 0
 
 
