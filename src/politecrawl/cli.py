@@ -244,6 +244,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--ip", action="append", default=[], help="an address the bot crawls from (repeatable)"
     )
     bot.add_argument("--purpose", help="why the bot crawls, in a sentence or two")
+    bot.add_argument(
+        "--min-delay", type=float, help="the crawl's --min-delay, stated on the page (15)"
+    )
+    bot.add_argument(
+        "--delay-factor", type=float, help="the crawl's --delay-factor, stated on the page (30)"
+    )
+    bot.add_argument(
+        "--config", type=Path, help="the crawl's TOML config: its min-delay and delay-factor"
+    )
     bot.add_argument("--out", type=Path, help="file to write (default: stdout)")
     rep = sub.add_parser(
         "report",
