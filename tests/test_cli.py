@@ -317,3 +317,33 @@ def test_demo_judges_itself_and_says_what_next(tmp_path: Path) -> None:
     assert f"Output: {out}." in p.stdout
     assert f"politecrawl report {out}" in p.stdout
     assert (out / "testweb-access.jsonl").read_text().strip()
+
+
+def test_api_crawl_that_reaches_nothing_is_not_silent(tmp_path: Path) -> None:
+    """The README's API example with a site that cannot be reached (offline): the robots.txt
+    failure is said on stderr while the crawl waits, with no logging set up by the user."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    code = f"""
+import asyncio
+from pathlib import Path
+from politecrawl import Crawler, CrawlConfig, FetchConfig, PolitenessConfig
+config = CrawlConfig(
+    seeds=("http://offline.test:{dead}/",),
+    out_dir=Path({str(tmp_path / "crawl1")!r}),
+    fetch=FetchConfig(user_agent="acmebot/1.0 (+https://acme.example/bot)",
+                      resolve=("offline.test:{dead}:127.0.0.1",), allow_private_addresses=True,
+                      retry_base_s=0.05),
+    politeness=PolitenessConfig(min_delay_s=0.05),
+    max_pages=100,
+)
+summary = asyncio.run(Crawler(config).run())
+print(summary.stored, summary.errors)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert f"robots.txt of http://offline.test:{dead} unreachable" in p.stderr
+    assert "'connect': 3" in p.stdout
