@@ -88,7 +88,8 @@ class Dashboard:
         site.requests += 1
         status, error = rec.get("status"), rec.get("error")
         site.last = f"{error}" if error else f"{status} {rec.get('outcome', '')}".strip()
-        if error or (status is not None and status >= 400):
+        robots_none = rec.get("outcome") == "robots:none"  # no robots.txt: not an error
+        if error or (status is not None and status >= 400 and not robots_none):
             self._errors.append((self.clock(), rec["url"], error or f"HTTP {status}"))
 
     async def show(
