@@ -14,17 +14,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from politecrawl.admission import HOST_URLS
-from politecrawl.config import (
-    CrawlConfig,
-    FetchConfig,
-    PolitenessConfig,
-    load_toml,
-    option_fields,
-    read_lines_file,
-    read_seeds,
-)
-from politecrawl.errors import ConfigError, PolitecrawlError, StorageError
+from politecrawl.config import CrawlConfig, FetchConfig, read_lines_file, read_seeds
+from politecrawl.errors import ConfigError, PolitecrawlError
 from politecrawl.frontier.factory import DEFAULT_CRAWL_ID, shared_scope
+from politecrawl.options import (
+    add_crawl_options,
+    config_from_values,
+    toml_values,
+    write_config,
+)
 
 DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"
 
@@ -32,91 +30,6 @@ DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-# The options of `crawl`, `worker` and `fetch`: name, type, help. This list is the one source:
-# argparse flags and the TOML keys are made from it, each sets the config field that
-# ``config.option_fields()`` maps it to, and tests/test_options.py checks it against README's
-# "Crawl options" table. A new option: a config field, a row here, a row in the README.
-# type bool: a flag (``true``/``false`` in TOML); list: repeatable.
-_CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
-    ("seeds", Path, "file of seed URLs, one a line, # comments"),
-    ("user-agent", str, "bot name and info URL, e.g. 'acmebot/1.0 (+https://acme.example/bot)'"),
-    ("out", Path, "output folder (state, WARC, logs); the same folder resumes the crawl"),
-    ("min-delay", float, "per-site floor between request starts, seconds (default 15)"),
-    ("delay-factor", float, "delay >= factor x mean of the site's last 5 response times (30)"),
-    (
-        "jitter",
-        float,
-        "random extra delay, 0 to this many seconds, so starts don't align "
-        "(default: a tenth of --min-delay, at most 0.5)",
-    ),
-    ("concurrency", int, "sites in flight at once (default 64)"),
-    ("max-pages", int, "stop after this many page requests in this run"),
-    ("max-time", float, "stop after this many seconds"),
-    ("scope", str, "host | domain | any (default domain: the seeds' registered domains)"),
-    ("allow", Path, "allow-list file: domains, or regexes written re:..."),
-    (
-        "exclude-file",
-        Path,
-        "never-crawl list: one domain a line (subdomains included), reloaded live",
-    ),
-    ("exclude-check", float, "seconds between checks of the never-crawl file (default 60)"),
-    (
-        "resolve",
-        list,
-        "HOST:PORT:ADDR: pin a host to an address like curl (repeatable; *.example wildcards)",
-    ),
-    ("allow-private-addresses", bool, "allow loopback/private/link-local targets (refused)"),
-    ("max-size", int, "body cap in bytes (default 2 MiB); longer bodies are cut and marked"),
-    ("politeness-key", str, "host | domain | ip: what one 'site' is for politeness (default host)"),
-    ("robots-ttl", float, "seconds a robots.txt stays fresh (default 86400)"),
-    ("sitemaps", bool, "also seed from the Sitemap lines of each site's robots.txt"),
-    ("retry-base", float, "first retry wait after a 5xx or network error, seconds (default 30)"),
-    ("park-after", int, "failures in a row after which a site is parked (5)"),
-    ("park-time", float, "how long a parked site is left alone, seconds (3600)"),
-    ("max-urls-per-host", int, "trap guard: URLs queued per host at most (unlimited)"),
-    ("seen", str, "seen-set: auto | exact | bloom (auto: Bloom filter past 2 million URLs)"),
-    ("expected-urls", int, "URLs the crawl may discover; sizes the Bloom filter (1000000)"),
-    ("seen-fp-rate", float, "Bloom filter false-positive rate (0.01)"),
-    (
-        "strategy",
-        str,
-        "frontier order: focused | bfs | random (focused when a topic or a "
-        "relevance function is given, else bfs)",
-    ),
-    ("topic", str, "what the crawl looks for, e.g. 'steam locomotives, steam trains'"),
-    ("relevance", str, "your nugget function 'package.module:function' (Document -> 0..1)"),
-    ("target-relevant", int, "stop after this many relevant pages"),
-    ("max-queue", int, "frontier cap: beyond it the lowest-priority URLs are dropped"),
-    ("max-wait", float, "a site due this many seconds goes before better-ranked ones (300)"),
-    ("state", Path, "robots.txt cache and site statistics kept in this file across crawls"),
-    (
-        "frontier",
-        str,
-        "redis://HOST:PORT/DB: share the crawl with other workers (default: OUT/state.sqlite)",
-    ),
-    ("crawl-id", str, f"the shared crawl's name (default {DEFAULT_CRAWL_ID!r})"),
-    ("recrawl", bool, "continuous crawl: fetched pages come back after their revisit interval"),
-    ("revisit-min", float, "with --recrawl: shortest revisit interval, seconds (86400)"),
-    ("revisit-max", float, "with --recrawl: longest revisit interval, seconds (2592000)"),
-    ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
-    ("log-retention-days", float, "delete rotated logs older than this (30)"),
-    ("no-progress", bool, "no live dashboard (it is drawn only on a terminal anyway)"),
-]
-_OPTION_TYPES = {name.replace("-", "_"): typ for name, typ, _ in _CRAWL_OPTIONS}
-
-
-def _add_crawl_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", type=Path, help="TOML file with any of these options; flags win")
-    for name, typ, help_ in _CRAWL_OPTIONS:
-        if typ is bool:
-            p.add_argument(f"--{name}", action="store_true", default=None, help=help_)
-        elif typ is list:
-            p.add_argument(f"--{name}", action="append", default=None, help=help_)
-        else:
-            p.add_argument(f"--{name}", type=typ, default=None, help=help_)
-    p.add_argument("-v", "--verbose", action="store_true", help="log more")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="crawl from seed URLs politely",
         description="Crawl from seed URLs; run again on the same --out to resume.",
     )
-    _add_crawl_options(crawl)
+    add_crawl_options(crawl)
     demo = sub.add_parser(
         "demo",
         help="crawl the bundled local test web and print the summary",
@@ -155,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Crawl from a shared Redis frontier with the others: "
         "politeness is global. Takes crawl's options; --seeds optional.",
     )
-    _add_crawl_options(worker)
+    add_crawl_options(worker)
     seed = sub.add_parser(
         "seed",
         help="add seed URLs to a shared crawl",
@@ -210,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         "every politeness rule, following no link. Takes crawl's options.",
     )
     fetch.add_argument("segment", type=Path, help="the segment file")
-    _add_crawl_options(fetch)
+    add_crawl_options(fetch)
     log = sub.add_parser(
         "log",
         help="answer a complaint: every request to a host, with the robots.txt in force",
@@ -281,96 +194,11 @@ def _merge(args: argparse.Namespace) -> dict[str, Any]:
     """TOML values, overridden by the flags given."""
     values: dict[str, Any] = {}
     if args.config is not None:
-        values.update(_toml_values(args.config))
+        values.update(toml_values(args.config))
     for key, val in vars(args).items():
         if val is not None and key not in ("config", "command", "verbose"):
             values[key] = val
     return values
-
-
-def _toml_values(path: Path) -> dict[str, Any]:
-    """A TOML config's options, checked and typed as the flags would be."""
-    values = load_toml(path)
-    unknown = sorted(k for k in values if k not in _OPTION_TYPES)
-    if unknown:
-        names = ", ".join(k.replace("_", "-") for k in unknown)
-        raise ConfigError(f"{path}: unknown option(s): {names} (see --help)")
-    return {
-        k: _typed(f"{path}: {k.replace('_', '-')}", _OPTION_TYPES[k], v) for k, v in values.items()
-    }
-
-
-def _typed(what: str, typ: Any, value: Any) -> Any:
-    """``value`` from a TOML file as the option's type, or a ConfigError naming the option."""
-    if typ is bool:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"{what} must be true or false, got {value!r}")
-    if typ is list:
-        if isinstance(value, str):
-            return [value]
-        if isinstance(value, list) and all(isinstance(x, str) for x in value):
-            return value
-        raise ConfigError(f"{what} must be a string or a list of strings, got {value!r}")
-    if typ in (int, float) and not isinstance(value, bool):
-        try:
-            if isinstance(value, (int, float, str)) and (
-                typ is float or not isinstance(value, float)
-            ):
-                return typ(value)
-        except ValueError:
-            pass
-        kind = "a whole number" if typ is int else "a number"
-        raise ConfigError(f"{what} must be {kind}, got {value!r}")
-    if isinstance(value, str):
-        return typ(value)
-    raise ConfigError(f"{what} must be a string, got {value!r}")
-
-
-def known_options() -> set[str]:
-    """The crawl options (``min_delay``...), as ``config_from_values`` takes them."""
-    return set(_OPTION_TYPES)
-
-
-def config_from_values(v: dict[str, Any]) -> CrawlConfig:
-    """Build and validate a CrawlConfig from merged TOML/flag values: each option sets the
-    field ``option_fields()`` maps it to; every default is the dataclass's."""
-    unknown = set(v) - set(_OPTION_TYPES)
-    if unknown:
-        raise ConfigError(f"unknown option(s): {', '.join(sorted(unknown))}")
-    required_opts = ("user_agent", "out") if v.get("frontier") else ("seeds", "user_agent", "out")
-    for required in required_opts:
-        if v.get(required) in (None, ""):
-            raise ConfigError(f"--{required.replace('_', '-')} is required")
-    targets = option_fields()
-    kwargs: dict[type, dict[str, Any]] = {
-        CrawlConfig: {"seeds": ()},
-        FetchConfig: {},
-        PolitenessConfig: {},
-    }
-    for name, value in v.items():
-        if value is None:
-            continue
-        cls, f = targets[name]
-        kwargs[cls][f.name] = _field_value(name, value, f.metadata.get("negate", False))
-    return CrawlConfig(
-        **kwargs[CrawlConfig],
-        fetch=FetchConfig(**kwargs[FetchConfig]),
-        politeness=PolitenessConfig(**kwargs[PolitenessConfig]),
-    )
-
-
-def _field_value(name: str, value: Any, negate: bool) -> Any:
-    """An option's value as its field holds it: files read, lists made tuples."""
-    if name == "seeds":
-        return read_seeds(Path(value))
-    if name == "allow":
-        return read_lines_file(Path(value), "allow-list")
-    if name == "exclude_file" and not Path(value).is_file():
-        raise ConfigError(f"--exclude-file {value}: no such file")
-    if isinstance(value, list):
-        return tuple(value)
-    return not value if negate else value
 
 
 def _print_summary(summary: dict[str, Any], out: Path) -> None:
@@ -529,7 +357,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     if cfg.frontier_url:
         cfg = _join_shared(cfg, values)
     crawler = Crawler(cfg)
-    _write_config(cfg)
+    write_config(cfg)
     summary = asyncio.run(crawler.run()).to_json()
     _print_summary(summary, cfg.out_dir)
     if crawler.fatal:
@@ -544,29 +372,6 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         print(f"politecrawl: {nothing_fetched(summary['counters'], cfg.out_dir)}", file=sys.stderr)
         return 1
     return 0
-
-
-def config_json(cfg: CrawlConfig) -> dict[str, Any]:
-    """The resolved config, every default filled in, as ``OUT/config.json`` holds it."""
-
-    def plain(x: Any) -> Any:
-        if isinstance(x, dict):
-            return {k: plain(v) for k, v in x.items()}
-        if isinstance(x, list | tuple):
-            return [plain(v) for v in x]
-        return str(x) if isinstance(x, Path) else x
-
-    return {k: plain(v) for k, v in dataclasses.asdict(cfg).items() if k != "seeds"}
-
-
-def _write_config(cfg: CrawlConfig) -> None:
-    """What this run was asked to do (the seeds are in seeds.txt), for whoever reads the
-    output later: a crawl's settings are part of its record."""
-    path = cfg.out_dir / "config.json"
-    try:
-        path.write_text(json.dumps(config_json(cfg), indent=2) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise StorageError(f"cannot write {path}: {exc}") from exc
 
 
 _WHY_NOTHING = (  # counter, what it means to someone who just ran the crawl
