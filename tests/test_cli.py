@@ -347,3 +347,19 @@ print(summary.stored, summary.errors)
     assert p.returncode == 0, p.stderr
     assert f"robots.txt of http://offline.test:{dead} unreachable" in p.stderr
     assert "'connect': 3" in p.stdout
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["status", "--frontier", "http://127.0.0.1:1/0"], "--frontier must be a redis://"),
+        (["status", "--frontier", "redis://127.0.0.1:1/0", "--crawl-id", "a/b"], "--crawl-id"),
+        (["seed", "seeds.txt", "--frontier", "http://127.0.0.1:1/0"], "--frontier"),
+        (["worker", "--frontier", "redis://127.0.0.1:1/0", "--crawl-id", "a b", "--user-agent",
+          UA, "--out", "w"], "--crawl-id"),
+    ],
+)  # fmt: skip
+def test_shared_crawl_misuse(tmp_path: Path, args: list[str], needle: str) -> None:
+    (tmp_path / "seeds.txt").write_text("http://ok.example/\n")
+    args = [str(tmp_path / a) if a in ("seeds.txt", "w") else a for a in args]
+    assert needle in one_line_error(run(*args))

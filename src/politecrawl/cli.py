@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from politecrawl.admission import HOST_URLS
-from politecrawl.config import CrawlConfig, FetchConfig, read_lines_file, read_seeds
+from politecrawl.config import (
+    CrawlConfig,
+    FetchConfig,
+    check_shared_crawl,
+    read_lines_file,
+    read_seeds,
+)
 from politecrawl.errors import ConfigError, PolitecrawlError
 from politecrawl.frontier.factory import DEFAULT_CRAWL_ID, shared_scope
 from politecrawl.options import (
@@ -274,6 +280,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_seed(args: argparse.Namespace) -> int:
     from politecrawl.crawler import Crawler
 
+    check_shared_crawl(args.frontier, args.crawl_id)
     seeds = read_seeds(args.file)
     if args.scope not in (None, "host", "domain", "any"):
         raise ConfigError(f"--scope must be host, domain or any, got {args.scope!r}")
@@ -327,6 +334,7 @@ def _join_shared(cfg: CrawlConfig, values: dict[str, Any]) -> CrawlConfig:
 def cmd_status(args: argparse.Namespace) -> int:
     from politecrawl.frontier.redis import status
 
+    check_shared_crawl(args.frontier, args.crawl_id)
     st = asyncio.run(status(args.frontier.replace("valkey://", "redis://", 1), args.crawl_id))
     if args.json:
         print(json.dumps(st, indent=2))

@@ -218,10 +218,8 @@ class CrawlConfig:
         if self.scope not in ("host", "domain", "any"):
             raise ConfigError(f"--scope must be host, domain or any, got {self.scope!r}")
         _positive("--exclude-check", self.exclude_check_s)
-        if self.frontier_url is not None and not self.frontier_url.startswith(
-            ("redis://", "rediss://", "unix://", "valkey://")
-        ):
-            raise ConfigError(f"--frontier must be a redis:// URL, got {self.frontier_url!r}")
+        if self.frontier_url is not None:
+            check_shared_crawl(self.frontier_url, self.crawl_id)
         if self.seen_mode not in ("auto", "exact", "bloom"):
             raise ConfigError(f"--seen must be auto, exact or bloom, got {self.seen_mode!r}")
         if self.expected_urls < 1:
@@ -248,6 +246,19 @@ class CrawlConfig:
         if self.seen_mode == "auto":
             return "bloom" if self.expected_urls > 2_000_000 else "exact"
         return self.seen_mode
+
+
+_CRAWL_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")  # as frontier.redis keys take it
+
+
+def check_shared_crawl(frontier_url: str, crawl_id: str | None) -> None:
+    """``--frontier`` and ``--crawl-id`` as every command that shares a crawl takes them."""
+    if not frontier_url.startswith(("redis://", "rediss://", "unix://", "valkey://")):
+        raise ConfigError(f"--frontier must be a redis:// URL, got {frontier_url!r}")
+    if crawl_id is not None and not _CRAWL_ID.fullmatch(crawl_id):
+        raise ConfigError(
+            f"--crawl-id must be 1-100 characters of A-Z a-z 0-9 . _ : -, got {crawl_id!r}"
+        )
 
 
 def read_seeds(path: Path) -> tuple[str, ...]:
