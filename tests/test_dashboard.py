@@ -65,14 +65,14 @@ def test_dashboard_shows_elapsed_progress_and_busiest_sites(tmp_path: Path) -> N
         rc, output = run_in_pty(
             ["crawl", "--seeds", str(seeds), "--user-agent", UA, "--out", str(tmp_path / "o"),
              "--resolve", web.resolve_arg(), "--allow-private-addresses", "--scope", "any",
-             "--min-delay", "0.4", "--retry-base", "0.2", "--max-pages", "14",
+             "--min-delay", "0.4", "--retry-base", "0.2", "--max-pages", "20",
              "--max-time", "300"]
         )  # fmt: skip
     (tmp_path / "screen.txt").write_text(output)
     assert rc == 0, output[-3000:]
     screen = last_screen(output)
     assert "elapsed" in screen, screen
-    assert re.search(r"--max-pages.*14 / 14 pages", screen), screen
+    assert re.search(r"--max-pages.*20 / 20 pages", screen), screen
     assert re.search(r"--max-time.*left", screen), screen
     assert "busiest sites" in screen and "requests" in screen
     hosts = [h for h in web.hosts if h in screen]
