@@ -201,3 +201,16 @@ def test_flags_win_over_the_toml_file(tmp_path: Path, one_site: TestWeb) -> None
     assert config_json["politeness"]["min_delay_s"] == 0.05
     assert config_json["politeness"]["jitter_s"] == 0.2
     assert config_json["max_pages"] == 1
+
+
+def test_every_flag_sets_a_config_field() -> None:
+    """A flag (in the list or added by hand) that no config field takes would be a KeyError
+    at run time: each must map to one, and no two flags to the same field."""
+    from politecrawl.config import option_fields
+    from politecrawl.options import option_types
+
+    fields = option_fields()
+    missing = sorted(name for name in option_types() if name not in fields)
+    assert missing == []
+    targets = [fields[name][1].name for name in option_types()]
+    assert len(targets) == len(set(targets))
