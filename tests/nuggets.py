@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from politecrawl.relevance import Document
 
 CALLS: list[str] = []
@@ -13,3 +16,8 @@ def railway_pages(doc: Document) -> float:
     text = f"{doc.title} {doc.text}".lower()
     hits = sum(text.count(w) for w in ("locomotive", "railway", "steam"))
     return min(1.0, hits / 6)
+
+
+def titles(page: Any) -> Iterator[dict[str, Any]]:
+    """A page handler (``--handler nuggets:titles``): one item per page, its title."""
+    yield {"title": page.title}

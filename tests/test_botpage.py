@@ -118,3 +118,28 @@ def test_main_args_stdout_and_file(tmp_path: Path, capsys: Any) -> None:
     ns.out = str(tmp_path / "missing" / "bot.html")
     with pytest.raises(ConfigError, match="does not exist"):
         main_args(ns)
+
+
+def test_page_states_the_crawls_real_delay(tmp_path: Path) -> None:
+    """Not "at least 15 seconds" whatever the crawl does: --min-delay, or the crawl's config."""
+    import subprocess
+    import sys
+
+    def page(*args: str) -> str:
+        p = subprocess.run(
+            [sys.executable, "-m", "politecrawl.cli", "botpage", "--user-agent",
+             "acmebot/1.0 (+https://acme.example/bot)", "--contact", "ops@acme.example", *args],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        return " ".join(p.stdout.split())
+
+    assert "at least 15 seconds after the previous one started" in page()
+    assert "(30 times the average time" in page()
+    text = page("--min-delay", "2.5", "--delay-factor", "10")
+    assert "at least 2.5 seconds after" in text and "(10 times the average" in text
+    assert "15 seconds" not in text
+    cfg = tmp_path / "crawl.toml"
+    cfg.write_text("[crawl]\nmin-delay = 60\n")
+    assert "at least 60 seconds after" in page("--config", str(cfg))
+    assert "at least 1 second after" in page("--config", str(cfg), "--min-delay", "1")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,11 @@ def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=timeout,
     )
+
+
+# seeds of tests that must fail before any request: pinned to loopback all the same (and
+# refused there), so a test run on code that doesn't fail early asks no DNS server
+PINNED = ["--resolve", "ok.example:80:127.0.0.1"]
 
 
 def one_line_error(p: subprocess.CompletedProcess[str]) -> str:
@@ -61,13 +67,30 @@ def test_bad_url_in_seeds(tmp_path: Path) -> None:
         (["--scope", "planet"], "scope"),
         (["--resolve", "nonsense"], "HOST:PORT:ADDR"),
         (["--jitter", "-1"], "--jitter"),
+        (["--target-relevant", "0"], "--target-relevant"),
+        (["--max-queue", "0"], "--max-queue"),
+        (["--exclude-file", "/no/such/never-crawl.txt"], "--exclude-file"),
+        (["--delay-factor", "-1"], "--delay-factor"),  # not its field's name
+        (["--park-after", "0"], "--park-after"),
+        (["--park-time", "-1"], "--park-time"),
+        (["--exclude-check", "0"], "--exclude-check"),
     ],
 )
 def test_bad_option_values(tmp_path: Path, args: list[str], needle: str) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://ok.example/\n")
     err = one_line_error(
-        run("crawl", "--seeds", str(seeds), "--user-agent", UA, "--out", str(tmp_path / "o"), *args)
+        run(
+            "crawl",
+            "--seeds",
+            str(seeds),
+            "--user-agent",
+            UA,
+            "--out",
+            str(tmp_path / "o"),
+            *PINNED,
+            *args,
+        )
     )
     assert needle in err
 
@@ -151,12 +174,192 @@ def test_operator_tools_on_a_real_crawl(tmp_path: Path) -> None:
     assert any(r["robots_in_force"] for r in rows)
     p = run("log-stats", str(tmp_path / "out"))
     assert p.returncode == 0 and p.stdout.strip()
-    p = run("botpage", "--user-agent", UA, "--contact", "ops@bot.example", "--ip", "192.0.2.7",
-            "--out", str(tmp_path / "bot.html"))
+    p = run(
+        "botpage",
+        "--user-agent",
+        UA,
+        "--contact",
+        "ops@bot.example",
+        "--ip",
+        "192.0.2.7",
+        "--out",
+        str(tmp_path / "bot.html"),
+    )
     assert p.returncode == 0, p.stderr
     page = (tmp_path / "bot.html").read_text()
     assert "testbot" in page and "192.0.2.7" in page and "mailto:ops@bot.example" in page
     p = run("report", str(tmp_path / "out"))
     assert p.returncode == 0 and (tmp_path / "out" / "report.html").exists()
-    assert one_line_error(run("log", str(tmp_path / "out"), "--host", "h1.test",
-                              "--since", "yesterday-ish"))
+    assert one_line_error(
+        run("log", str(tmp_path / "out"), "--host", "h1.test", "--since", "yesterday-ish")
+    )
+
+
+@pytest.mark.parametrize(
+    "toml,needle",
+    [
+        ('min-delay = "fast"', "min-delay must be a number, got 'fast'"),
+        ("concurrency = 2.5", "concurrency must be a whole number"),
+        ('sitemaps = "yes"', "sitemaps must be true or false"),
+        ("scope = 3", "scope must be a string"),
+        ("min-delay = 0.1\nno-such-option = 1", "unknown option(s): no-such-option"),
+        ("delay-factor = -2", "--delay-factor must be >= 0"),
+        ("min-delay = ", "not valid TOML"),
+    ],
+)
+def test_bad_toml_values(tmp_path: Path, toml: str, needle: str) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://ok.example/\n")
+    cfg = tmp_path / "crawl.toml"
+    cfg.write_text(toml + "\n")
+    err = one_line_error(
+        run(
+            "crawl",
+            "--config",
+            str(cfg),
+            "--seeds",
+            str(seeds),
+            "--user-agent",
+            UA,
+            "--out",
+            str(tmp_path / "o"),
+        )
+    )
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_unreachable_redis_is_one_line() -> None:
+    """A service that does not answer is not misuse: exit 1, one line, no traceback."""
+    for args in (
+        ["status", "--frontier", "redis://127.0.0.1:1/0"],
+        ["worker", "--frontier", "redis://127.0.0.1:1/0", "--user-agent", UA, "--out", "/tmp"],
+    ):
+        p = run(*args)
+        assert p.returncode == 1, p.stderr
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and "cannot reach the frontier at redis://127.0.0.1:1/0" in lines[0]
+
+
+def test_fetch_refuses_seeds(tmp_path: Path) -> None:
+    seg = tmp_path / "next.seg"
+    seg.write_text("http://ok.example/\n")
+    err = one_line_error(
+        run(
+            "fetch",
+            str(seg),
+            "--seeds",
+            str(seg),
+            "--user-agent",
+            UA,
+            "--out",
+            str(tmp_path),
+            *PINNED,
+        )
+    )
+    assert "segment" in err
+
+
+def test_nothing_fetched_says_why(tmp_path: Path) -> None:
+    """Seeds all refused (loopback without --allow-private-addresses), or nobody listening:
+    exit 1 and the reason on one line, not "crawl finished (done)" and 0."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"http://dead.test:{dead}/\n")
+    common = ["--seeds", str(seeds), "--user-agent", UA, "--resolve",
+              f"dead.test:{dead}:127.0.0.1", "--min-delay", "0.05", "--retry-base", "0.05",
+              "--no-progress"]  # fmt: skip
+    p = run("crawl", *common, "--out", str(tmp_path / "refused"))
+    assert p.returncode == 1, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert "nothing could be fetched" in lines[0] and "--allow-private-addresses" in lines[0]
+
+    p = run("crawl", *common, "--allow-private-addresses", "--out", str(tmp_path / "dead"))
+    assert p.returncode == 1, p.stderr
+    assert "nothing could be fetched" in p.stderr and "no connection" in p.stderr
+
+
+async def test_short_min_delay_is_not_swamped_by_jitter(tmp_path: Path) -> None:
+    """--min-delay 0.05 without --jitter: the jitter is a tenth of the delay, not 0.5 s."""
+    import asyncio
+
+    async with TestWeb(n_hosts=1, pages_per_host=3, seed=5, plain=True) as web:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(web.seed_urls()[0] + "\n")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "politecrawl.cli", "crawl", "--seeds", str(seeds),
+            "--user-agent", UA, "--out", str(tmp_path / "o"), "--resolve", web.resolve_arg(),
+            "--allow-private-addresses", "--min-delay", "0.05", "--max-pages", "1",
+            "--no-progress",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, err.decode()
+    config = json.loads((tmp_path / "o" / "config.json").read_text())
+    assert config["politeness"]["jitter_s"] == pytest.approx(0.005)
+
+
+def test_demo_judges_itself_and_says_what_next(tmp_path: Path) -> None:
+    """The demo's server runs in its own process (its access log is the judge, not sharing
+    the crawler's loop); it says its errors are deliberate, where the output is and what to
+    run next."""
+    out = tmp_path / "demo"
+    p = run("demo", "--hosts", "4", "--pages", "4", "--min-delay", "0.1", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"\(its own process\); server saw \d+ requests, 0 politeness violations",
+                     p.stdout), p.stdout  # fmt: skip
+    assert "errors are deliberate" in p.stdout
+    assert f"Output: {out}." in p.stdout
+    assert f"politecrawl report {out}" in p.stdout
+    assert (out / "testweb-access.jsonl").read_text().strip()
+
+
+def test_api_crawl_that_reaches_nothing_is_not_silent(tmp_path: Path) -> None:
+    """The README's API example with a site that cannot be reached (offline): the robots.txt
+    failure is said on stderr while the crawl waits, with no logging set up by the user."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    code = f"""
+import asyncio
+from pathlib import Path
+from politecrawl import Crawler, CrawlConfig, FetchConfig, PolitenessConfig
+config = CrawlConfig(
+    seeds=("http://offline.test:{dead}/",),
+    out_dir=Path({str(tmp_path / "crawl1")!r}),
+    fetch=FetchConfig(user_agent="acmebot/1.0 (+https://acme.example/bot)",
+                      resolve=("offline.test:{dead}:127.0.0.1",), allow_private_addresses=True,
+                      retry_base_s=0.05),
+    politeness=PolitenessConfig(min_delay_s=0.05),
+    max_pages=100,
+)
+summary = asyncio.run(Crawler(config).run())
+print(summary.stored, summary.errors)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert f"robots.txt of http://offline.test:{dead} unreachable" in p.stderr
+    assert "'connect': 3" in p.stdout
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["status", "--frontier", "http://127.0.0.1:1/0"], "--frontier must be a redis://"),
+        (["status", "--frontier", "redis://127.0.0.1:1/0", "--crawl-id", "a/b"], "--crawl-id"),
+        (["seed", "seeds.txt", "--frontier", "http://127.0.0.1:1/0"], "--frontier"),
+        (["worker", "--frontier", "redis://127.0.0.1:1/0", "--crawl-id", "a b", "--user-agent",
+          UA, "--out", "w"], "--crawl-id"),
+    ],
+)  # fmt: skip
+def test_shared_crawl_misuse(tmp_path: Path, args: list[str], needle: str) -> None:
+    (tmp_path / "seeds.txt").write_text("http://ok.example/\n")
+    args = [str(tmp_path / a) if a in ("seeds.txt", "w") else a for a in args]
+    assert needle in one_line_error(run(*args))

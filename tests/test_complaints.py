@@ -28,8 +28,15 @@ def _crawl_with_rotating_logs(out: Path) -> TestWeb:
         async with TestWeb(n_hosts=8, pages_per_host=5, seed=3) as web:
             for limits in ({"max_pages": 40}, {"max_time_s": 4.0}):
                 await Crawler(
-                    crawl_config(web, out, delay=0.05, concurrency=8, robots_ttl_s=1.0,
-                                 log_rotate_bytes=3000, **limits)
+                    crawl_config(
+                        web,
+                        out,
+                        delay=0.05,
+                        concurrency=8,
+                        robots_ttl_s=1.0,
+                        log_rotate_bytes=3000,
+                        **limits,
+                    )
                 ).run()
             return web
 
@@ -121,7 +128,9 @@ def test_text_shows_each_robots_version_once(crawl: tuple[Path, TestWeb], capsys
     rows = lookup(out, host, None, None)
     text = format_text(rows)
     assert text.count("Disallow: /private/") == 1  # several fetches, one distinct body
-    assert all(r["url"] in text for r in rows)
+    origin = rows[0]["url"].split("/robots.txt")[0].rstrip("/")
+    assert f"requests to {origin}:" in text  # one origin: named once, each line its path
+    assert all(f"  {r['url'].removeprefix(origin) or '/'}\n" in text for r in rows)
     assert f"{host}: {len(rows)} requests" in text
     assert (
         main_args(argparse.Namespace(dir=str(out), host=host, since=None, until=None, json=False))
@@ -226,3 +235,31 @@ def test_misuse_is_a_config_error(tmp_path: Path) -> None:
                 dir=str(tmp_path), host="x.org", since="2024-03-02", until="2024-03-01", json=False
             )
         )
+
+
+def test_text_fits_100_columns(tmp_path: Path) -> None:
+    """Each request on one line of at most 100 columns; a long URL is cut in the middle and
+    the text says that --json has it in full."""
+    long_url = "https://a-rather-long-host-name.example.org/" + "segment/" * 20 + "end.html"
+    recs = [
+        {
+            "time": f"2024-03-0{d}T23:59:5{i}.123Z",
+            "url": url,
+            "status": None,
+            "error": "timeout",
+            "duration_ms": 20000.0,
+            "delay_s": 3600.0,
+            "outcome": "dropped:robots_unavailable",
+            "ip": None,
+            "attempt": 3,
+        }
+        for d, i, url in ((1, 0, long_url), (2, 1, "https://www.example.org/x"))
+    ]
+    _write(JsonlLog(tmp_path / "log" / "requests.jsonl"), recs)
+    (tmp_path / "log" / "robots.jsonl").write_text("")
+    text = format_text(lookup(tmp_path, "example.org", None, None))
+    assert max(len(line) for line in text.splitlines()) <= 100, text
+    assert "2024-03-01\n" in text and "2024-03-02\n" in text  # a date line per day
+    assert "23:59:50.123  timeout" in text and "https://a-r…ment/end.html" in text
+    assert "--json has each in full" in text
+    assert "https://www.example.org/x" in text  # two origins: full URLs

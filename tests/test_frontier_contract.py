@@ -777,7 +777,8 @@ async def test_make_frontier_picks_the_backend(tmp_path: Path) -> None:
     await local.close()
     shared = make_frontier(dataclasses.replace(cfg, frontier_url="redis://127.0.0.1:1/0"))
     assert isinstance(shared, RedisFrontier)  # not connected until first used
-    assert shared.crawl_id == "crawl7" and shared.lease_ttl_s >= 2 * cfg.fetch.total_timeout_s
+    # no --crawl-id: "default", as for `seed` (not the out folder's name)
+    assert shared.crawl_id == "default" and shared.lease_ttl_s >= 2 * cfg.fetch.total_timeout_s
     await shared.close()
 
 

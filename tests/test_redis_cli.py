@@ -94,3 +94,44 @@ async def test_two_worker_processes_one_crawl(redis_url: str, tmp_path: Path) ->
         )
     )
     assert [k for k, n in counts.items() if n > 1] == []
+
+
+async def test_worker_joins_the_seeded_crawl_and_keeps_its_scope(
+    redis_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """As the README shows it: `seed` and `worker` with no --crawl-id meet in one crawl, and
+    the worker, given no --scope and no --seeds, keeps to the scope the crawl was seeded with
+    (the pages link to other hosts; none of them is asked)."""
+    url = redis_url.rsplit("/", 1)[0] + "/7"  # its own database: the crawl id is "default"
+    import redis
+
+    with redis.Redis.from_url(url) as r:
+        r.flushdb()
+    async with TestWeb(n_hosts=4, pages_per_host=4, seed=9, plain=True) as web:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(web.seed_urls(1)[0] + "\n")
+        rc, out, err = await _cli("seed", str(seeds), "--frontier", url, "--scope", "host")
+        assert rc == 0, err
+        assert "1 of 1 URLs queued in crawl 'default' (scope host)" in out
+        rc, out, err = await _cli(
+            "worker", "--frontier", url, "--user-agent", UA, "--out", str(tmp_path / "w"),
+            "--resolve", web.resolve_arg(), "--allow-private-addresses", "--min-delay", "0.05",
+            "--no-progress",
+        )  # fmt: skip
+        assert rc == 0, err
+    seed_host = web.hosts[0]
+    asked = {e.host for e in web.access_log}
+    assert asked == {seed_host}, asked
+    pages = {e.path for e in web.access_log if e.path != "/robots.txt"}
+    assert len(pages) > 1  # it crawled the site, not only the seed
+    cfg = json.loads((tmp_path / "w" / "config.json").read_text())
+    assert cfg["scope"] == "host" and cfg["crawl_id"] is None
+
+
+async def test_worker_of_an_unseeded_crawl_says_so(redis_url: str, tmp_path: Path) -> None:  # noqa: F811
+    rc, _, err = await _cli(
+        "worker", "--frontier", redis_url, "--crawl-id", f"none-{uuid.uuid4().hex[:6]}",
+        "--user-agent", UA, "--out", str(tmp_path / "w"),
+    )  # fmt: skip
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "politecrawl seed" in err

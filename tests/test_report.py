@@ -42,7 +42,7 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def _screenshot(html: Path, png: Path, profile: Path) -> None:
+def _screenshot(html: Path, png: Path, profile: Path, size: str = "1200,2400") -> None:
     binary = _chromium()
     if binary is None:
         pytest.skip(
@@ -62,7 +62,7 @@ def _screenshot(html: Path, png: Path, profile: Path) -> None:
             "--disable-sync",
             f"--user-data-dir={profile}",
             f"--screenshot={png}",
-            "--window-size=1200,2400",
+            f"--window-size={size}",
             html.resolve().as_uri(),
         ],
         check=True,
@@ -140,7 +140,7 @@ def test_report_is_self_contained_and_has_every_chart(crawl: Path) -> None:
         "summary.json",
     ):
         assert f"<h2>{title}</h2>" in page
-    assert "Not shown: no page in pages.jsonl carries a relevance score" in page
+    assert "not shown: no page in pages.jsonl carries a relevance score" in page
     requests = sum(1 for _ in iter_log_records(crawl / "log", "requests"))
     assert f"{requests} requests logged" in page
     assert "h4.test" in page and "robots disallowed" in page
@@ -178,7 +178,7 @@ def test_harvest_rate_chart_from_pages_jsonl_across_rotation(crawl: Path, tmp_pa
     pages.close()
     page = write_report(out).read_text(encoding="utf-8")
     assert page.count("<svg") == 6 and "<h2>Harvest rate</h2>" in page
-    assert "relevance ≥ 0.5" in page and "Not shown" not in page
+    assert "relevance ≥ 0.5" in page and "not shown" not in page
     png = tmp_path / "harvest.png"
     _screenshot(out / "report.html", png, tmp_path / "profile")
     purple = bytes.fromhex("8e44ad")
@@ -193,3 +193,63 @@ def test_report_of_an_empty_or_missing_folder(tmp_path: Path, capsys: Any) -> No
     assert capsys.readouterr().out.strip() == str(tmp_path / "report.html")
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "No summary.json" in page and "no data" in page
+
+
+def _png_rows(path: Path) -> tuple[int, list[bytes]]:
+    """Width and every row of a PNG as RGB bytes (the whole image decoded)."""
+    data = path.read_bytes()
+    pos, idat, w, h, ctype = 8, [], 0, 0, 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        chunk = data[pos + 8 : pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, _depth, ctype = struct.unpack(">IIBB", chunk[:10])
+        elif kind == b"IDAT":
+            idat.append(chunk)
+        pos += 12 + n
+    bpp = {2: 3, 6: 4}[ctype]
+    raw = zlib.decompress(b"".join(idat))
+    stride = w * bpp
+    prev = bytearray(stride)
+    rows = []
+    for y in range(h):
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        _unfilter(raw[y * (stride + 1)], line, prev, bpp)
+        rows.append(b"".join(bytes(line[i : i + 3]) for i in range(0, stride, bpp)))
+        prev = line
+    return w, rows
+
+
+_PLAIN = {bytes.fromhex(c) for c in ("f5f7f9", "ffffff", "dde3e8", "eef1f4", "e6eaee")}
+
+
+def _blank(row: bytes, x0: int, x1: int) -> bool:
+    return all(row[i : i + 3] in _PLAIN for i in range(x0 * 3, x1 * 3, 6))
+
+
+def test_report_layout_leaves_no_half_page_empty(crawl: Path, tmp_path: Path) -> None:
+    """Seen in a real browser: down the page, the left and the right column each hold
+    something (a chart, a table, text) on most rows: no chart-sized hole, no card half
+    empty beside a tall one."""
+    html = write_report(crawl)
+    png = tmp_path / "layout.png"
+    _screenshot(html, png, tmp_path / "profile", size="1200,1800")
+    w, rows = _png_rows(png)
+    content = [y for y, r in enumerate(rows) if not _blank(r, 0, w)]
+    assert len(content) > 300
+    body = rows[content[0] : content[-1] + 1]
+    for x0, x1 in ((40, w // 2 - 20), (w // 2 + 20, w - 40)):  # the left, the right column
+        run = longest = 0
+        for r in body:
+            run = run + 1 if _blank(r, x0, x1) else 0
+            longest = max(longest, run)
+        assert longest < 250, (x0, longest)  # px of nothing but background or card
+
+
+def test_delay_chart_labels_mean_and_max_apart(crawl: Path) -> None:
+    """The label beside the max tick says which number is the mean and which the max."""
+    page = write_report(crawl).read_text(encoding="utf-8")
+    delays = page.split("<h2>Delay applied per host</h2>", 1)[1].split("</section>", 1)[0]
+    ticks = delays.count("<title>max ")
+    assert ticks >= 1
+    assert len(re.findall(r'class="tick">[0-9.]+, max [0-9.]+</text>', delays)) == ticks

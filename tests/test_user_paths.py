@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from redis_server import redis_url  # noqa: F401  (fixture)
 
 from politecrawl import ConfigError, Crawler
 from politecrawl.testweb import TestWeb, load_access_log
@@ -192,7 +193,9 @@ async def test_endless_calendar_is_stopped_and_named_hand_made_site_is_whole(
 
 # -- item 2: one output folder, one crawl ----------------------------------------------------
 async def test_second_crawl_on_a_live_folder_is_refused_and_kill9_lock_does_not_block(
-    site: Site, tmp_path: Path
+    site: Site,
+    tmp_path: Path,
+    redis_url: str,  # noqa: F811
 ) -> None:
     seeds = _seeds(tmp_path, [site.url("book.test")])
     out = tmp_path / "out"
@@ -215,8 +218,18 @@ async def test_second_crawl_on_a_live_folder_is_refused_and_kill9_lock_does_not_
         assert code == 2
         lines = err.strip().splitlines()
         assert len(lines) == 1 and "in use by another crawl" in lines[0], err
-        worker = await politecrawl("worker", *common, "--frontier", "redis://127.0.0.1:1/0")
-        assert worker[0] == 2 or "in use" in worker[2]
+        # a worker of a shared crawl on the same folder: refused the same way
+        crawl_id = f"lock-{os.getpid()}"
+        code, _, err = await politecrawl(
+            "seed", str(seeds), "--frontier", redis_url, "--crawl-id", crawl_id,
+            "--resolve", site.resolve(), "--allow-private-addresses",
+        )  # fmt: skip
+        assert code == 0, err
+        code, _, err = await politecrawl(
+            "worker", "--frontier", redis_url, "--crawl-id", crawl_id, "--user-agent", UA,
+            "--out", str(out), "--resolve", site.resolve(), "--allow-private-addresses",
+        )  # fmt: skip
+        assert code == 2 and "in use by another crawl" in err, err
         # the refused run sent nothing: only the first crawl's spaced requests appear
         assert first.returncode is None
         first.send_signal(signal.SIGKILL)

@@ -35,8 +35,38 @@ def _pre(text: str) -> str:
     return f"<pre><code>{escape(text)}</code></pre>"
 
 
-def render(user_agent: str, contact: str, ips: list[str], purpose: str | None) -> str:
-    """A self-contained HTML page (inline CSS, no scripts); every given value is escaped."""
+def _seconds(x: float) -> str:
+    return "1 second" if x == 1 else f"{x:g} seconds"
+
+
+def _pace(t: str, min_delay_s: float, delay_factor: float) -> str:
+    """The "How fast" paragraph's first sentence, from the delays the crawl really uses."""
+    slow = f"{delay_factor:g} times the average time of the site's last five responses"
+    if min_delay_s > 0:
+        return (
+            f"{t} makes one request at a time to a site, and starts the next one at "
+            f"least {_seconds(min_delay_s)} after the previous one started, longer for slow "
+            f"sites ({slow}) or when robots.txt asks for a longer Crawl-delay."
+        )
+    return (
+        f"{t} makes one request at a time to a site, and starts the next one only "
+        f"after {slow} (the slower the site, the longer it waits), or longer when robots.txt "
+        "asks for a Crawl-delay."
+    )
+
+
+def render(
+    user_agent: str,
+    contact: str,
+    ips: list[str],
+    purpose: str | None,
+    *,
+    min_delay_s: float = 15.0,
+    delay_factor: float = 30.0,
+) -> str:
+    """A self-contained HTML page (inline CSS, no scripts); every given value is escaped.
+    ``min_delay_s`` and ``delay_factor`` are the crawl's ``--min-delay`` and
+    ``--delay-factor``: the page states the pace the bot really keeps."""
     token = validate_user_agent(user_agent)
     if not _EMAIL.match(contact.strip()):
         raise ConfigError(f"--contact {contact!r} is not an e-mail address")
@@ -111,10 +141,8 @@ Links marked <code>rel="nofollow"</code> are not followed either.</p>
 {_pre("X-Robots-Tag: noindex, nofollow")}
 
 <h2>How fast it crawls</h2>
-<p>By default {t} makes one request at a time to a site, and starts the next one at least
-15 seconds after the previous one started, longer for slow sites (30 times the average time of
-the site's last five responses) or when robots.txt asks for a longer Crawl-delay. It backs
-off when a site answers 429 or 503 and honours <code>Retry-After</code>. It never follows
+<p>{escape(_pace(t, min_delay_s, delay_factor))}
+It backs off when a site answers 429 or 503 and honours <code>Retry-After</code>. It never follows
 redirects blindly and stops after three hops.</p>
 
 <h2>Contact</h2>
@@ -129,8 +157,31 @@ your domain goes on our never-crawl list.</p>
 
 def main_args(args: argparse.Namespace) -> int:
     """``politecrawl botpage --user-agent UA --contact EMAIL [--ip IP ...] [--purpose TEXT]
-    [--out FILE]``: the page on stdout, or written to ``--out``."""
-    page = render(args.user_agent or "", args.contact or "", list(args.ip or []), args.purpose)
+    [--min-delay S] [--delay-factor F] [--config TOML] [--out FILE]``: the page on stdout, or
+    written to ``--out``. The pace comes from the flags, else the crawl's TOML config, else
+    the crawler's defaults."""
+    pace: dict[str, float] = {"min_delay": 15.0, "delay_factor": 30.0}
+    if getattr(args, "config", None):
+        from politecrawl.config import load_toml
+
+        for key, value in load_toml(Path(args.config)).items():
+            if key in pace:
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise ConfigError(f"{args.config}: {key.replace('_', '-')} must be a number")
+                pace[key] = float(value)
+    for key in pace:
+        if getattr(args, key, None) is not None:
+            pace[key] = float(getattr(args, key))
+    if pace["min_delay"] < 0 or pace["delay_factor"] < 0:
+        raise ConfigError("--min-delay and --delay-factor must be >= 0")
+    page = render(
+        args.user_agent or "",
+        args.contact or "",
+        list(args.ip or []),
+        args.purpose,
+        min_delay_s=pace["min_delay"],
+        delay_factor=pace["delay_factor"],
+    )
     if args.out:
         out = Path(args.out)
         if not out.parent.is_dir():

@@ -15,16 +15,20 @@ from typing import Any, NoReturn
 
 from politecrawl.admission import HOST_URLS
 from politecrawl.config import (
-    MAX_URLS_PER_PATTERN,
-    MAX_WAIT_S,
     CrawlConfig,
     FetchConfig,
-    PolitenessConfig,
-    load_toml,
+    check_shared_crawl,
     read_lines_file,
     read_seeds,
 )
 from politecrawl.errors import ConfigError, PolitecrawlError
+from politecrawl.frontier.factory import DEFAULT_CRAWL_ID, shared_scope
+from politecrawl.options import (
+    add_crawl_options,
+    config_from_values,
+    toml_values,
+    write_config,
+)
 
 DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"
 
@@ -32,101 +36,6 @@ DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-# name, type, help; every one may also be written in the TOML file (``min-delay = 15``).
-_CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
-    ("seeds", Path, "file of seed URLs, one a line, # comments"),
-    ("user-agent", str, "bot name and info URL, e.g. 'acmebot/1.0 (+https://acme.example/bot)'"),
-    ("out", Path, "output folder (state, WARC, logs); the same folder resumes the crawl"),
-    ("min-delay", float, "per-site floor between request starts, seconds (default 15)"),
-    ("delay-factor", float, "delay >= factor x mean of the site's last 5 response times (30)"),
-    ("jitter", float, "random extra delay, 0 to this many seconds, so starts don't align (0.5)"),
-    ("concurrency", int, "sites in flight at once (default 64)"),
-    ("max-pages", int, "stop after this many page requests in this run"),
-    ("max-time", float, "stop after this many seconds"),
-    ("scope", str, "host | domain | any (default domain: the seeds' registered domains)"),
-    ("allow", Path, "allow-list file: domains, or regexes written re:..."),
-    (
-        "exclude-file",
-        Path,
-        "never-crawl list: one domain a line (subdomains included), reloaded live",
-    ),
-    ("exclude-check", float, "seconds between checks of the never-crawl file (default 60)"),
-    ("max-size", int, "body cap in bytes (default 2 MiB); longer bodies are cut and marked"),
-    ("ip-min-delay", float, "one request at a time per server IP, this gap after each (1)"),
-    ("politeness-key", str, "host | domain | ip: what one 'site' is for politeness (default host)"),
-    ("robots-ttl", float, "seconds a robots.txt stays fresh (default 86400)"),
-    ("retry-base", float, "first retry wait after a 5xx or network error, seconds (default 30)"),
-    ("seen", str, "seen-set: auto | exact | bloom (auto: Bloom filter past 2 million URLs)"),
-    ("expected-urls", int, "URLs the crawl may discover; sizes the Bloom filter (1000000)"),
-    ("seen-fp-rate", float, "Bloom filter false-positive rate (0.01)"),
-    (
-        "strategy",
-        str,
-        "frontier order: focused | bfs | random (focused when a topic or a "
-        "relevance function is given, else bfs)",
-    ),
-    ("topic", str, "what the crawl looks for, e.g. 'steam locomotives, steam trains'"),
-    ("relevance", str, "your nugget function 'package.module:function' (Document -> 0..1)"),
-    ("handler", str, "your page handler 'package.module:function' (Page -> dicts, items.jsonl)"),
-    ("target-relevant", int, "stop after this many relevant pages"),
-    ("max-queue", int, "frontier cap: beyond it the lowest-priority URLs are dropped"),
-    ("max-wait", float, "a site due this many seconds goes before better-ranked ones (300)"),
-    ("max-urls-per-host", int, "trap guard: URLs queued per host at most (unlimited)"),
-    (
-        "max-urls-per-pattern",
-        int,
-        "trap guard: URLs of one generated pattern (digits, query values) found from its own "
-        "pages, per host (100; 0 = off)",
-    ),
-    ("park-after", int, "failures in a row after which a site is parked (5)"),
-    ("park-time", float, "how long a parked site is left alone, seconds (3600)"),
-    ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
-    ("log-retention-days", float, "delete rotated logs older than this (30)"),
-    ("revisit-min", float, "with --recrawl: shortest revisit interval, seconds (86400)"),
-    ("revisit-max", float, "with --recrawl: longest revisit interval, seconds (2592000)"),
-    ("state", Path, "robots.txt cache and site statistics kept in this file across crawls"),
-    (
-        "frontier",
-        str,
-        "redis://HOST:PORT/DB: share the crawl with other workers (default: OUT/state.sqlite)",
-    ),
-    ("crawl-id", str, "the shared crawl's name (default: the --out folder's name)"),
-]
-
-
-def _add_crawl_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", type=Path, help="TOML file with any of these options; flags win")
-    for name, typ, help_ in _CRAWL_OPTIONS:
-        p.add_argument(f"--{name}", type=typ, default=None, help=help_)
-    p.add_argument(
-        "--resolve",
-        action="append",
-        default=None,
-        metavar="HOST:PORT:ADDR",
-        help="pin a host to an address like curl (repeatable; *.example wildcards)",
-    )
-    p.add_argument(
-        "--allow-private-addresses",
-        action="store_true",
-        default=None,
-        help="allow loopback/private/link-local targets (refused by default)",
-    )
-    p.add_argument(
-        "--sitemaps",
-        action="store_true",
-        default=None,
-        help="also seed from the Sitemap lines of each site's robots.txt",
-    )
-    p.add_argument(
-        "--recrawl",
-        action="store_true",
-        default=None,
-        help="continuous crawl: fetched pages come back after their revisit interval",
-    )
-    p.add_argument("--no-progress", action="store_true", default=None, help="no live progress line")
-    p.add_argument("-v", "--verbose", action="store_true", help="log more")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="crawl from seed URLs politely",
         description="Crawl from seed URLs; run again on the same --out to resume.",
     )
-    _add_crawl_options(crawl)
+    add_crawl_options(crawl)
     demo = sub.add_parser(
         "demo",
         help="crawl the bundled local test web and print the summary",
@@ -165,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Crawl from a shared Redis frontier with the others: "
         "politeness is global. Takes crawl's options; --seeds optional.",
     )
-    _add_crawl_options(worker)
+    add_crawl_options(worker)
     seed = sub.add_parser(
         "seed",
         help="add seed URLs to a shared crawl",
@@ -174,8 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     seed.add_argument("file", type=Path, help="seed URLs, one a line")
     seed.add_argument("--frontier", required=True, help="redis://HOST:PORT/DB")
-    seed.add_argument("--crawl-id", default="default", help="the shared crawl's name")
-    seed.add_argument("--scope", default="any", help="host | domain | any (default any)")
+    seed.add_argument(
+        "--crawl-id", default=DEFAULT_CRAWL_ID, help=f"the shared crawl's name ({DEFAULT_CRAWL_ID})"
+    )
+    seed.add_argument(
+        "--scope",
+        help="host | domain | any: the crawl's scope, kept by every worker "
+        "(default: as before, else domain)",
+    )
     seed.add_argument("--exclude-file", type=Path, help="never-crawl list")
     # each seed's server address is looked up here (one request at a time per IP)
     seed.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR")
@@ -187,7 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
         "their workers, counters of a shared crawl.",
     )
     status.add_argument("--frontier", required=True, help="redis://HOST:PORT/DB")
-    status.add_argument("--crawl-id", default="default", help="the shared crawl's name")
+    status.add_argument(
+        "--crawl-id", default=DEFAULT_CRAWL_ID, help=f"the shared crawl's name ({DEFAULT_CRAWL_ID})"
+    )
     status.add_argument("--json", action="store_true", help="JSON for machines")
     seg = sub.add_parser(
         "segment",
@@ -215,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         "every politeness rule, following no link. Takes crawl's options.",
     )
     fetch.add_argument("segment", type=Path, help="the segment file")
-    _add_crawl_options(fetch)
+    add_crawl_options(fetch)
     log = sub.add_parser(
         "log",
         help="answer a complaint: every request to a host, with the robots.txt in force",
@@ -249,6 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--ip", action="append", default=[], help="an address the bot crawls from (repeatable)"
     )
     bot.add_argument("--purpose", help="why the bot crawls, in a sentence or two")
+    bot.add_argument(
+        "--min-delay", type=float, help="the crawl's --min-delay, stated on the page (15)"
+    )
+    bot.add_argument(
+        "--delay-factor", type=float, help="the crawl's --delay-factor, stated on the page (30)"
+    )
+    bot.add_argument(
+        "--config", type=Path, help="the crawl's TOML config: its min-delay and delay-factor"
+    )
     bot.add_argument("--out", type=Path, help="file to write (default: stdout)")
     rep = sub.add_parser(
         "report",
@@ -277,95 +203,11 @@ def _merge(args: argparse.Namespace) -> dict[str, Any]:
     """TOML values, overridden by the flags given."""
     values: dict[str, Any] = {}
     if args.config is not None:
-        values.update(load_toml(args.config))
+        values.update(toml_values(args.config))
     for key, val in vars(args).items():
         if val is not None and key not in ("config", "command", "verbose"):
             values[key] = val
     return values
-
-
-def config_from_values(v: dict[str, Any]) -> CrawlConfig:
-    """Build and validate a CrawlConfig from merged TOML/flag values."""
-    known = {n.replace("-", "_") for n, _, _ in _CRAWL_OPTIONS} | {
-        "resolve",
-        "allow_private_addresses",
-        "no_progress",
-        "sitemaps",  # the two store_true flags, refused as unknown before
-        "recrawl",
-    }
-    unknown = set(v) - known
-    if unknown:
-        raise ConfigError(f"unknown option(s) in config: {', '.join(sorted(unknown))}")
-    required_opts = ("user_agent", "out") if v.get("frontier") else ("seeds", "user_agent", "out")
-    for required in required_opts:
-        if v.get(required) in (None, ""):
-            raise ConfigError(f"--{required.replace('_', '-')} is required")
-    seeds = read_seeds(Path(v["seeds"])) if v.get("seeds") else ()
-    politeness = PolitenessConfig(
-        min_delay_s=float(v.get("min_delay", 15.0)),
-        response_time_factor=float(v.get("delay_factor", 30.0)),
-        jitter_s=float(v.get("jitter", 0.5)),
-        key_mode=v.get("politeness_key", "host"),
-        park_after_failures=int(v.get("park_after", 5)),
-        park_s=float(v.get("park_time", 3600.0)),
-        ip_min_delay_s=float(v.get("ip_min_delay", 1.0)),
-    )
-    resolve = v.get("resolve") or ()
-    fetch = FetchConfig(
-        user_agent=str(v["user_agent"]),
-        max_size_bytes=int(v.get("max_size", 2 * 1024 * 1024)),
-        allow_private_addresses=bool(v.get("allow_private_addresses", False)),
-        resolve=tuple([resolve] if isinstance(resolve, str) else resolve),
-        retry_base_s=float(v.get("retry_base", 30.0)),
-    )
-    allow = read_lines_file(Path(v["allow"]), "allow-list") if v.get("allow") else ()
-    exclude = Path(v["exclude_file"]) if v.get("exclude_file") else None
-    return CrawlConfig(
-        seeds=seeds,
-        out_dir=Path(v["out"]),
-        fetch=fetch,
-        politeness=politeness,
-        concurrency=int(v.get("concurrency", 64)),
-        max_pages=int(v["max_pages"]) if v.get("max_pages") is not None else None,
-        max_time_s=float(v["max_time"]) if v.get("max_time") is not None else None,
-        scope=v.get("scope", "domain"),
-        allow=allow,
-        exclude_file=exclude,
-        exclude_check_s=float(v.get("exclude_check", 60.0)),
-        robots_ttl_s=float(v.get("robots_ttl", 86400.0)),
-        progress=not v.get("no_progress", False),
-        sitemaps=bool(v.get("sitemaps", False)),
-        seen_mode=v.get("seen", "auto"),
-        expected_urls=int(v.get("expected_urls", 1_000_000)),
-        seen_fp_rate=float(v.get("seen_fp_rate", 0.01)),
-        strategy=v.get("strategy"),
-        topic=v.get("topic"),
-        relevance=v.get("relevance"),
-        handler=v.get("handler"),
-        target_relevant=int(v["target_relevant"]) if v.get("target_relevant") else None,
-        max_queue=int(v["max_queue"]) if v.get("max_queue") else None,
-        max_wait_s=float(v.get("max_wait", MAX_WAIT_S)),
-        max_urls_per_host=int(v["max_urls_per_host"]) if v.get("max_urls_per_host") else None,
-        max_urls_per_pattern=_pattern_cap(v.get("max_urls_per_pattern")),
-        log_rotate_bytes=int(v.get("log_rotate_bytes", 64 * 1024 * 1024)),
-        log_retention_days=float(v.get("log_retention_days", 30.0)),
-        state_file=Path(v["state"]) if v.get("state") else None,
-        frontier_url=v.get("frontier"),
-        recrawl=bool(v.get("recrawl", False)),
-        revisit_min_s=float(v.get("revisit_min", 86400.0)),
-        revisit_max_s=float(v.get("revisit_max", 30 * 86400.0)),
-        crawl_id=v.get("crawl_id"),
-    )
-
-
-def _pattern_cap(value: Any) -> int | None:
-    """``--max-urls-per-pattern``: 0 turns the guard off; unset keeps the default."""
-    if value is None:
-        return MAX_URLS_PER_PATTERN
-    n = int(value)
-    if n < 0:
-        raise ConfigError("--max-urls-per-pattern must be >= 0")
-    return n or None
 
 
 def _print_summary(summary: dict[str, Any], out: Path) -> None:
@@ -424,6 +266,8 @@ def cmd_segment(args: argparse.Namespace) -> int:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     values = _merge(args)
+    if "seeds" in values:
+        raise ConfigError("fetch reads the segment file it is given, not --seeds")
     values["seeds"] = values.pop("segment")
     values.setdefault("scope", "any")
     return _run_crawl(values, follow=False)
@@ -433,40 +277,73 @@ def cmd_worker(args: argparse.Namespace) -> int:
     values = _merge(args)
     if not values.get("frontier"):
         raise ConfigError("worker needs --frontier redis://HOST:PORT/DB")
-    values.setdefault("scope", "any")
-    if not values.get("seeds"):
-        values["seeds"] = None
     return _run_crawl(values, follow=True)
 
 
 def cmd_seed(args: argparse.Namespace) -> int:
     from politecrawl.crawler import Crawler
 
+    check_shared_crawl(args.frontier, args.crawl_id)
     seeds = read_seeds(args.file)
+    if args.scope not in (None, "host", "domain", "any"):
+        raise ConfigError(f"--scope must be host, domain or any, got {args.scope!r}")
+    # the crawl's scope and seeds are stored with it: every worker keeps to them
+    meta = asyncio.run(
+        shared_scope(args.frontier, args.crawl_id, {"scope": args.scope, "seeds": seeds})
+    )
+    assert meta is not None
     out = Path(tempfile.mkdtemp(prefix="politecrawl-seed-"))
     cfg = CrawlConfig(
         seeds=seeds,
         out_dir=out,
+        # each seed's server address is looked up (one request at a time per IP)
         fetch=FetchConfig(
             user_agent=DEMO_UA,
             resolve=tuple(args.resolve),
             allow_private_addresses=args.allow_private_addresses,
         ),
-        scope=args.scope,
+        scope=meta["scope"],
+        allow=tuple(meta["allow"]),
         exclude_file=args.exclude_file,
         frontier_url=args.frontier,
         crawl_id=args.crawl_id,
         progress=False,
     )
     n = asyncio.run(Crawler(cfg).seed())
-    print(f"{n} of {len(seeds)} URLs queued in crawl {args.crawl_id!r}")
+    print(f"{n} of {len(seeds)} URLs queued in crawl {args.crawl_id!r} (scope {meta['scope']})")
     return 0
+
+
+def _join_shared(cfg: CrawlConfig, values: dict[str, Any]) -> CrawlConfig:
+    """A shared crawl's scope, allow-list and seeds travel with it (stored by ``seed``, or by
+    the first ``crawl``/``worker`` given seeds); the options a worker gives itself win."""
+    url, crawl_id = cfg.frontier_url or "", cfg.crawl_id or DEFAULT_CRAWL_ID
+    update = None
+    if cfg.seeds:
+        update = {
+            "seeds": cfg.seeds,
+            "scope": cfg.scope if "scope" in values else None,
+            "allow": cfg.allow if "allow" in values else None,
+        }
+    meta = asyncio.run(shared_scope(url, crawl_id, update))
+    if meta is None:
+        raise ConfigError(
+            f"shared crawl {crawl_id!r} at {url} has no seeds yet: "
+            f"run `politecrawl seed FILE --frontier {url}` first (or give --seeds)"
+        )
+    return dataclasses.replace(
+        cfg,
+        seeds=cfg.seeds or tuple(meta["seeds"]),
+        scope=cfg.scope if "scope" in values else meta["scope"],
+        allow=cfg.allow if "allow" in values else tuple(meta["allow"]),
+    )
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     from politecrawl.frontier.redis import status
 
-    st = asyncio.run(status(args.frontier, args.crawl_id))
+    check_shared_crawl(args.frontier, args.crawl_id)
+    st = asyncio.run(status(args.frontier.replace("valkey://", "redis://", 1), args.crawl_id))
     if args.json:
         print(json.dumps(st, indent=2))
         return 0
@@ -488,19 +365,57 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 
 def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
+    """Exit codes: 0 done (or a limit reached), 1 a storage error or nothing could be
+    fetched, 130 stopped by Ctrl-C / SIGTERM."""
     from politecrawl.crawler import Crawler
 
     cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
+    if cfg.frontier_url:
+        cfg = _join_shared(cfg, values)
     crawler = Crawler(cfg)
-    summary = asyncio.run(crawler.run())
-    _print_summary(summary.to_json(), cfg.out_dir)
+    write_config(cfg)
+    summary = asyncio.run(crawler.run()).to_json()
+    _print_summary(summary, cfg.out_dir)
     if crawler.fatal:
         print(
             f"politecrawl: stopped: {crawler.fatal} (run the same command again to resume)",
             file=sys.stderr,
         )
         return 1
+    if summary["stopped_by"] == "interrupted":
+        return 130
+    if summary["pages_fetched"] == 0 and summary["stopped_by"] in ("done", "max_time"):
+        print(f"politecrawl: {nothing_fetched(summary['counters'], cfg.out_dir)}", file=sys.stderr)
+        return 1
     return 0
+
+
+_WHY_NOTHING = (  # counter, what it means to someone who just ran the crawl
+    (
+        "error:address_refused",
+        "refused: a loopback/private address (add --allow-private-addresses)",
+    ),
+    ("error:dns", "the host name did not resolve"),
+    ("error:connect", "no connection (nothing listening, or unreachable)"),
+    ("error:timeout", "timed out"),
+    ("error:invalid_url", "not a fetchable URL"),
+    ("robots_unavailable", "dropped: robots.txt unreachable"),
+    ("robots_disallowed", "disallowed by robots.txt"),
+    ("excluded", "on the never-crawl list"),
+    ("out_of_scope", "out of --scope / --allow"),
+)
+
+
+def nothing_fetched(counters: dict[str, int], out: Path) -> str:
+    """One line saying why a crawl fetched no page, from its counters."""
+    reasons = [f"{counters[k]} {why}" for k, why in _WHY_NOTHING if counters.get(k)]
+    if not reasons:
+        other = sorted(k for k, v in counters.items() if k.startswith("error:") and v)
+        reasons = [f"{counters[k]} {k[6:]}" for k in other] or ["no seed URL was admitted"]
+    return (
+        f"nothing could be fetched: {'; '.join(reasons)} "
+        f"(every request is in {out / 'log' / 'requests.jsonl'})"
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -511,6 +426,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="politecrawl-demo-"))
     summary = asyncio.run(run_demo(out, args.hosts, args.pages, args.min_delay))
     _print_summary(summary, out)
+    if summary["errors"]:
+        n = sum(summary["errors"].values())
+        print(
+            f"\nThe {n} errors are deliberate: the test web answers some URLs with 403, 404, "
+            "410, 429, 500 and 503, serves robots.txt errors and redirect loops, to show how the "
+            "crawler treats them (see log/requests.jsonl)."
+        )
+    kept = " (a temporary folder, kept: delete it when done)" if args.out is None else ""
+    print(f"Output: {out}{kept}.")
+    print(f"Next:   politecrawl report {out}    (then open {out / 'report.html'})")
+    print(f"        politecrawl log-stats {out}")
     return 0
 
 

@@ -13,6 +13,7 @@ import argparse
 import bisect
 import itertools
 import json
+import textwrap
 from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -179,7 +180,7 @@ def format_text(rows: list[dict[str, Any]]) -> str:
         status = row.get("status")
         table.append(
             [
-                _short_time(row.get("time")),
+                str(row.get("time") or ""),
                 str(status) if status is not None else str(row.get("error") or "-"),
                 f"{row.get('duration_ms') or 0:.0f}",
                 f"{row.get('delay_s') or 0:.1f}",
@@ -189,21 +190,18 @@ def format_text(rows: list[dict[str, Any]]) -> str:
             ]
         )
     lines = _overview(rows)
-    head = ["time (UTC)", "status", "ms", "delay s", "outcome", "robots", "url"]
-    widths = [max(len(r[i]) for r in [*table, head]) for i in range(len(head) - 1)]
-    for r in [head, *table]:
-        cells = [
-            c.rjust(w) if i in (2, 3) else c.ljust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=False))
-        ]
-        lines.append("  ".join([*cells, r[-1]]).rstrip())
+    lines += _request_lines(table)
     if versions:
         lines += ["", "robots.txt in force (each version shown once):"]
     for label, rif in first_seen.items():
         meaning = _ROBOTS_MEANING.get(str(rif.get("outcome")), str(rif.get("outcome")))
-        lines.append(
-            f"{label}: {rif.get('url')}  first fetched {_short_time(rif.get('time'))}"
-            f"  status {rif.get('status') or 'none'}  ({meaning})"
+        lines.append(f"{label}: {rif.get('url')}")
+        lines += textwrap.wrap(
+            f"first fetched {_short_time(rif.get('time'))}, status {rif.get('status') or 'none'}"
+            f" ({meaning})",
+            WIDTH,
+            initial_indent="    ",
+            subsequent_indent="    ",
         )
         body = str(rif.get("body") or "")
         if body.strip() and rif.get("outcome") == "robots:ok":
@@ -213,6 +211,45 @@ def format_text(rows: list[dict[str, Any]]) -> str:
         else:
             lines.append("    (empty)")
     return "\n".join(lines) + "\n"
+
+
+WIDTH = 100  # columns the text output keeps to; --json has every field in full
+
+
+def _request_lines(table: list[list[str]]) -> list[str]:
+    """One line per request within ``WIDTH`` columns: the time of day (a date line when the
+    day changes), status, ms, delay, outcome, robots.txt version, then the URL, shown
+    without the origin when every request went to one origin (named above), and cut in the
+    middle with ``…`` if it still does not fit."""
+    origins = {origin_of(r[-1]) for r in table if "://" in r[-1]}
+    one_origin = next(iter(origins)) if len(origins) == 1 else None
+    rows = []
+    for when, *rest, url in table:
+        if one_origin is not None and url.startswith(one_origin):
+            url = url[len(one_origin) :] or "/"
+        rows.append([when[:10], when[11:23] or when, *rest, url])
+    head = ["", "time (UTC)", "status", "ms", "delay s", "outcome", "robots", "url"]
+    widths = [max(len(r[i]) for r in [*rows, head]) for i in range(1, len(head) - 1)]
+    out = [f"requests to {one_origin}:"] if one_origin else []
+    day = None
+    shortened = False
+    for i, r in enumerate([head, *rows]):
+        if i and r[0] != day:
+            day = r[0]
+            out.append(day)
+        cells = [
+            c.rjust(w) if j in (2, 3) else c.ljust(w)
+            for j, (c, w) in enumerate(zip(r[1:-1], widths, strict=True))
+        ]
+        line = "  ".join(cells) + "  "
+        url = r[-1]
+        room = max(20, WIDTH - len(line))
+        if len(url) > room:
+            url, shortened = url[: room // 2 - 1] + "…" + url[-(room - room // 2) :], True
+        out.append((line + url).rstrip())
+    if shortened:
+        out.append("(long URLs are cut in the middle with …: --json has each in full)")
+    return out
 
 
 def _overview(rows: list[dict[str, Any]]) -> list[str]:

@@ -6,9 +6,10 @@ Every setting a user can give on the command line can also be given in a TOML fi
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +58,25 @@ MAX_WAIT_S = 300.0
 overloaded (more sites due than it can serve) for minutes on end."""
 
 
+JITTER_AUTO = math.nan  # (no value a user can type: --jitter -1 is refused)
+"""``PolitenessConfig.jitter_s`` default: a tenth of ``min_delay_s``, at most 0.5 s.
+
+The jitter only keeps sites' starts from lining up; a fixed 0.5 s would dwarf a short
+``--min-delay`` (0.05 s asked, 0.3 s median gap got), so by default it scales with the delay.
+"""
+
+
+def option(name: str, **extra: Any) -> dict[str, Any]:
+    """Field metadata naming the command-line option (``--name``) that sets this field, for
+    fields whose name is not the option's (``response_time_factor`` is ``--delay-factor``).
+
+    Without it a field ``foo_bar`` is set by ``--foo-bar``, and ``foo_bar_s`` (or ``_bytes``)
+    by ``--foo-bar`` too: see
+    ``option_fields``, the one map from options to fields.
+    """
+    return {"option": name, **extra}
+
+
 def _positive(name: str, value: float, *, zero_ok: bool = False) -> None:
     if value < 0 or (value == 0 and not zero_ok):
         raise ConfigError(f"{name} must be {'>= 0' if zero_ok else '> 0'}, got {value}")
@@ -70,28 +90,30 @@ class PolitenessConfig:
     """How often one site may be asked (see ``politeness``)."""
 
     min_delay_s: float = 15.0
-    response_time_factor: float = 30.0
+    response_time_factor: float = field(default=30.0, metadata=option("delay-factor"))
     response_time_window: int = 5
-    jitter_s: float = 0.5
+    jitter_s: float = JITTER_AUTO  # see JITTER_AUTO
     max_backoff_s: float = 3600.0
     max_retry_after_s: float = 3600.0
-    key_mode: KeyMode = "host"
-    park_after_failures: int = 5
-    park_s: float = 3600.0
+    key_mode: KeyMode = field(default="host", metadata=option("politeness-key"))
+    park_after_failures: int = field(default=5, metadata=option("park-after"))
+    park_s: float = field(default=3600.0, metadata=option("park-time"))
     # one server, many names: one request in flight per IP address, and this gap from the end
-    # of its last response; None turns the IP rule off (only for a test web whose names on one
-    # address stand for many servers: not offered on the command line)
+    # of its last response; None ("off" on the command line) turns the IP rule off: only for a
+    # test web whose names on one loopback address stand for many servers
     ip_min_delay_s: float | None = 1.0
 
     def __post_init__(self) -> None:
         _positive("--min-delay", self.min_delay_s, zero_ok=True)
+        _positive("--delay-factor", self.response_time_factor, zero_ok=True)
         if self.ip_min_delay_s is not None:
             _positive("--ip-min-delay", self.ip_min_delay_s, zero_ok=True)
-        _positive("response_time_factor", self.response_time_factor, zero_ok=True)
+        if math.isnan(self.jitter_s):
+            object.__setattr__(self, "jitter_s", min(0.5, self.min_delay_s / 10))
         _positive("--jitter", self.jitter_s, zero_ok=True)
         if self.park_after_failures < 1:
-            raise ConfigError("park_after_failures must be >= 1")
-        _positive("park", self.park_s, zero_ok=True)
+            raise ConfigError(f"--park-after must be >= 1, got {self.park_after_failures}")
+        _positive("--park-time", self.park_s, zero_ok=True)
         if self.response_time_window < 1:
             raise ConfigError("response_time_window must be >= 1")
         if self.key_mode not in ("host", "domain", "ip"):
@@ -119,7 +141,7 @@ class FetchConfig:
         _positive("--max-size", self.max_size_bytes)
         for name in ("connect_timeout_s", "read_timeout_s", "total_timeout_s"):
             _positive(name, getattr(self, name))
-        if self.max_attempts < 1:
+        if self.max_attempts < 1:  # (not an option: fixed at 3)
             raise ConfigError("max_attempts must be >= 1")
         for rule in self.resolve:
             parse_resolve_rule(rule)
@@ -151,8 +173,8 @@ def parse_resolve_rule(rule: str) -> tuple[str, int, str]:
 class CrawlConfig:
     """Everything one crawl needs; see README for each option."""
 
-    seeds: tuple[str, ...]
-    out_dir: Path
+    seeds: tuple[str, ...] = field(metadata=option("seeds"))
+    out_dir: Path = field(metadata=option("out"))
     fetch: FetchConfig
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
     concurrency: int = 64
@@ -167,14 +189,16 @@ class CrawlConfig:
     blocked_extensions: tuple[str, ...] | None = None
     robots_ttl_s: float = 24 * 3600.0
     warc_max_bytes: int = 1024**3
-    progress: bool = True
+    progress: bool = field(default=True, metadata=option("no-progress", negate=True))
     sitemaps: bool = False
     max_sitemaps_per_host: int = 20
     max_sitemap_bytes: int = 10 * 1024 * 1024
-    seen_mode: Literal["auto", "exact", "bloom"] = "auto"
+    seen_mode: Literal["auto", "exact", "bloom"] = field(default="auto", metadata=option("seen"))
     expected_urls: int = 1_000_000
     seen_fp_rate: float = 0.01
-    frontier_url: str | None = None  # redis://HOST:PORT/DB: a crawl shared by many workers
+    frontier_url: str | None = field(
+        default=None, metadata=option("frontier")
+    )  # redis://HOST:PORT/DB: a crawl shared by many workers
     crawl_id: str | None = None  # the shared crawl's name (default: the out folder's name)
     strategy: Literal["bfs", "random", "focused"] | None = None  # None: focused if a nugget
     topic: str | None = None
@@ -190,7 +214,9 @@ class CrawlConfig:
     revisit_min_s: float = 86400.0
     revisit_max_s: float = 30 * 86400.0
     follow_links: bool = True  # False: fetch the seeds (a segment) and nothing else
-    state_file: Path | None = None  # robots cache + host statistics shared across crawls
+    state_file: Path | None = field(
+        default=None, metadata=option("state")
+    )  # robots cache + host statistics shared across crawls
     log_rotate_bytes: int = 64 * 1024 * 1024
     log_retention_days: float = 30.0
 
@@ -207,11 +233,9 @@ class CrawlConfig:
             _positive("--max-time", self.max_time_s)
         if self.scope not in ("host", "domain", "any"):
             raise ConfigError(f"--scope must be host, domain or any, got {self.scope!r}")
-        _positive("exclude_check", self.exclude_check_s)
-        if self.frontier_url is not None and not self.frontier_url.startswith(
-            ("redis://", "rediss://", "unix://", "valkey://")
-        ):
-            raise ConfigError(f"--frontier must be a redis:// URL, got {self.frontier_url!r}")
+        _positive("--exclude-check", self.exclude_check_s)
+        if self.frontier_url is not None:
+            check_shared_crawl(self.frontier_url, self.crawl_id)
         if self.seen_mode not in ("auto", "exact", "bloom"):
             raise ConfigError(f"--seen must be auto, exact or bloom, got {self.seen_mode!r}")
         if self.expected_urls < 1:
@@ -240,6 +264,19 @@ class CrawlConfig:
         if self.seen_mode == "auto":
             return "bloom" if self.expected_urls > 2_000_000 else "exact"
         return self.seen_mode
+
+
+_CRAWL_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")  # as frontier.redis keys take it
+
+
+def check_shared_crawl(frontier_url: str, crawl_id: str | None) -> None:
+    """``--frontier`` and ``--crawl-id`` as every command that shares a crawl takes them."""
+    if not frontier_url.startswith(("redis://", "rediss://", "unix://", "valkey://")):
+        raise ConfigError(f"--frontier must be a redis:// URL, got {frontier_url!r}")
+    if crawl_id is not None and not _CRAWL_ID.fullmatch(crawl_id):
+        raise ConfigError(
+            f"--crawl-id must be 1-100 characters of A-Z a-z 0-9 . _ : -, got {crawl_id!r}"
+        )
 
 
 def read_seeds(path: Path) -> tuple[str, ...]:
@@ -293,3 +330,22 @@ def load_toml(path: Path) -> dict[str, Any]:
 
 def dataclass_field_names(cls: type) -> set[str]:
     return {f.name for f in fields(cls)}
+
+
+_UNIT_SUFFIXES = ("_s", "_bytes")
+
+
+def option_fields() -> dict[str, tuple[type, Field[Any]]]:
+    """Every settable field of the three config dataclasses under the option that sets it
+    (``min_delay`` -> ``PolitenessConfig.min_delay_s``): the field's ``option`` metadata, else
+    its name without a unit suffix. The command line and TOML files use this one map, so a
+    new field is reachable as soon as it has a flag (see ``cli``) and a README row.
+    """
+    found: dict[str, tuple[type, Field[Any]]] = {}
+    for cls in (CrawlConfig, FetchConfig, PolitenessConfig):
+        for f in fields(cls):
+            name = f.metadata.get("option")
+            names = [name] if name else [f.name, *(f.name.removesuffix(u) for u in _UNIT_SUFFIXES)]
+            for n in names:
+                found.setdefault(n.replace("-", "_"), (cls, f))
+    return found

@@ -192,6 +192,7 @@ class Crawler:
         self._started = 0.0
         self._pages_this_run = 0
         self.fatal: str | None = None
+        self.progress: Dashboard | None = None  # the live dashboard, on a terminal
 
     # -- the loop -------------------------------------------------------------------------
     def stop(self, why: str = "interrupted") -> None:
@@ -235,7 +236,9 @@ class Crawler:
             )
         tasks: set[asyncio.Task[None]] = set()
         last_flush = time.monotonic()
-        progress = Dashboard() if self.cfg.progress and sys.stderr.isatty() else None
+        if self.cfg.progress and sys.stderr.isatty():
+            self.progress = Dashboard(self.cfg, clock=self.clock)
+        progress = self.progress
         async with Fetcher(self.cfg.fetch) as self.fetcher:
             await self.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
             with _signals(self):
@@ -266,13 +269,13 @@ class Crawler:
                             await self._flush()
                         last_flush = time.monotonic()
                         if progress:
-                            progress.show(
-                                self.counters, await self.frontier.stats(), self._harvest()
+                            await progress.show(
+                                self.counters, self.frontier, self._harvest(), self._pages_this_run
                             )
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
         if progress:
-            progress.done(self.counters, await self.frontier.stats(), self._harvest())
+            await progress.done(self.counters, self.frontier, self._harvest(), self._pages_this_run)
         return await self._finish()
 
     async def _ip_of(self, url: str) -> str | None:
@@ -534,6 +537,13 @@ class Crawler:
             else "robots:unreachable"
         )
         self.counters[label] += 1
+        if label == "robots:unreachable" and not self.counters["pages_fetched"]:
+            # nothing fetched yet: say why the crawl waits (the API has no other output)
+            log.warning(
+                "robots.txt of %s unreachable (%s); the site waits and is asked again later",
+                origin,
+                res.error_detail or res.error or f"HTTP {status}",
+            )
         self._log_request(res, label, 1, host)
         self._log_robots(origin, res, label)
 
@@ -912,6 +922,8 @@ class Crawler:
         if revisit:
             rec["revisit"] = True
         self.request_log.write(rec)
+        if self.progress is not None:
+            self.progress.request(rec)
 
     def _log_robots(self, origin: str, res: FetchResult, outcome: str) -> None:
         self.robots_log.write(

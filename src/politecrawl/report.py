@@ -371,25 +371,33 @@ def _bin_label(i: int) -> str:
 
 
 def _hbars(rows: list[tuple[str, float, float | None]], label: str, fmt: Any, color: str) -> str:
-    """Horizontal bars, one per host; the optional third value is drawn as a tick (a max)."""
+    """Horizontal bars, one per host; the optional third value is drawn as a tick (a max).
+
+    Each bar is labelled with its own value; where there is a tick, the label (after the
+    tick, the rightmost mark) says which is which: ``0.23, max 0.35``. The name column is
+    as wide as the longest name, so the bars get the rest of the width.
+    """
     if not rows:
         return _no_data("no data")
-    row_h, lw = 22, 170
-    height = _MT + row_h * len(rows) + 34
-    pw = _W - lw - _MR - 50
+    row_h = 22
+    shown = [n if len(n) <= 26 else n[:12] + "…" + n[-12:] for n, _, _ in rows]
+    lw = 16 + int(6.3 * max(len(n) for n in shown))  # 11 px text: ~6.3 px a character
+    height = _MT + row_h * len(rows) + 10
+    has_max = any(m is not None and m > v for _, v, m in rows)
+    pw = _W - lw - _MR - (96 if has_max else 44)
     vmax = max(max(v, m or 0) for _, v, m in rows) or 1
     body = []
     for i, (name, v, m) in enumerate(rows):
         y = _MT + i * row_h
         w = v / vmax * pw
         end = lw + max(w, (m or 0) / vmax * pw, 1)
-        shown = name if len(name) <= 26 else name[:12] + "…" + name[-12:]
+        text = fmt(v) if m is None or fmt(m) == fmt(v) else f"{fmt(v)}, max {fmt(m)}"
         body.append(
             f'<text x="{lw - 8}" y="{y + 15}" class="tick" text-anchor="end">'
-            f"<title>{escape(name)}</title>{escape(shown)}</text>"
+            f"<title>{escape(name)}</title>{escape(shown[i])}</text>"
             f'<rect x="{lw}" y="{y + 3}" width="{max(w, 1):.1f}" height="{row_h - 6}" '
             f'fill="{color}" rx="2"/>'
-            f'<text x="{end + 6:.1f}" y="{y + 15}" class="tick">{fmt(v)}</text>'
+            f'<text x="{end + 6:.1f}" y="{y + 15}" class="tick">{escape(text)}</text>'
         )
         if m is not None and m > v:
             mx = lw + m / vmax * pw
@@ -419,13 +427,15 @@ svg.chart{width:100%;height:auto;display:block}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 10px 3px 0;text-align:left;
 vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}
 th{color:#5a6570;font-weight:600}tr+tr td{border-top:1px solid #eef1f4}
-.cols{columns:3 220px;font-size:12px}.cols div{break-inside:avoid}
+.cols{columns:3 200px;font-size:12px}.cols div{break-inside:avoid}
+.wide{grid-column:1/-1}
 """
 
 
-def _section(title: str, note: str, inner: str) -> str:
+def _section(title: str, note: str, inner: str, cls: str = "") -> str:
     return (
-        f"<section><h2>{escape(title)}</h2>"
+        (f'<section class="{cls}">' if cls else "<section>")
+        + f"<h2>{escape(title)}</h2>"
         + (f'<p class="note">{note}</p>' if note else "")
         + inner
         + "</section>"
@@ -449,15 +459,17 @@ def _summary_table(summary: dict[str, Any] | None) -> str:
         rows.append(
             f'<tr><td>errors: {escape(str(k))}</td><td class="n">{escape(str(v))}</td></tr>'
         )
-    counters = summary.get("counters") or {}
+    return f"<table>{''.join(rows)}</table>"
+
+
+def _counters(summary: dict[str, Any] | None, wide: bool) -> str:
+    counters = (summary or {}).get("counters") or {}
+    if not counters:
+        return ""
     cols = "".join(
         f"<div>{escape(str(k))}: <b>{escape(str(v))}</b></div>" for k, v in counters.items()
     )
-    return f"<table>{''.join(rows)}</table>" + (
-        f'<h2 style="margin-top:12px">All counters</h2><div class="cols">{cols}</div>'
-        if cols
-        else ""
-    )
+    return _section("All counters", "", f'<div class="cols">{cols}</div>', "wide" if wide else "")
 
 
 def _cards(data: _Data, summary: dict[str, Any] | None) -> str:
@@ -558,17 +570,17 @@ def _charts(data: _Data) -> list[str]:
                 ),
             )
         )
-    else:
-        out.append(
-            _section(
-                "Harvest rate",
-                "",
-                '<p class="note">Not shown: no page in '
-                "pages.jsonl carries a relevance score (a crawl without a "
-                "relevance function).</p>",
-            )
-        )
     return out
+
+
+def _harvest_note(data: _Data) -> str:
+    """Said in one line under the cards, not in an empty chart-sized box."""
+    if data.scored_pages:
+        return ""
+    return (
+        '<p class="note">Harvest rate: not shown: no page in pages.jsonl carries a relevance '
+        "score (a crawl without a relevance function).</p>"
+    )
 
 
 def render(out_dir: Path) -> str:
@@ -588,6 +600,8 @@ def render(out_dir: Path) -> str:
             f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(data.last))} UTC · "
         )
     generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    # two columns, no holes: the summary is a card, the counters fill the last gap or a row
+    cards = [*_charts(data), _section("summary.json", "", _summary_table(summary))]
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -596,10 +610,11 @@ def render(out_dir: Path) -> str:
 <h1>Crawl report: {escape(out_dir.name)}</h1>
 <p class="sub">{escape(span)}{data.total} requests logged · generated {generated}</p>
 {_cards(data, summary)}
+{_harvest_note(data)}
 <div class="grid2">
-{"".join(_charts(data))}
+{"".join(cards)}
+{_counters(summary, wide=len(cards) % 2 == 0)}
 </div>
-<section style="margin-top:14px"><h2>summary.json</h2>{_summary_table(summary)}</section>
 </body></html>
 """
 

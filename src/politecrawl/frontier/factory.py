@@ -7,15 +7,58 @@ state lives in ``OUT/state.sqlite``.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from politecrawl.config import CrawlConfig
+from politecrawl.errors import FrontierError
 from politecrawl.frontier import Frontier
 from politecrawl.frontier.sqlite import SqliteFrontier
 
+DEFAULT_CRAWL_ID = "default"
+_SCOPE_KEY = "scope"  # under the crawl's prefix: JSON {"scope", "seeds", "allow"}
+
 
 def crawl_id_of(config: CrawlConfig) -> str:
-    """The shared crawl's name: ``config.crawl_id`` if the config has one, else the out dir's
-    name (so workers of one crawl need the same ``--crawl-id``, or same-named out dirs)."""
-    return config.crawl_id or config.out_dir.resolve().name or "default"
+    """The shared crawl's name: ``config.crawl_id``, else ``default`` (as for ``seed`` and
+    ``status``, so a worker started without ``--crawl-id`` joins what ``seed`` made)."""
+    return config.crawl_id or DEFAULT_CRAWL_ID
+
+
+def _redis_url(url: str) -> str:
+    return url.replace("valkey://", "redis://", 1)
+
+
+async def shared_scope(
+    url: str, crawl_id: str, update: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The scope a shared crawl was seeded with, which travels with it: ``scope``, the seeds'
+    origins (what host/domain scope is measured against) and the ``allow`` list. With
+    ``update``, seeds are added to those stored and scope/allow replaced where given; the
+    result is returned. ``None``: the crawl was never seeded."""
+    import redis.asyncio as aioredis
+    from redis.exceptions import RedisError
+
+    from politecrawl.frontier.redis import prefix
+
+    key = prefix(crawl_id) + _SCOPE_KEY
+    r: aioredis.Redis = aioredis.Redis.from_url(_redis_url(url))
+    try:
+        raw = await r.get(key)
+        meta: dict[str, Any] | None = json.loads(raw) if raw else None
+        if update is not None:
+            old = meta or {"scope": "domain", "seeds": [], "allow": []}
+            meta = {
+                "scope": update.get("scope") or old["scope"],
+                "seeds": sorted(set(old["seeds"]) | set(update.get("seeds", ()))),
+                "allow": list(update.get("allow") or old["allow"]),
+            }
+            await r.set(key, json.dumps(meta))
+        return meta
+    except (RedisError, OSError) as exc:
+        raise FrontierError(f"cannot reach the frontier at {url}: {exc}") from exc
+    finally:
+        await r.aclose()
 
 
 def lease_ttl_for(config: CrawlConfig) -> float:

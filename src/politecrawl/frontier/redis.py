@@ -1160,7 +1160,10 @@ async def status(url: str, crawl_id: str = "default") -> dict[str, Any]:
     p = prefix(crawl_id)
     r: aioredis.Redis = aioredis.Redis.from_url(url)
     try:
-        conf = {_s(a): _s(b) for a, b in (await r.hgetall(p + "conf")).items()}
+        try:
+            conf = {_s(a): _s(b) for a, b in (await r.hgetall(p + "conf")).items()}
+        except (RedisError, OSError) as exc:
+            raise FrontierError(f"cannot reach the frontier at {url}: {exc}") from exc
         bloom = conf.get("seen_mode") == "bloom"
         st = await _raw_stats(r, p, bloom, time.time())
         try:
