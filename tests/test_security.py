@@ -282,8 +282,8 @@ async def test_redirect_to_loopback_refused_end_to_end(
 # -- output file names -------------------------------------------------------------------------
 
 _OUTPUT = re.compile(
-    r"state\.sqlite(-wal|-shm|-journal)?|summary\.json|seeds\.txt|focus\.json|pages\.jsonl|seen\.bloom|"
-    r"continuity\.sqlite(-wal|-shm|-journal)?|log/rules\.jsonl|"
+    r"\.lock|state\.sqlite(-wal|-shm|-journal)?|summary\.json|seeds\.txt|focus\.json|pages\.jsonl|seen\.bloom|"
+    r"log/links\.jsonl|log/traps\.jsonl|continuity\.sqlite(-wal|-shm|-journal)?|log/rules\.jsonl|"
     r"log/requests\.jsonl|log/robots\.jsonl|warc/politecrawl-\d{14}-\d+-\d{5}\.warc\.gz"
 )
 
