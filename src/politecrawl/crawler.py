@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import random
 import signal
 import sys
@@ -49,14 +50,14 @@ from politecrawl.outcome import (
     refusal,
 )
 from politecrawl.outlock import OutputLock
-from politecrawl.page import Page, read_detached, read_response
-from politecrawl.page_directives import from_x_robots_tag
+from politecrawl.page import Page, read_response
+from politecrawl.pagework import do_page_work
 from politecrawl.relevance import NuggetFunction
 from politecrawl.robotscache import RobotsCache, is_usable
 from politecrawl.sinks import ItemRecord, ItemsLog, Kept, PageRecord, PagesLog, Sink
 from politecrawl.sitemaps import parse_sitemap
 from politecrawl.storage import JsonlLog, WarcWriter
-from politecrawl.storage.warc import Capture, payload_digest
+from politecrawl.storage.warc import Capture, PackedExchange, payload_digest
 from politecrawl.urls import (
     host_of,
     join,
@@ -128,6 +129,7 @@ class Crawler:
         out.mkdir(parents=True, exist_ok=True)
         self._lock = OutputLock(out)  # one live crawl per folder; released in _finish
         self.pool = WorkPool(config.processes)  # workers start on first use; closed in _finish
+        self.worker_cpu_s = 0.0  # CPU of the page work done in worker processes
         seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
         if not seeds_file.exists():
             seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
@@ -396,6 +398,10 @@ class Crawler:
         with self._saving():
             self.continuity.close()
         self.pool.close()
+        if self.pool.offloaded:
+            self.counters["pages_read_in_workers"] = self.pool.offloaded
+            self.counters["pages_read_inline"] = self.pool.inline
+            self.counters["worker_cpu_ms"] = round(self.worker_cpu_s * 1000)
         self._lock.release()
         c = self.counters
         summary = Summary(
@@ -696,19 +702,13 @@ class Crawler:
         focus = self.focus
         scored = focus.nugget is not None
         sim: int | None = None  # the SimHash, when a worker process computed it with the page
+        packed: PackedExchange | None = None  # and the WARC records, ready to append
         if self.pool.workers and not self._keep_tree:  # a tree cannot cross processes
-            xrt = res.header_all("x-robots-tag")
-            page, sim = await self.pool.run(
-                read_detached,
-                res.body,
-                entry.url,
-                status=res.status or 0,
-                headers=list(res.headers),
-                product_token=self.token,
-                header_directives=from_x_robots_tag(xrt, self.token) if xrt else None,
-                depth=entry.depth,
-                score=scored,
-            )
+            work = await self.pool.run(do_page_work, res, entry.url, self.token, entry.depth,
+                                       score=scored)  # fmt: skip
+            page, sim, packed = work.page, work.simhash, work.exchange
+            if work.pid != os.getpid():
+                self.worker_cpu_s += work.cpu_s
         else:
             page = await read_response(
                 res, entry.url, self.token, entry.depth, score=scored, keep_tree=self._keep_tree
@@ -720,7 +720,7 @@ class Crawler:
             entry.url,
             page.visible_text,
             page.canonical,
-            digest=payload_digest(res.raw_body),
+            digest=packed.capture.digest if packed else payload_digest(res.raw_body),
             now=res.started,
             etag=etag,
             last_modified=modified,
@@ -738,7 +738,7 @@ class Crawler:
             self.counters["duplicates"] += 1
             self.counters[f"duplicates:{host_of(entry.url)}"] += 1
             if not (page.directives.noindex or page.directives.noarchive):
-                record_id = self._archive(entry.url, res, seen.original)
+                record_id = self._archive(entry.url, res, seen.original, packed)
             page.follow([])
             kept = "duplicate"
         elif page.directives.noindex:
@@ -748,7 +748,7 @@ class Crawler:
                 self.counters["noarchive"] += 1
                 kept = "noarchive"
             else:
-                record_id = self._archive(entry.url, res, seen.original)
+                record_id = self._archive(entry.url, res, seen.original, packed)
                 kept = "stored"
             self.counters["stored"] += 1
             if etag or modified:
@@ -787,11 +787,20 @@ class Crawler:
             return f"duplicate:{seen.duplicate_of}", seen.next_due
         return ("stored" if not page.directives.noindex else "dropped:noindex"), seen.next_due
 
-    def _archive(self, url: str, res: FetchResult, original: Capture | None) -> str | None:
-        """The response, or a revisit record when ``original`` holds these very bytes;
-        returns the record id that holds the page's content (the original's for a revisit)."""
+    def _archive(
+        self,
+        url: str,
+        res: FetchResult,
+        original: Capture | None,
+        packed: PackedExchange | None = None,
+    ) -> str | None:
+        """The response (``packed`` already, if a worker built it), or a revisit record when
+        ``original`` holds these very bytes; returns the record id that holds the page's
+        content (the original's for a revisit)."""
         if original is not None:
             self.warc.write_revisit(res, profile="identical-payload-digest", original=original)
+        elif packed is not None:
+            original = self.warc.append_exchange(packed)
         else:
             original = self.warc.write_exchange(res)
         if original is not None:

@@ -35,7 +35,6 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from politecrawl.fetch import FetchResult
-from politecrawl.fingerprint import simhash
 from politecrawl.page_directives import PageDirectives, from_x_robots_tag
 from politecrawl.parse import Link, build_tree, encode_query, parse_tree, visible_text
 from politecrawl.relevance import Document, document_from_tree
@@ -45,7 +44,6 @@ from politecrawl.urls import join
 __all__ = [
     "INLINE_MAX_BYTES",
     "Page",
-    "read_detached",
     "read_page",
     "read_page_async",
     "read_response",
@@ -220,34 +218,6 @@ async def read_page_async(
         score=score,
         keep_tree=keep_tree,
     )
-
-
-def read_detached(
-    body: bytes,
-    url: str,
-    *,
-    status: int,
-    headers: list[tuple[str, str]],
-    product_token: str,
-    header_directives: PageDirectives | None,
-    depth: int,
-    score: bool,
-) -> tuple[Page, int]:
-    """``read_page`` and the page's SimHash, as one job for a worker process (``workpool``):
-    the two costliest pure-CPU steps of a page, done where they can use another core. The
-    decoded HTML is not sent back (the tree never is: ``Page.__getstate__``)."""
-    page = read_page(
-        body,
-        url,
-        status=status,
-        headers=headers,
-        product_token=product_token,
-        header_directives=header_directives,
-        depth=depth,
-        score=score,
-    )
-    page.text = ""  # the crawler needs no HTML back (a handler, which does, reads inline)
-    return page, simhash(page.visible_text)
 
 
 async def read_response(

@@ -14,16 +14,20 @@ about 60 % of a crawl's CPU (bench/throughput.py --profile): enough for two core
 
 Work stealing: a page goes to a worker when one is free (at most two queued per worker, so
 none idles while the crawler is busy); otherwise the crawler's own process does it inline,
-as with one process. The workers start with the ``forkserver`` method (never ``fork`` from a
-process with threads and an event loop).
+as with one process. The workers start with the ``spawn`` method (never ``fork`` from a
+process with threads and an event loop), as the crawler's own children: on Linux each asks
+the kernel to kill it when the crawler dies (``PR_SET_PDEATHSIG``), so a ``kill -9`` of the
+crawler leaves no worker behind holding its terminal or pipes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -32,7 +36,8 @@ from typing import ParamSpec, TypeVar
 P = ParamSpec("P")
 T = TypeVar("T")
 
-_QUEUED_PER_WORKER = 4
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_QUEUED_PER_WORKER = 64
 
 
 def default_processes() -> int:
@@ -57,9 +62,9 @@ class WorkPool:
 
     def _start(self) -> ProcessPoolExecutor:
         if self._executor is None:
-            ctx = multiprocessing.get_context("forkserver")
+            ctx = multiprocessing.get_context("spawn")
             self._executor = ProcessPoolExecutor(
-                self.workers, mp_context=ctx, initializer=_ignore_interrupts
+                self.workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
             )
         return self._executor
 
@@ -87,10 +92,20 @@ class WorkPool:
             executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _ignore_interrupts() -> None:
+def _worker_init(crawler_pid: int) -> None:
     """Ctrl-C reaches the whole process group: the crawler stops gracefully and finishes the
-    pages in hand, so its workers must not die of it first."""
+    pages in hand, so its workers must not die of it first. And a worker dies with the
+    crawler, however the crawler dies (Linux; elsewhere a worker ends at its next read of a
+    closed queue)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != crawler_pid:  # the crawler died before the request took effect
+        os._exit(1)
 
 
 def _call(fn: Callable[..., T], args: tuple[object, ...], kwargs: dict[str, object]) -> T:
