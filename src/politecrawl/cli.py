@@ -63,14 +63,20 @@ _CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     (
         "strategy",
         str,
-        "frontier order: focused | bfs | random (focused when a topic or a "
-        "relevance function is given, else bfs)",
+        "frontier order: focused | keyword | bfs | random (focused when a topic or a "
+        "relevance function is given, else bfs; keyword: the topic prior, no learning)",
     ),
     ("topic", str, "what the crawl looks for, e.g. 'steam locomotives, steam trains'"),
     ("relevance", str, "your nugget function 'package.module:function' (Document -> 0..1)"),
     ("target-relevant", int, "stop after this many relevant pages"),
     ("max-queue", int, "frontier cap: beyond it the lowest-priority URLs are dropped"),
     ("max-wait", float, "a site due this many seconds goes before better-ranked ones (300)"),
+    (
+        "defer-ratio",
+        float,
+        "focused: a site whose best URL scores below this share of the best queued anywhere "
+        "waits while that one waits on its delay (0.5; 0 = any free site)",
+    ),
     ("max-urls-per-host", int, "trap guard: URLs queued per host at most (unlimited)"),
     (
         "max-urls-per-pattern",
@@ -336,6 +342,7 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
         target_relevant=int(v["target_relevant"]) if v.get("target_relevant") else None,
         max_queue=int(v["max_queue"]) if v.get("max_queue") else None,
         max_wait_s=float(v.get("max_wait", MAX_WAIT_S)),
+        defer_ratio=None if v.get("defer_ratio") is None else float(v["defer_ratio"]),
         max_urls_per_host=int(v["max_urls_per_host"]) if v.get("max_urls_per_host") else None,
         max_urls_per_pattern=_pattern_cap(v.get("max_urls_per_pattern")),
         log_rotate_bytes=int(v.get("log_rotate_bytes", 64 * 1024 * 1024)),
