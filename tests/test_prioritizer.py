@@ -179,13 +179,14 @@ def test_section_of() -> None:
 
 def test_section_yield_is_learned_and_saved() -> None:
     """A chapter's pages (a shared folder and file-name stem) that keep being relevant raise
-    its other pages; a half-sure page counts as half a hit."""
+    its other pages; a page between half of relevant_at and relevant_at is part of a hit."""
     p = Prioritizer(optimism=0.0)
     for i in range(20):
         p.learn(feats(f"http://docs.test/indexes-{i}.html", "11.1"), 0.8)
         p.learn(feats(f"http://docs.test/sql-{i}.html", "11.1"), 0.0)
-    p.observe("docs.test", "docs.test", 0.25, "docs.test/half")
-    assert p.sections["docs.test/half"][1] == 0.5
+    p.observe("docs.test", "docs.test", 0.375, "docs.test/half")  # between 0.25 and 0.5
+    p.observe("docs.test", "docs.test", 0.2, "docs.test/faint")
+    assert p.sections["docs.test/half"][1] == 0.5 and p.sections["docs.test/faint"][1] == 0.0
     good = p.score(feats("http://docs.test/indexes-new.html", "11.9"))
     bad = p.score(feats("http://docs.test/sql-new.html", "11.9"))
     assert good > bad

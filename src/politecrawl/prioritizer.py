@@ -10,8 +10,9 @@ and the URL's words cover (``anchor_match``, ``url_match``, from the nugget's ow
 0 without a keyword topic). ``Prioritizer.score`` adds, at scoring time, what the crawl has
 learned about the target's host, domain and section (its folder and file-name stem:
 ``library/asyncio-task.html`` is in ``library/asyncio``) since: their harvest rates, smoothed as
-``(relevant + a) / (fetched + a + b)`` and fed in as log-odds; a page counts as
-``min(1, relevance / relevant_at)`` of a hit, so pages the nugget is half sure of teach too.
+``(relevant + a) / (fetched + a + b)`` and fed in as log-odds. A page counts (as a hit, and
+as the label the model learns) 0 below half of ``relevant_at``, 1 from ``relevant_at`` up and
+linearly between: pages the nugget is fairly sure of teach, faint mentions do not.
 
 The prior is the starting point of the dense weights (``PRIOR_WEIGHTS``): before anything is
 learned a link whose anchor covers the topic scores about 0.5 and one with no topic word about
@@ -72,6 +73,12 @@ _STATE_VERSION = 2
 # bias, source relevance, host, domain and section harvest, host experience, 1/(1+distance),
 # anchor and URL coverage of the topic
 _N_DENSE = 9
+# What a page teaches: 0 below half of relevant_at, 1 from relevant_at, linear between. The
+# raw relevance taught the model that the many pages a keyword nugget finds faintly on topic
+# (0.1-0.3: an index, a page naming the topic once) are good, and the crawl went to the sites
+# with the most of them (tune half of the bed, real crawls: email 0 relevant pages in the first
+# 100 fetches with the raw score, 20 with the ramp; concurrency 0 -> 25).
+_SOFT_FROM = 0.5
 PRIOR_WEIGHTS = (-2.8, 1.0, 0.5, 0.0, 1.0, 0.0, 0.3, 2.8, 2.2)
 
 
@@ -327,7 +334,7 @@ class Prioritizer:
         (``learning=False``: nothing changes)."""
         if not self.learning:
             return
-        y = min(1.0, max(0.0, page_relevance))
+        y = self._hit(page_relevance)
         x, _ = self._dense_x(features)  # statistics before this page: no label leak
         g = _sigmoid(self._z(features, x)) - y
         lr, l2 = self.lr, self.l2
@@ -338,12 +345,12 @@ class Prioritizer:
             gi = acc[i] + grad * grad
             acc[i] = gi
             w[i] = wi - lr * grad / math.sqrt(gi + 1e-8)
-        dense, dg = self._dense, self._dense_g
+        dense, dg, lr_d = self._dense, self._dense_g, self.lr
         for k in range(_N_DENSE):
-            grad = g * x[k] + l2 * dense[k]
+            grad = g * x[k] + l2 * (dense[k] - PRIOR_WEIGHTS[k])
             dg[k] += grad * grad
             if dg[k] > 0:
-                dense[k] -= lr * grad / math.sqrt(dg[k] + 1e-8)
+                dense[k] -= lr_d * grad / math.sqrt(dg[k] + 1e-8)
         self.updates += 1
         self.observe(features.host, features.domain, page_relevance, features.section)
 
@@ -354,7 +361,7 @@ class Prioritizer:
         does this too; call it directly for pages no link led to, such as seeds)."""
         if not self.learning:
             return
-        hit = min(1.0, max(0.0, page_relevance) / self.relevant_at)
+        hit = self._hit(page_relevance)
         tables = [(self.hosts, host), (self.domains, domain)]
         if section:
             tables.append((self.sections, section))
@@ -365,6 +372,10 @@ class Prioritizer:
             stats[0] += 1.0
             stats[1] += hit
             stats[2] = self._harvest_x(stats[0], stats[1])
+
+    def _hit(self, page_relevance: float) -> float:
+        ramp = self.relevant_at * _SOFT_FROM
+        return min(1.0, max(0.0, page_relevance - ramp) / (self.relevant_at - ramp))
 
     def is_relevant(self, page_relevance: float) -> bool:
         """Whether a page counts as a nugget (resets the distance of the links found on it)."""
