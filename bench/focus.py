@@ -42,6 +42,7 @@ UA = "benchbot/1.0 (+http://bench.example/bot)"
 OUT = Path(__file__).with_name("out")
 STRATEGIES = ("bfs", "random", "keyword", "focused")
 CHECKPOINTS = (100, 300, 1000)
+WALL: dict[tuple[str, str], float] = {}  # (topic, strategy) -> seconds the crawl took
 
 
 def start_server(bed: str) -> tuple[subprocess.Popen[str], int]:
@@ -59,7 +60,14 @@ def allow_list(bed: str) -> tuple[str, ...]:
 
 
 async def crawl(
-    strategy: str, topic: docbed.Topic, bed: str, port: int, fetches: int, delay: float, out: Path
+    strategy: str,
+    topic: docbed.Topic,
+    bed: str,
+    port: int,
+    fetches: int,
+    delay: float,
+    out: Path,
+    defer_ratio: float | None = None,
 ) -> tuple[list[str], float]:
     cfg = CrawlConfig(
         seeds=(f"http://portal.{docbed.TLD}:{port}/",),
@@ -78,10 +86,12 @@ async def crawl(
         max_pages=fetches,
         strategy=strategy,  # type: ignore[arg-type]
         topic=topic.query,
+        defer_ratio=defer_ratio,
     )
-    c0 = cpu_s()
+    c0, t0 = cpu_s(), time.perf_counter()
     await Crawler(cfg).run()
     cpu = cpu_s() - c0
+    WALL[(topic.name, strategy)] = time.perf_counter() - t0
     order = []
     with (out / "log" / "requests.jsonl").open() as fh:
         for line in fh:
@@ -96,7 +106,12 @@ def harvest(hits: list[int], n: int) -> float:
 
 
 def run_bed(
-    bed: str, wanted: set[str], fetches: int, delay: float
+    bed: str,
+    wanted: set[str],
+    fetches: int,
+    delay: float,
+    defer_ratio: float | None = None,
+    strategies: tuple[str, ...] = STRATEGIES,
 ) -> list[tuple[docbed.Topic, dict[str, tuple[list[int], float]]]]:
     topics = [t for t in docbed.topics_for(bed) if not wanted or t.name in wanted]
     graph = focus_sim.load(bed)
@@ -105,11 +120,11 @@ def run_bed(
     try:
         for topic in topics:
             per: dict[str, tuple[list[int], float]] = {}
-            for strategy in STRATEGIES:
+            for strategy in strategies:
                 out = Path(tempfile.mkdtemp(prefix=f"pc-focus-{strategy}-"))
                 try:
                     order, cpu = asyncio.run(
-                        crawl(strategy, topic, bed, port, fetches, delay, out)
+                        crawl(strategy, topic, bed, port, fetches, delay, out, defer_ratio)
                     )
                 finally:
                     shutil.rmtree(out, ignore_errors=True)
@@ -128,7 +143,9 @@ def report_topic(topic: docbed.Topic, per: dict[str, tuple[list[int], float]]) -
     for name, (hits, cpu) in per.items():
         cells = " ".join(f"{harvest(hits, n):6.3f}" for n in CHECKPOINTS)
         cpu_ms = f"{cpu / max(1, len(hits)) * 1000:11.2f}" if name != "oracle" else " " * 11
-        print(f"{topic.half:8} {topic.name:18} {name:8} {cells} {cpu_ms}", flush=True)
+        wall = WALL.get((topic.name, name))
+        took = f"{wall:7.1f}" if wall is not None else ""
+        print(f"{topic.half:8} {topic.name:18} {name:8} {cells} {cpu_ms} {took}", flush=True)
 
 
 Results = list[tuple[docbed.Topic, dict[str, tuple[list[int], float]]]]
@@ -206,6 +223,8 @@ def main() -> int:
     ap.add_argument("--topics", default="")
     ap.add_argument("--fetches", type=int, default=1000)
     ap.add_argument("--delay", type=float, default=0.02)
+    ap.add_argument("--defer-ratio", type=float, default=None, help="(default: the crawler's)")
+    ap.add_argument("--strategies", default=",".join(STRATEGIES), help="a subset: no summary")
     args = ap.parse_args()
     beds = args.bed.split(",")
     gone = sorted({p for b in beds for p in docbed.missing(b)})
@@ -215,13 +234,17 @@ def main() -> int:
     wanted = set(args.topics.split(",")) - {""}
     t0 = time.perf_counter()
     print(f"{'half':8} {'topic':18} {'strategy':8} {'@100':>6} {'@300':>6} {'@1000':>6} "
-          f"{'CPU ms/page':>11}")  # fmt: skip
+          f"{'CPU ms/page':>11} {'wall s':>7}")  # fmt: skip
     all_results = []
     for bed in beds:
-        res = run_bed(bed, wanted, args.fetches, args.delay)
+        strategies = tuple(args.strategies.split(","))
+        res = run_bed(bed, wanted, args.fetches, args.delay, args.defer_ratio, strategies)
+        if strategies != STRATEGIES:
+            continue
         summary(f"{bed} ({', '.join(docbed.BEDS[bed])})", res)
         all_results += res
-    plot(all_results)
+    if all_results:
+        plot(all_results)
     print(f"({time.perf_counter() - t0:.0f} s)")
     return 0
 
