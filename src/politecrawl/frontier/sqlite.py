@@ -293,11 +293,11 @@ class SqliteFrontier:
             return None
         self._pending[key] -= 1
         self._queued -= 1
-        if not win and self._pending[key]:
-            win = self._window[key] = self._refill(key)
+        self._db.execute("UPDATE urls SET state=1 WHERE url=?", (found.url,))
+        if not win and self._pending[key]:  # (after the URL left state 0: not read again)
+            self._window[key] = self._refill(key)
         elif win:
             self._set_best(key, -win[0][0])  # the key's best is now its next URL's
-        self._db.execute("UPDATE urls SET state=1 WHERE url=?", (found.url,))
         return found
 
     def _refill(self, key: str) -> list[tuple[float, int, UrlEntry]]:
