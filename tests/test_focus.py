@@ -13,7 +13,7 @@ from politecrawl.config import DEFER_RATIO
 from politecrawl.errors import ConfigError
 from politecrawl.focus import Focus
 from politecrawl.frontier import UrlEntry
-from politecrawl.frontier.sqlite import SqliteFrontier
+from politecrawl.frontier.sqlite import WINDOW, SqliteFrontier
 from politecrawl.parse import Link, ParsedPage
 from politecrawl.politeness import HostState
 from politecrawl.relevance import KeywordScorer
@@ -171,3 +171,21 @@ def test_defer_ratio_defaults_to_focused_crawls_only(tmp_path: Path) -> None:
     assert cfg(topic="x", defer_ratio=0.0).resolved_defer_ratio == 0.0
     with pytest.raises(ConfigError):
         cfg(defer_ratio=1.5)
+
+
+async def test_best_tracking_pops_every_url_once(tmp_path: Path) -> None:
+    """Keeping a key's best exact (window refilled as it empties, better URLs joining it)
+    never hands a URL out twice nor loses one, across several windows."""
+    f = SqliteFrontier(tmp_path / "s.sqlite", defer_ratio=0.5)
+    n = 3 * WINDOW + 5
+    await f.add([UrlEntry(f"http://a.test/{i}", "a.test", priority=i / n) for i in range(n)])
+    assert await f.lease(1000.0) == "a.test"
+    popped = []
+    while (entry := await f.pop_url("a.test", 1000.0)) is not None:
+        popped.append(entry.url)
+        await f.finish(entry.url, "stored")
+        if len(popped) == 40:  # a better URL arrives mid-window
+            await f.add([UrlEntry("http://a.test/late", "a.test", priority=2.0)])
+    assert len(popped) == len(set(popped)) == n + 1
+    assert popped[40] == "http://a.test/late"
+    await f.close()
