@@ -39,7 +39,6 @@ from politecrawl.urls import host_of, registered_domain
 _MAX_FEATURES = 2_000_000  # queued links whose features are kept for learning/re-scoring
 _RESCORE_MIN, _RESCORE_MAX = 20, 500  # pages learned between re-scorings: a quarter of the
 # pages learned so far, within these bounds (often early, when the model changes most)
-STRATEGIES = ("bfs", "random", "keyword", "focused")
 
 
 def _path_words(url: str) -> list[str]:
