@@ -1,23 +1,18 @@
-"""Offline simulation of adaptive crawling on the topical web: bfs vs random vs focused.
+"""Offline replay of focused crawling on the real-page bed (bench/docbed.py): no HTTP, no delays.
 
-    python bench/focus_sim.py [--hosts 10000] [--pages 10] [--fetches 10000] [--seeds 100]
+    python bench/focus_sim.py [--bed tune|heldout] [--topics a,b] [--fetches 1000]
 
-No HTTP: pages come from ``TopicWeb.page(url)`` (generation is not timed), and each strategy
-runs the crawler-side work on them for real: ``parse.parse_page`` for links (all three), and
-for the focused crawl also ``relevance.extract_page`` + ``KeywordScorer`` (the nugget function)
-+ ``prioritizer`` features, scores and learning. The focused crawler never sees the ground
-truth: it learns from the scorer's verdict on the pages it fetched. Ground truth
-(``TopicWeb.relevant``) is used only to count what each crawl found.
+For tuning in seconds, not minutes. Every page of the bed is read from disk once (served bytes,
+links rewritten as the server does) and parsed with ``parse.parse_page``; each strategy then
+replays a crawl from the portal page with one global best-first queue, i.e. the order the
+frontier gives when nothing waits on politeness (``--defer-ratio 1``). The crawler-side work is
+the real one: ``Focus.score_page`` (extraction + nugget function), ``Focus.link_items``
+(features, priorities), the rescoring of the queue as the model learns. Labels
+(``docbed.Topic``) are only used to count.
 
-Printed: relevant pages after 1k/5k/10k fetches, the best 1000-fetch window's harvest rate
-against the web's base rate, the scorer's agreement with the ground truth, and CPU µs per
-page of the crawler-side work (``time.process_time``), split into parsing (what every crawl
-does) and the focus work (extraction, scoring, features, prioritiser).
-
-Targets (the issue): focused >= 10x bfs's relevant pages at 5k fetches; best 1k window >= 40x
-the base rate; focus work <= 25% extra CPU per page. The crawler's per-page CPU is what the
-25% is of: ``--crawler-cpu-ms`` (default: the figure ``bench/throughput.py`` measured for a
-whole crawl on this machine) as well as the bare parse-only bfs loop of this simulation.
+Strategies: bfs, random, keyword (best-first by the topic prior, no learning), focused
+(prior + learning) and the oracle (greedy by the true labels, following links only: a known
+relevant URL first, else the known URL nearest to an unfetched relevant page).
 """
 
 from __future__ import annotations
@@ -28,301 +23,179 @@ import random
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from politecrawl.parse import parse_page
-from politecrawl.prioritizer import LinkFeatures, Prioritizer, link_features
-from politecrawl.relevance import Document, KeywordScorer, extract_page
-from politecrawl.topicweb import TopicWeb
+sys.path.insert(0, str(Path(__file__).parent))
 
+import docbed
+
+from politecrawl.focus import Focus
+from politecrawl.parse import ParsedPage, parse_page
+
+PORT = 8  # URLs carry a port, as in a real crawl of the bed; its value does not matter
 TOKEN = "simbot"
-CHECKPOINTS = (1000, 5000, 10000)
-WINDOW = 1000
-SEED_DISTANCE = 3  # seeds: no relevant ancestor known
-# bench/throughput.py on this machine: 5.24 CPU-s per 1000 stored HTML pages (1.43 per 1000
-# requests, robots.txt, redirects and non-HTML included); the focus work is per stored page
-CRAWLER_CPU_MS = 5.24
+CHECKPOINTS = (100, 300, 1000)
+
+
+@dataclass
+class Bed:
+    """The bed's pages by URL: body and parsed page (links in scope only)."""
+
+    portal: str
+    bodies: dict[str, bytes] = field(default_factory=dict)
+    parsed: dict[str, ParsedPage] = field(default_factory=dict)
+
+    def links(self, url: str) -> list[str]:
+        page = self.parsed.get(url)
+        return [link.url for link in page.links] if page is not None else []
+
+
+def load(bed: str) -> Bed:
+    present = set(docbed.BEDS[bed])
+    hosts = {f"{n}.{docbed.TLD}:{PORT}" for n in present} | {f"portal.{docbed.TLD}:{PORT}"}
+    portal = f"http://portal.{docbed.TLD}:{PORT}/"
+    b = Bed(portal)
+    b.bodies[portal] = docbed.portal(bed, PORT)
+    for site, path in docbed.pages(bed):
+        url = f"http://{site.host}:{PORT}/{path}"
+        b.bodies[url] = docbed.rewrite((site.path / path).read_bytes(), PORT, present)
+    for url, body in b.bodies.items():
+        page = parse_page(body, url, TOKEN)
+        page.links = [
+            link for link in page.links if link.url.split("/")[2] in hosts and "#" not in link.url
+        ]
+        b.parsed[url] = page
+    return b
 
 
 @dataclass
 class Run:
-    """One strategy's crawl: the ground-truth relevance of each fetch, in order, and costs."""
-
     name: str
-    hits: list[bool] = field(default_factory=list)
-    parse_s: float = 0.0
-    focus_s: float = 0.0  # all the focus work: nugget_s + the prioritiser's part
-    nugget_s: float = 0.0  # extraction (decode, second parse, text) + the nugget function
-    rescored: int = 0
-    new_links: int = 0
-    samples: list[tuple[str, str, str | None, str, float, int]] = field(default_factory=list)
-    judged: list[tuple[bool, float]] = field(default_factory=list)  # (truth, scorer) per fetch
+    order: list[str] = field(default_factory=list)
+    cpu_s: float = 0.0
 
-    def found(self, n: int) -> int:
-        return sum(self.hits[:n])
-
-    def best_window(self, size: int = WINDOW) -> float:
-        if len(self.hits) < size:
-            return sum(self.hits) / max(1, len(self.hits))
-        cur = best = sum(self.hits[:size])
-        for i in range(size, len(self.hits)):
-            cur += self.hits[i] - self.hits[i - size]
-            best = max(best, cur)
-        return best / size
+    def hits(self, topic: docbed.Topic) -> list[int]:
+        return [int(docbed.is_relevant(topic, u)) for u in self.order]
 
 
-def _links(body: bytes, url: str) -> list[tuple[str, str]]:
-    return [(link.url, link.anchor) for link in parse_page(body, url, TOKEN).links]
-
-
-def crawl_simple(web: TopicWeb, seeds: list[str], budget: int, order: str, rng_seed: int) -> Run:
-    """bfs (FIFO) or random (uniform pick from the frontier)."""
-    run = Run(order)
-    rng = random.Random(rng_seed)
-    seen = set(seeds)
-    fifo: deque[str] = deque(seeds)
-    pool: list[str] = list(seeds)
-    clock = time.process_time
-    while len(run.hits) < budget and (fifo if order == "bfs" else pool):
-        if order == "bfs":
-            url = fifo.popleft()
+def crawl(bed: Bed, topic: docbed.Topic, strategy: str, budget: int, seed: int = 0) -> Run:
+    """One replayed crawl: ``strategy`` is bfs, random, keyword or focused."""
+    run = Run(strategy)
+    focus = Focus.from_options(strategy, topic.query, None, seed=seed)
+    heap: list[tuple[float, int, str, int]] = []
+    seen = {bed.portal}
+    tick = 0
+    heapq.heappush(heap, (-1e9, 0, bed.portal, 0))
+    rng = random.Random(seed)
+    t0 = time.process_time()
+    while heap and len(run.order) < budget:
+        if strategy == "random":
+            i = rng.randrange(len(heap))
+            heap[i], heap[-1] = heap[-1], heap[i]
+            _, _, url, depth = heap.pop()
+            heapq.heapify(heap) if i < len(heap) else None
         else:
-            i = rng.randrange(len(pool))
-            pool[i], pool[-1] = pool[-1], pool[i]
-            url = pool.pop()
-        body = web.page(url)
+            _, _, url, depth = heapq.heappop(heap)
+        run.order.append(url)
+        body = bed.bodies.get(url)
         if body is None:
-            continue
-        run.hits.append(web.is_relevant(url))
-        t0 = clock()
-        for target, _anchor in _links(body, url):
-            if target not in seen:
-                seen.add(target)
-                (fifo if order == "bfs" else pool).append(target)
-        run.parse_s += clock() - t0
-    return run
-
-
-@dataclass(slots=True)
-class _Entry:
-    features: LinkFeatures
-    distance: int
-    version: int
-
-
-def crawl_focused(
-    web: TopicWeb,
-    seeds: list[str],
-    budget: int,
-    scorer: Callable[[Document], float],
-    prio: Prioritizer,
-    *,
-    contexts: bool = False,
-    stale_after: int = 200,
-    max_rescore: int = 32,
-    host_gap: int = 0,
-) -> Run:
-    """Best-first on the prioritiser's score, learning from the scorer's verdict per page.
-
-    The heap is re-prioritised lazily (the "background re-prioritising" of the seed article,
-    at bounded cost): an entry popped with a score older than ``stale_after`` model updates
-    is scored again and pushed back if it no longer beats the next entry, at most
-    ``max_rescore`` times per fetch. ``host_gap``: a host is fetched again only after that
-    many other fetches (a crude stand-in for politeness: concurrency x delay / page time).
-    """
-    run = Run("focused+context" if contexts else "focused")
-    clock = time.process_time
-    heap: list[tuple[float, int, str]] = []
-    entries: dict[str, _Entry] = {}
-    fetched: set[str] = set()
-    seq = 0
-    last_fetch: dict[str, int] = {}
-    waiting: list[tuple[float, int, str]] = []
-    for url in seeds:
-        f = link_features(url, "", None, source_relevance=0.0, distance=SEED_DISTANCE)
-        entries[url] = _Entry(f, SEED_DISTANCE, 0)
-        heapq.heappush(heap, (-1.0, seq, url))
-        seq += 1
-    while len(run.hits) < budget and heap:
-        t0 = clock()
-        item = heapq.heappop(heap)
-        while (
-            host_gap
-            and heap
-            and len(run.hits) - last_fetch.get(entries[item[2]].features.host, -host_gap) < host_gap
-        ):
-            waiting.append(item)  # its host is resting: take the next one
-            item = heapq.heappop(heap)
-        for w in waiting:
-            heapq.heappush(heap, w)
-        waiting.clear()
-        url = item[2]
-        entry = entries[url]
-        rescored = 0
-        while rescored < max_rescore and heap and prio.updates - entry.version > stale_after:
-            new = prio.score(entry.features)
-            rescored += 1
-            entry.version = prio.updates
-            if -heap[0][0] > new:
-                heapq.heappush(heap, (-new, seq, url))
-                seq += 1
-                _, _, url = heapq.heappop(heap)
-                entry = entries[url]
-        run.rescored += rescored
-        run.focus_s += clock() - t0
-        fetched.add(url)
-        last_fetch[entry.features.host] = len(run.hits)
-        body = web.page(url)  # the "server": not timed
-        if body is None:
-            continue
-        truth = web.is_relevant(url)  # ground truth: counted, never shown to the crawler
-        run.hits.append(truth)
-
-        t0 = clock()
-        links = _links(body, url)
-        t1 = clock()
-        run.parse_s += t1 - t0
-        doc, ctx = extract_page(body, url, "text/html; charset=utf-8", 0, contexts=contexts)
-        relevance = scorer(doc)
-        t2 = clock()
-        run.nugget_s += t2 - t1
-        prio.learn(entry.features, relevance)
-        dist = 0 if prio.is_relevant(relevance) else entry.distance + 1
-        for target, anchor in links:
-            if target in fetched or target in entries:
+            continue  # a 404 on the bed: a fetch that found nothing
+        score = focus.score_page(url, body, "text/html", depth)
+        page = bed.parsed[url]
+        fresh = ParsedPage(links=[lk for lk in page.links if lk.url not in seen])
+        if url == bed.portal and seed:  # replays differ by the order the sites are listed in
+            random.Random(seed).shuffle(fresh.links)
+        items = focus.link_items(url, fresh, depth + 1, score)
+        for u, prio in items:
+            if u in seen:
                 continue
-            f = link_features(target, anchor, ctx.get(target), source_url=url,
-                              source_relevance=relevance, distance=dist)  # fmt: skip
-            entries[target] = _Entry(f, dist, prio.updates)
-            heapq.heappush(heap, (-prio.score(f), seq, target))
-            seq += 1
-            run.new_links += 1
-        run.focus_s += clock() - t1
-        run.judged.append((truth, relevance))
-        if len(run.samples) < 2000 and links:
-            target, anchor = links[len(run.samples) % len(links)]
-            run.samples.append((target, anchor, ctx.get(target), url, relevance, dist))
+            seen.add(u)
+            tick += 1
+            heapq.heappush(heap, (-prio, tick, u, depth + 1))
+        if focus.rescore_due():
+            new = dict(focus.rescore())
+            heap = [(-new.get(u, -p), t, u, d) for p, t, u, d in heap]
+            heapq.heapify(heap)
+    run.cpu_s = time.process_time() - t0
     return run
 
 
-def unit_costs(run: Run, prio: Prioritizer, repeat: int = 5) -> tuple[float, float, float]:
-    """µs per link_features, score and learn, on links sampled from ``run`` (best of repeats).
+def oracle(bed: Bed, topic: docbed.Topic, budget: int) -> Run:
+    """Greedy by the labels: a known relevant URL first, else the known URL nearest (in links)
+    to a relevant page not yet fetched; distances recomputed as relevant pages are taken."""
+    run = Run("oracle")
+    graph = {u: bed.links(u) for u in bed.parsed}
+    reverse: dict[str, list[str]] = {}
+    for u, outs in graph.items():
+        for v in outs:
+            reverse.setdefault(v, []).append(u)
+    fetched: set[str] = set()
+    known = {bed.portal: 0}
+    dist: dict[str, int] = {}
 
-    Measured apart from the crawl so the crawl loop carries no per-call timer overhead.
-    """
-    clock = time.process_time
-    feats: list[LinkFeatures] = []
-    best = [float("inf")] * 3
-    for _ in range(repeat):
-        t0 = clock()
-        feats = [link_features(t, a, c, source_url=u, source_relevance=r, distance=d)
-                 for t, a, c, u, r, d in run.samples]  # fmt: skip
-        t1 = clock()
-        for f in feats:
-            prio.score(f)
-        t2 = clock()
-        for f in feats:
-            prio.learn(f, 0.0)
-        t3 = clock()
-        n = max(1, len(feats))
-        for k, v in enumerate((t1 - t0, t2 - t1, t3 - t2)):
-            best[k] = min(best[k], v / n * 1e6)
-    return best[0], best[1], best[2]
+    def distances() -> dict[str, int]:
+        targets = [u for u in bed.parsed if u not in fetched and docbed.is_relevant(topic, u)]
+        d = dict.fromkeys(targets, 0)
+        q = deque(targets)
+        while q:
+            v = q.popleft()
+            for u in reverse.get(v, ()):
+                if u not in d:
+                    d[u] = d[v] + 1
+                    q.append(u)
+        return d
+
+    stale = True
+    while known and len(run.order) < budget:
+        if stale:
+            dist, stale = distances(), False
+        url = min(known, key=lambda u: (dist.get(u, 1 << 30), known[u]))
+        del known[url]
+        fetched.add(url)
+        run.order.append(url)
+        if docbed.is_relevant(topic, url):
+            stale = True
+        for v in graph.get(url, ()):
+            if v not in fetched and v not in known:
+                known[v] = len(run.order)
+    return run
 
 
-def report(
-    web: TopicWeb, runs: list[Run], costs: dict[str, tuple[float, float, float]],
-    crawler_cpu_ms: float,
-) -> bool:  # fmt: skip
-    """Print the table and the verdicts; True when the focused crawl meets every target."""
-    base = web.base_rate()
-    print(f"web: {len(web.hosts)} hosts, {web.n_pages()} pages, {len(web.relevant_specs())} "
-          f"relevant, base rate {base:.3%}")  # fmt: skip
-    head = f"{'strategy':<16}" + "".join(f"{'@' + str(c):>8}" for c in CHECKPOINTS)
-    print(head + f"{'best 1k':>9}{'x base':>8}{'parse µs':>10}{'focus µs':>10}")
-    bfs = next(r for r in runs if r.name == "bfs")
-    bfs_page_us = bfs.parse_s / max(1, len(bfs.hits)) * 1e6
-    for r in runs:
-        n = max(1, len(r.hits))
-        cols = "".join(f"{r.found(c):>8}" for c in CHECKPOINTS)
-        bw = r.best_window()
-        print(f"{r.name:<16}{cols}{bw:>9.1%}{bw / base:>8.1f}"
-              f"{r.parse_s / n * 1e6:>10.0f}{r.focus_s / n * 1e6:>10.0f}")  # fmt: skip
-    ok = True
-    for r in runs:
-        if r.name not in costs:
+def harvest(hits: list[int], n: int) -> float:
+    return sum(hits[:n]) / n
+
+
+def show(topic: docbed.Topic, name: str, runs: list[Run]) -> None:
+    hits = [r.hits(topic) for r in runs]
+    cells = " ".join(f"{sum(harvest(h, n) for h in hits) / len(hits):6.3f}" for n in CHECKPOINTS)
+    cpu = sum(r.cpu_s for r in runs) / max(1, sum(len(r.order) for r in runs)) * 1000
+    print(f"{topic.name:18} {name:8} {cells} {cpu:11.2f}", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    ap.add_argument("--bed", choices=("tune", "heldout", "slice"), default="tune")
+    ap.add_argument("--topics", default="")
+    ap.add_argument("--fetches", type=int, default=1000)
+    ap.add_argument("--strategies", default="bfs,random,keyword,focused")
+    ap.add_argument("--replays", type=int, default=1, help="mean of N portal orders")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    bed = load(args.bed)
+    print(f"{len(bed.bodies)} pages loaded in {time.perf_counter() - t0:.1f} s")
+    wanted = set(args.topics.split(",")) - {""}
+    strategies = args.strategies.split(",")
+    print(f"{'topic':18} {'strategy':8} {'@100':>6} {'@300':>6} {'@1000':>6} {'CPU ms/page':>11}")
+    for topic in docbed.topics_for(args.bed):
+        if wanted and topic.name not in wanted:
             continue
-        n = max(1, len(r.hits))
-        ratio5k = r.found(5000) / max(1, bfs.found(5000))
-        window = r.best_window() / base
-        extra_us = r.focus_s / n * 1e6
-        share = extra_us / (crawler_cpu_ms * 10)
-        feat_us, score_us, learn_us = costs[r.name]
-        tp = sum(1 for t, s in r.judged if t and s >= 0.5)
-        fp = sum(1 for t, s in r.judged if not t and s >= 0.5)
-        fn = sum(1 for t, s in r.judged if t and s < 0.5)
-        print(f"\n{r.name}: {ratio5k:.1f}x bfs at 5k (target >= 10); best 1k window "
-              f"{window:.1f}x the base rate (target >= 40)")  # fmt: skip
-        print(f"  focus work {extra_us:.0f} µs/page = {share:.1f}% of the crawler's "
-              f"{crawler_cpu_ms:.2f} CPU-ms per stored page (target <= 25%); "
-              f"{extra_us / bfs_page_us:.0%} of this simulation's parse-only bfs loop")  # fmt: skip
-        nugget_us = r.nugget_s / n * 1e6
-        prio_us = extra_us - nugget_us
-        print(f"  = extraction + nugget function {nugget_us:.0f} µs + prioritiser (features, "
-              f"scores, learning, queue) {prio_us:.0f} µs; the prioritiser alone is "
-              f"{prio_us / (crawler_cpu_ms * 10):.1f}% of the crawler, "
-              f"{prio_us / bfs_page_us:.0%} of the parse-only loop")  # fmt: skip
-        print(f"  per link: link_features {feat_us:.1f} µs + score {score_us:.1f} µs; "
-              f"learn {learn_us:.1f} µs per page; {r.new_links / n:.1f} new links and "
-              f"{r.rescored / n:.2f} re-scores per page")  # fmt: skip
-        print(f"  scorer vs ground truth on fetched pages: precision {tp / max(1, tp + fp):.2f}, "
-              f"recall {tp / max(1, tp + fn):.2f}")  # fmt: skip
-        if r.name == "focused":
-            ok = ratio5k >= 10 and window >= 40 and share <= 25
-    return ok
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--hosts", type=int, default=10_000)
-    ap.add_argument("--pages", type=int, default=10)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--seeds", type=int, default=100, help="seed URLs")
-    ap.add_argument("--fetches", type=int, default=10_000)
-    ap.add_argument("--topic", default="steam locomotive, steam railway, heritage railway")
-    ap.add_argument(
-        "--crawler-cpu-ms", type=float, default=CRAWLER_CPU_MS,
-        help="the whole crawler's CPU ms per stored page (bench/throughput.py)",
-    )  # fmt: skip
-    ap.add_argument("--context", action="store_true", help="also run with link contexts")
-    ap.add_argument(
-        "--host-gap", type=int, default=0,
-        help="also run focused with a host fetched at most once per N fetches",
-    )  # fmt: skip
-    args = ap.parse_args(argv)
-    web = TopicWeb(args.hosts, args.pages, args.seed, port=8000)
-    seeds = web.seed_urls(args.seeds)
-    scorer = KeywordScorer(args.topic)
-    runs = [
-        crawl_simple(web, seeds, args.fetches, "bfs", args.seed),
-        crawl_simple(web, seeds, args.fetches, "random", args.seed),
-    ]
-    costs: dict[str, tuple[float, float, float]] = {}
-    for contexts in (False, True) if args.context else (False,):
-        prio = Prioritizer(seed=args.seed)
-        run = crawl_focused(web, seeds, args.fetches, scorer, prio, contexts=contexts)
-        runs.append(run)
-        costs[run.name] = unit_costs(run, prio)
-    if args.host_gap:
-        prio = Prioritizer(seed=args.seed)
-        run = crawl_focused(web, seeds, args.fetches, scorer, prio, host_gap=args.host_gap)
-        run.name = f"focused gap={args.host_gap}"
-        runs.append(run)
-    ok = report(web, runs, costs, args.crawler_cpu_ms)
-    print("\ntargets met" if ok else "\ntargets NOT met")
-    return 0 if ok else 1
+        for s in strategies:
+            runs = [crawl(bed, topic, s, args.fetches, seed) for seed in range(args.replays)]
+            show(topic, s, runs)
+        show(topic, "oracle", [oracle(bed, topic, args.fetches)])
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -6,10 +6,18 @@ import json
 from pathlib import Path
 
 import nuggets
+import pytest
 
 from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
+from politecrawl.config import DEFER_RATIO
 from politecrawl.errors import ConfigError
 from politecrawl.focus import Focus
+from politecrawl.frontier import UrlEntry
+from politecrawl.frontier.sqlite import WINDOW, SqliteFrontier
+from politecrawl.page import read_page
+from politecrawl.parse import Link
+from politecrawl.politeness import HostState
+from politecrawl.relevance import Document, KeywordScorer
 from politecrawl.topicweb import TopicWeb
 
 UA = "testbot/1.0 (+http://bot.example/info)"
@@ -64,3 +72,131 @@ def test_focused_needs_a_nugget_and_a_bad_spec_is_one_clear_error() -> None:
         Focus.from_options(None, None, "no_such_module_xyz:f")
     assert Focus.from_options(None, "steam trains", None).strategy == "focused"
     assert Focus.from_options(None, None, None).strategy == "bfs"
+
+
+# -- the topic prior, keyword best-first, re-scoring ---------------------------------------
+
+
+def _page(*links: tuple[str, str]) -> list[Link]:
+    return [Link(u, a, False) for u, a in links]
+
+
+def _doc(url: str, body: bytes, depth: int = 0) -> Document | None:
+    """The nugget's view of a page, as the crawler reads it (``page.read_page``)."""
+    return read_page(body, url, product_token="testbot", depth=depth, score=True).document
+
+
+def test_topic_prior_ranks_links_before_anything_is_learned() -> None:
+    """The first page's links are ranked by how much of the topic their anchor and URL cover."""
+    for strategy in ("focused", "keyword"):
+        focus = Focus.from_options(strategy, "email messages, smtp, imap", None)
+        page = _page(
+            ("http://d.test/library/turtle.html", "turtle — Turtle graphics"),
+            ("http://d.test/library/smtplib.html", "smtplib — SMTP protocol client"),
+            ("http://d.test/library/email.message.html", "email.message: Representing an email"),
+            ("http://d.test/library/misc.html", "Internet protocols"),
+        )
+        prio = dict(focus.link_items("http://d.test/", page, 1, focus.score_page(
+            "http://d.test/", _doc("http://d.test/", b"<title>Library</title>")
+        )))  # fmt: skip
+        assert (
+            prio["http://d.test/library/smtplib.html"]
+            > 0.3
+            > prio["http://d.test/library/turtle.html"]
+        )
+        assert (
+            prio["http://d.test/library/email.message.html"]
+            > prio["http://d.test/library/misc.html"]
+        )
+
+
+def test_keyword_strategy_never_learns_and_focused_rescores_early() -> None:
+    body = b"<title>smtplib</title><body><h1>smtplib SMTP client</h1>" + b"smtp email " * 30
+    for strategy, learns in (("keyword", False), ("focused", True)):
+        focus = Focus.from_options(strategy, "email, smtp", None)
+        assert focus.model is not None and focus.model.learning is learns
+        root = focus.score_page("http://d.test/", _doc("http://d.test/", b"<p>hub</p>"))
+        links = [(f"http://d.test/l/smtp-{i}.html", f"smtp {i}") for i in range(40)]
+        focus.link_items("http://d.test/", _page(*links), 1, root)
+        for url, _ in links[:25]:
+            focus.score_page(url, _doc(url, body, 1))
+        assert focus.model.updates == (25 if learns else 0)
+        assert focus.rescore_due() is learns  # 25 learned >= the first threshold (20)
+        assert focus.model.sections.get("d.test/l/smtp") is None or learns
+
+
+def test_keyword_match_is_loose_on_word_forms_and_url_words() -> None:
+    k = KeywordScorer("threads, smtp, database indexes")
+    assert k.match(["threading"]) == 1.0  # starts with a 4+ letter term
+    assert k.match(["smtplib"]) == 1.0  # holds one
+    assert k.match(["createindex"]) == 0.5  # one of the phrase's two terms
+    assert k.match(["turtle", "graphics"]) == 0.0
+
+
+# -- --defer-ratio: a poor URL waits while a much better one waits on its delay -------------
+
+
+async def test_defer_ratio_keeps_poor_sites_waiting_for_a_better_one(tmp_path: Path) -> None:
+    t0 = 1000.0
+    for ratio, expected in ((0.0, "poor.test"), (0.5, None)):
+        f = SqliteFrontier(tmp_path / f"s{ratio}.sqlite", defer_ratio=ratio)
+        await f.add([
+            UrlEntry("http://good.test/a", "good.test", priority=0.9),
+            UrlEntry("http://good.test/b", "good.test", priority=0.8),
+            UrlEntry("http://poor.test/a", "poor.test", priority=0.1),
+        ])  # fmt: skip
+        assert await f.lease(t0) == "good.test"
+        entry = await f.pop_url("good.test", t0)
+        assert entry is not None and entry.url.endswith("/a")
+        await f.finish(entry.url, "stored")
+        await f.release("good.test", HostState("good.test", last_start=t0, next_allowed=t0 + 5))
+        # good.test waits 5 s on its delay with a 0.8 URL; poor.test is free with 0.1
+        assert await f.lease(t0 + 1) == expected
+        if expected is None:
+            assert await f.next_wake() == t0 + 5  # no busy loop: woken when good.test is due
+            assert await f.lease(t0 + 5) == "good.test"
+            assert await drain_one(f, "good.test", t0 + 5)
+            # nothing better left anywhere: the poor site is served
+            assert await f.lease(t0 + 5) == "poor.test"
+        await f.close()
+
+
+async def drain_one(f: SqliteFrontier, key: str, now: float) -> bool:
+    entry = await f.pop_url(key, now)
+    if entry is None:
+        return False
+    await f.finish(entry.url, "stored")
+    await f.release(key, HostState(key, last_start=now, next_allowed=now + 5))
+    return True
+
+
+def test_defer_ratio_defaults_to_focused_crawls_only(tmp_path: Path) -> None:
+    def cfg(**kw: object) -> CrawlConfig:
+        fetch = FetchConfig(user_agent=UA)
+        return CrawlConfig(("http://a.test/",), tmp_path, fetch, **kw)  # type: ignore[arg-type]
+
+    assert cfg(topic="x").resolved_defer_ratio == DEFER_RATIO
+    assert cfg(topic="x", strategy="keyword").resolved_defer_ratio == DEFER_RATIO
+    assert cfg(topic="x", strategy="bfs").resolved_defer_ratio == 0.0
+    assert cfg(topic="x", strategy="random").resolved_defer_ratio == 0.0
+    assert cfg(topic="x", defer_ratio=0.0).resolved_defer_ratio == 0.0
+    with pytest.raises(ConfigError):
+        cfg(defer_ratio=1.5)
+
+
+async def test_best_tracking_pops_every_url_once(tmp_path: Path) -> None:
+    """Keeping a key's best exact (window refilled as it empties, better URLs joining it)
+    never hands a URL out twice nor loses one, across several windows."""
+    f = SqliteFrontier(tmp_path / "s.sqlite", defer_ratio=0.5)
+    n = 3 * WINDOW + 5
+    await f.add([UrlEntry(f"http://a.test/{i}", "a.test", priority=i / n) for i in range(n)])
+    assert await f.lease(1000.0) == "a.test"
+    popped = []
+    while (entry := await f.pop_url("a.test", 1000.0)) is not None:
+        popped.append(entry.url)
+        await f.finish(entry.url, "stored")
+        if len(popped) == 40:  # a better URL arrives mid-window
+            await f.add([UrlEntry("http://a.test/late", "a.test", priority=2.0)])
+    assert len(popped) == len(set(popped)) == n + 1
+    assert popped[40] == "http://a.test/late"
+    await f.close()

@@ -9,7 +9,13 @@ from collections import deque
 import pytest
 
 from politecrawl.parse import parse_page
-from politecrawl.prioritizer import LinkFeatures, Prioritizer, link_features, url_tokens
+from politecrawl.prioritizer import (
+    LinkFeatures,
+    Prioritizer,
+    link_features,
+    section_of,
+    url_tokens,
+)
 from politecrawl.relevance import KeywordScorer, extract_document
 from politecrawl.topicweb import TopicWeb
 
@@ -162,3 +168,39 @@ def test_learned_priorities_find_far_more_than_bfs() -> None:
     bfs = _crawl(web, 1200, None)
     focused = _crawl(web, 1200, Prioritizer(seed=1))
     assert focused >= 5 * max(bfs, 4), (bfs, focused)
+
+
+def test_section_of() -> None:
+    assert section_of("http://h.test/library/asyncio-task.html") == "h.test/library/asyncio"
+    assert section_of("http://h.test/indexes_types.html?x=1") == "h.test/indexes"
+    assert section_of("http://h.test/library/email.mime.html") == "h.test/library/email"
+    assert section_of("http://h.test") == "h.test"
+
+
+def test_section_yield_is_learned_and_saved() -> None:
+    """A chapter's pages (a shared folder and file-name stem) that keep being relevant raise
+    its other pages; a page between half of relevant_at and relevant_at is part of a hit."""
+    p = Prioritizer(optimism=0.0)
+    for i in range(20):
+        p.learn(feats(f"http://docs.test/indexes-{i}.html", "11.1"), 0.8)
+        p.learn(feats(f"http://docs.test/sql-{i}.html", "11.1"), 0.0)
+    p.observe("docs.test", "docs.test", 0.375, "docs.test/half")  # between 0.25 and 0.5
+    p.observe("docs.test", "docs.test", 0.2, "docs.test/faint")
+    assert p.sections["docs.test/half"][1] == 0.5 and p.sections["docs.test/faint"][1] == 0.0
+    good = p.score(feats("http://docs.test/indexes-new.html", "11.9"))
+    bad = p.score(feats("http://docs.test/sql-new.html", "11.9"))
+    assert good > bad
+    q = Prioritizer(optimism=0.0)
+    q.load_state(json.loads(json.dumps(p.state_dict())))
+    assert q.score(feats("http://docs.test/indexes-new.html", "11.9")) == pytest.approx(good)
+
+
+def test_topic_prior_and_no_learning() -> None:
+    p = Prioritizer(optimism=0.0, learning=False)
+    on = p.score(feats("http://d.test/a", "x", anchor_match=1.0, url_match=1.0))
+    half = p.score(feats("http://d.test/b", "x", anchor_match=0.5))
+    off = p.score(feats("http://d.test/c", "x"))
+    assert on > 0.8 and 0.15 < half < 0.5 and off < 0.1
+    p.learn(feats("http://d.test/c", "x"), 1.0)
+    p.observe("d.test", "d.test", 1.0)
+    assert p.updates == 0 and p.hosts == {} and p.score(feats("http://d.test/c", "x")) == off

@@ -54,6 +54,7 @@ def validate_user_agent(user_agent: str) -> str:
 
 
 MAX_WAIT_S = 300.0
+DEFER_RATIO = 0.5  # focused crawls: see CrawlConfig.defer_ratio
 """Default ``--max-wait``: long enough that priority order rules unless the crawl is
 overloaded (more sites due than it can serve) for minutes on end."""
 
@@ -200,13 +201,17 @@ class CrawlConfig:
         default=None, metadata=option("frontier")
     )  # redis://HOST:PORT/DB: a crawl shared by many workers
     crawl_id: str | None = None  # the shared crawl's name (default: the out folder's name)
-    strategy: Literal["bfs", "random", "focused"] | None = None  # None: focused if a nugget
+    # None: focused if a nugget
+    strategy: Literal["bfs", "random", "keyword", "focused"] | None = None
     topic: str | None = None
     relevance: str | None = None  # "package.module:function", a Document -> [0, 1] callable
     handler: str | None = None  # "package.module:function", a page handler (items.jsonl)
     target_relevant: int | None = None
     max_queue: int | None = None
     max_wait_s: float = MAX_WAIT_S  # a site due this long goes before better-ranked ones
+    # a ready site whose best URL is below this share of the best queued anywhere waits
+    # (frontier.sqlite); None: DEFER_RATIO for the keyword/focused strategies, else 0
+    defer_ratio: float | None = None
     max_urls_per_host: int | None = None
     # trap guard: URLs of one generated pattern found from its own pages (traps.UrlSpaces)
     max_urls_per_pattern: int | None = MAX_URLS_PER_PATTERN
@@ -255,8 +260,25 @@ class CrawlConfig:
         if self.max_queue is not None and self.max_queue < 1:
             raise ConfigError("--max-queue must be >= 1")
         _positive("--max-wait", self.max_wait_s)
-        if self.strategy is not None and self.strategy not in ("bfs", "random", "focused"):
-            raise ConfigError(f"--strategy must be focused, bfs or random, got {self.strategy!r}")
+        if self.defer_ratio is not None and not 0.0 <= self.defer_ratio <= 1.0:
+            raise ConfigError(f"--defer-ratio must be in [0, 1], got {self.defer_ratio}")
+        if self.strategy is not None and self.strategy not in (
+            "bfs",
+            "random",
+            "keyword",
+            "focused",
+        ):
+            raise ConfigError(
+                f"--strategy must be focused, keyword, bfs or random, got {self.strategy!r}"
+            )
+
+    @property
+    def resolved_defer_ratio(self) -> float:
+        """``defer_ratio``, or its default: only focused crawls' priorities are comparable."""
+        if self.defer_ratio is not None:
+            return self.defer_ratio
+        strategy = self.strategy or ("focused" if self.topic or self.relevance else "bfs")
+        return DEFER_RATIO if strategy in ("keyword", "focused") else 0.0
 
     @property
     def resolved_seen_mode(self) -> Literal["exact", "bloom"]:

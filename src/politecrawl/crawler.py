@@ -74,7 +74,6 @@ _ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the site's URLs a
 _FLUSH_S = 1.0
 _SITEMAP_PRIORITY = 1e9
 _SEED_PRIORITY = 2.0  # above any link's: the seeds first, whatever the strategy
-_RESCORE_EVERY = 500  # pages learned between re-scorings of the queue
 _FOCUS_SAVE_S = 60.0  # sitemaps first: they seed the site's pages
 
 
@@ -320,7 +319,7 @@ class Crawler:
         if self.cfg.max_queue is not None:
             n = await self.frontier.trim(self.cfg.max_queue)
             self.counters["queue_full"] += n
-        if self.focus.learned_since_rescore >= _RESCORE_EVERY and (
+        if self.focus.rescore_due() and (
             self._rescoring is None or self._rescoring.done()
         ):
             self._rescoring = asyncio.create_task(self._rescore())

@@ -1,11 +1,16 @@
 """The crawl's strategy: which of the links found should be fetched first.
 
-``bfs`` (shallower first), ``random``, or ``focused``: each fetched page is scored by a
-nugget function (``--topic`` keyword scorer, or a user's callable via ``--relevance``), the
+``bfs`` (shallower first), ``random``, ``keyword`` or ``focused``: each fetched page is scored
+by a nugget function (``--topic`` keyword scorer, or a user's callable via ``--relevance``), the
 link that led to it is a training example for the online prioritiser (``prioritizer``), and
-every new link is queued with the prioritiser's score. The frontier serves the ready site with
-the best URL first, so politeness is never traded for priority: a site in the penalty box
-keeps its best URL waiting.
+every new link is queued with the prioritiser's score. A link's score starts from the topic
+prior (how much of the topic its anchor and URL words cover, judged by the keyword scorer's
+own terms), so the first pages are chosen by the topic, not at random; ``keyword`` keeps that
+prior and never learns (the baseline the learning has to beat). The frontier serves the ready
+site with the best URL first, so politeness is never traded for priority: a site in the
+penalty box keeps its best URL waiting, and with ``--defer-ratio`` a site whose best URL is
+much worse than the best queued anywhere is not leased while the better one waits on its
+delay (``frontier.sqlite``).
 
 The features of queued links are kept (bounded) so that the page they lead to can teach the
 model, and so queued URLs can be re-scored as the model changes (``rescore``).
@@ -20,12 +25,23 @@ from pathlib import Path
 from typing import Any
 
 from politecrawl.parse import Link
-from politecrawl.prioritizer import LinkFeatures, Prioritizer, link_features
-from politecrawl.relevance import Document, KeywordScorer, NuggetFunction
+from politecrawl.prioritizer import LinkFeatures, Prioritizer, link_features, section_of
+from politecrawl.relevance import Document, KeywordScorer, NuggetFunction, tokens
 from politecrawl.relevance import load_callable as load_nugget
 from politecrawl.urls import host_of, registered_domain
 
 _MAX_FEATURES = 2_000_000  # queued links whose features are kept for learning/re-scoring
+_RESCORE_MIN, _RESCORE_MAX = 20, 500  # pages learned between re-scorings: a quarter of the
+# pages learned so far, within these bounds (often early, when the model changes most)
+
+
+def _path_words(url: str) -> list[str]:
+    """Words of a URL's path (``/library/asyncio-task.html`` -> library, asyncio, task)."""
+    path = url.split("://", 1)[-1].partition("/")[2].partition("?")[0]
+    return [w for w in tokens(path) if w not in _URL_NOISE]
+
+
+_URL_NOISE = frozenset({"html", "htm", "php", "asp", "aspx", "jsp", "index", "www"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +68,11 @@ class Focus:
         self.nugget = nugget
         self.relevant_at = relevant_at
         self.model = (
-            Prioritizer(relevant_at=relevant_at, seed=seed) if strategy == "focused" else None
+            Prioritizer(relevant_at=relevant_at, seed=seed, learning=strategy == "focused")
+            if strategy in ("focused", "keyword")
+            else None
         )
+        self._topic = nugget if isinstance(nugget, KeywordScorer) else None
         self._features: OrderedDict[str, LinkFeatures] = OrderedDict()
         self._max = max_features
         self._rng = random.Random(seed)
@@ -78,10 +97,10 @@ class Focus:
         elif topic:
             nugget = KeywordScorer(topic)
         chosen = strategy or ("focused" if nugget is not None else "bfs")
-        if chosen == "focused" and nugget is None:
+        if chosen in ("focused", "keyword") and nugget is None:
             from politecrawl.errors import ConfigError
 
-            raise ConfigError("--strategy focused needs --topic or --relevance")
+            raise ConfigError(f"--strategy {chosen} needs --topic or --relevance")
         return cls(chosen, nugget, seed=seed)
 
     # -- pages ----------------------------------------------------------------------------
@@ -107,7 +126,7 @@ class Focus:
                 self.learned_since_rescore += 1
             else:
                 host = host_of(url)
-                self.model.observe(host, registered_domain(host), rel)
+                self.model.observe(host, registered_domain(host), rel, section_of(url))
         parent_distance = feats.distance if feats is not None else 0
         distance = 0 if relevant else parent_distance + 1
         return PageScore(rel, doc.charset, relevant, distance)
@@ -125,15 +144,22 @@ class Focus:
         items = []
         src_rel = score.relevance or 0.0
         model = self.model
+        topic = self._topic
         for link in links:
             if link.url in self._features:
                 continue  # queued already with features; the seen-set will drop it
+            a_match = u_match = 0.0
+            if topic is not None:
+                a_match = topic.match(tokens(link.anchor)) if link.anchor else 0.0
+                u_match = topic.match(_path_words(link.url))
             f = link_features(
                 link.url,
                 link.anchor,
                 source_url=source_url,
                 source_relevance=src_rel,
                 distance=score.distance,
+                anchor_match=a_match,
+                url_match=u_match,
             )
             items.append((link.url, model.score(f)))
             self._remember(link.url, f)
@@ -154,6 +180,13 @@ class Focus:
         self._features[url] = f
         if len(self._features) > self._max:
             self._features.popitem(last=False)
+
+    def rescore_due(self) -> bool:
+        """Whether the model learned enough since the last ``rescore`` to re-rank the queue."""
+        if self.model is None or not self.model.learning:
+            return False
+        due = min(_RESCORE_MAX, max(_RESCORE_MIN, self.model.updates // 4))
+        return self.learned_since_rescore >= due
 
     def rescore(self) -> list[tuple[str, float]]:
         """New priorities of every queued link with features, as the model has changed."""

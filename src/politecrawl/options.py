@@ -104,8 +104,14 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     (
         "strategy",
         str,
-        "frontier order: focused | bfs | random (focused when a topic or a "
-        "relevance function is given, else bfs)",
+        "frontier order: focused | keyword | bfs | random (focused when a topic or a "
+        "relevance function is given, else bfs; keyword: the topic prior, no learning)",
+    ),
+    (
+        "defer-ratio",
+        float,
+        "focused: a site whose best URL scores below this share of the best queued anywhere "
+        "waits while that one waits on its delay (0.5; 0 = any free site)",
     ),
     ("topic", str, "what the crawl looks for, e.g. 'steam locomotives, steam trains'"),
     ("relevance", str, "your nugget function 'package.module:function' (Document -> 0..1)"),

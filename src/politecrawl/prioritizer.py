@@ -5,16 +5,28 @@ led there; random wandering found 1 relevant page in 500, the learned prioritise
 A link becomes ``LinkFeatures`` once, when it is found: hashed sparse tokens (anchor words,
 words around the link, URL path and host-name tokens, the target host and registered domain,
 same-host or not, buckets of the source page's relevance and of the distance since the last
-relevant ancestor) plus those numbers. ``Prioritizer.score`` adds, at scoring time, what the
-crawl has learned about the target's host and domain since: their harvest rates, smoothed as
-``(relevant + a) / (fetched + a + b)`` and fed in as log-odds. The model is a logistic
-regression trained online by AdaGrad (a per-feature step size, so rare tokens learn fast
-from the few relevant pages there are); the label is the relevance of the page the link led
-to. Exploration: an optimism bonus that shrinks with the observations of the target's host
-(``optimism / sqrt(1 + fetched)``) and an ``epsilon`` share of uniformly random priorities.
-Both cost harvest where relevant pages cluster (``bench/focus_sim.py``: epsilon 0.05 found
-290 instead of 581 relevant pages in the first 1k fetches; optimism 0.02 vs 0 found 704 vs
-746 by 5k), so the defaults are a small optimism and no epsilon: insurance, not a strategy.
+relevant ancestor) plus those numbers, and the topic prior: how much of the topic the anchor
+and the URL's words cover (``anchor_match``, ``url_match``, from the nugget's own keywords;
+0 without a keyword topic). ``Prioritizer.score`` adds, at scoring time, what the crawl has
+learned about the target's host, domain and section (its folder and file-name stem:
+``library/asyncio-task.html`` is in ``library/asyncio``) since: their harvest rates, smoothed as
+``(relevant + a) / (fetched + a + b)`` and fed in as log-odds. A page counts (as a hit, and
+as the label the model learns) 0 below half of ``relevant_at``, 1 from ``relevant_at`` up and
+linearly between: pages the nugget is fairly sure of teach, faint mentions do not.
+
+The prior is the starting point of the dense weights (``PRIOR_WEIGHTS``): before anything is
+learned a link whose anchor covers the topic scores about 0.5 and one with no topic word about
+0.06, so the early crawl is directed; learning moves those weights like any other. With
+``learning=False`` the prioritiser is keyword best-first: the prior alone, never updated.
+
+The model is a logistic regression trained online by AdaGrad (a per-feature step size, so rare
+tokens learn fast from the few relevant pages there are); the label is the relevance of the
+page the link led to. Exploration: an optimism bonus that shrinks with the observations of the
+target's host (``optimism / sqrt(1 + fetched)``) and an ``epsilon`` share of uniformly random
+priorities. Both cost harvest where relevant pages cluster (on the generated topical web,
+``topicweb``: epsilon 0.05 found 290 instead of 581 relevant pages in the first 1k fetches;
+optimism 0.02 vs 0 found 704 vs 746 by 5k), so the defaults are a small optimism and no
+epsilon: insurance, not a strategy.
 
 Why hand-written: a link has ~15-40 active features, and pure-Python sparse arithmetic over
 them costs microseconds, while a library call pays fixed per-call overheads far above the
@@ -45,7 +57,8 @@ from typing import Any
 from politecrawl.relevance import tokens
 from politecrawl.urls import registered_domain
 
-__all__ = ["LinkFeatures", "Prioritizer", "link_features", "url_tokens"]
+__all__ = ["PRIOR_WEIGHTS", "LinkFeatures", "Prioritizer", "link_features", "section_of",
+           "url_tokens"]  # fmt: skip
 
 _BITS = 20
 _MASK = (1 << _BITS) - 1
@@ -56,8 +69,17 @@ _URL_NOISE = frozenset({"http", "https", "www", "html", "htm", "php", "asp", "as
                         "index", "com", "org", "net"})  # fmt: skip
 _STOP_TEXT = "a an and are as at be by for from in into is it its of on or the to with this that"
 _STOP = frozenset(_STOP_TEXT.split())
-_STATE_VERSION = 1
-_N_DENSE = 6  # bias, source relevance, host and domain harvest, host experience, 1/(1+distance)
+_STATE_VERSION = 2
+# bias, source relevance, host, domain and section harvest, host experience, 1/(1+distance),
+# anchor and URL coverage of the topic
+_N_DENSE = 9
+# What a page teaches: 0 below half of relevant_at, 1 from relevant_at, linear between. The
+# raw relevance taught the model that the many pages a keyword nugget finds faintly on topic
+# (0.1-0.3: an index, a page naming the topic once) are good, and the crawl went to the sites
+# with the most of them (tune half of the bed, real crawls: email 0 relevant pages in the first
+# 100 fetches with the raw score, 20 with the ramp; concurrency 0 -> 25).
+_SOFT_FROM = 0.5
+PRIOR_WEIGHTS = (-2.8, 1.0, 0.5, 0.0, 1.0, 0.0, 0.3, 2.8, 2.2)
 
 
 _HASHES: dict[str, int] = {}  # token -> index; crc32 + encode cost ~5x a dict hit
@@ -127,6 +149,19 @@ def _host_of(url: str) -> str:
     return rest.split("/", 1)[0].rsplit("@", 1)[-1].split(":", 1)[0].lower()
 
 
+_STEM_CUT = str.maketrans({"-": "/", "_": "/", ".": "/"})
+
+
+def section_of(url: str) -> str:
+    """Host, folder and file-name stem: ``h/library/asyncio`` for ``h/library/asyncio-task.html``
+    (documentation and many sites name a chapter's pages by a shared prefix)."""
+    rest = url.split("://", 1)[-1].split("?", 1)[0].split("#", 1)[0]
+    folder, _, name = rest.rpartition("/")
+    if not folder:
+        return rest.lower()
+    return f"{folder}/{name.translate(_STEM_CUT).split('/', 1)[0]}".lower()
+
+
 @dataclass(frozen=True, slots=True)
 class LinkFeatures:
     """A found link as the prioritiser sees it; built once, scored (maybe often), learned once."""
@@ -137,6 +172,9 @@ class LinkFeatures:
     source_relevance: float
     distance: int  # hops since the last relevant ancestor (0: the source page was relevant)
     hashed: tuple[int, ...]  # active binary features, hashed
+    section: str = ""  # section_of(url)
+    anchor_match: float = 0.0  # share of the topic the anchor text covers, 0..1
+    url_match: float = 0.0  # share of the topic the URL's words cover, 0..1
 
 
 def link_features(
@@ -149,6 +187,8 @@ def link_features(
     distance: int = 0,
     host: str | None = None,
     domain: str | None = None,
+    anchor_match: float = 0.0,
+    url_match: float = 0.0,
 ) -> LinkFeatures:
     """Features of the link to ``url`` found on ``source_url``; ``context``: text around it.
 
@@ -181,7 +221,17 @@ def link_features(
         f"src:{rel_bucket}/dist:{dist_bucket}/{'same' if same else 'cross'}",
     ]
     hashed = tuple({_h(f) for f in feats})
-    return LinkFeatures(url, host, domain, source_relevance, distance, hashed)
+    return LinkFeatures(
+        url,
+        host,
+        domain,
+        source_relevance,
+        distance,
+        hashed,
+        section_of(url),
+        min(1.0, max(0.0, anchor_match)),
+        min(1.0, max(0.0, url_match)),
+    )
 
 
 def _sigmoid(z: float) -> float:
@@ -209,6 +259,7 @@ class Prioritizer:
         optimism: float = 0.02,
         epsilon: float = 0.0,
         seed: int = 0,
+        learning: bool = True,
     ) -> None:
         if not (lr > 0 and l2 >= 0 and 0 < relevant_at <= 1 and min(prior) > 0):
             raise ValueError("need lr > 0, l2 >= 0, 0 < relevant_at <= 1, prior > 0")
@@ -222,11 +273,13 @@ class Prioritizer:
         # (dicts cost ~100 B an entry and grow towards 2^20 entries on a big crawl)
         self._w = array("d", bytes(8 << _BITS))
         self._g = array("d", bytes(8 << _BITS))
-        self._dense = [0.0] * _N_DENSE  # weights of the numeric features
+        self.learning = learning
+        self._dense = list(PRIOR_WEIGHTS)  # weights of the numeric features: the topic prior
         self._dense_g = [0.0] * _N_DENSE
         self._prior_logit = math.log(self.prior_a / self.prior_b)
         self.hosts: dict[str, list[float]] = {}  # host -> [fetched, relevant, harvest feature]
         self.domains: dict[str, list[float]] = {}
+        self.sections: dict[str, list[float]] = {}
         self.updates = 0
 
     # -- numeric features ----------------------------------------------------------------------
@@ -241,14 +294,18 @@ class Prioritizer:
         """Numeric features now, and the target host's fetch count (for optimism)."""
         hs = self.hosts.get(f.host)
         ds = self.domains.get(f.domain)
+        ss = self.sections.get(f.section)
         h_n = hs[0] if hs is not None else 0.0
         x = [
             1.0,  # bias
             f.source_relevance,
             hs[2] if hs is not None else 0.0,  # host harvest (cached by observe)
             ds[2] if ds is not None else 0.0,  # domain harvest
+            ss[2] if ss is not None else 0.0,  # section harvest
             h_n / (h_n + 5.0),
             1.0 / (1.0 + f.distance),
+            f.anchor_match,
+            f.url_match,
         ]
         return x, h_n
 
@@ -273,8 +330,11 @@ class Prioritizer:
         return p + self.optimism / math.sqrt(1.0 + h_n)
 
     def learn(self, features: LinkFeatures, page_relevance: float) -> None:
-        """One AdaGrad step towards ``page_relevance``, then count the page for its host."""
-        y = min(1.0, max(0.0, page_relevance))
+        """One AdaGrad step towards ``page_relevance``, then count the page for its host
+        (``learning=False``: nothing changes)."""
+        if not self.learning:
+            return
+        y = self._hit(page_relevance)
         x, _ = self._dense_x(features)  # statistics before this page: no label leak
         g = _sigmoid(self._z(features, x)) - y
         lr, l2 = self.lr, self.l2
@@ -285,26 +345,37 @@ class Prioritizer:
             gi = acc[i] + grad * grad
             acc[i] = gi
             w[i] = wi - lr * grad / math.sqrt(gi + 1e-8)
-        dense, dg = self._dense, self._dense_g
+        dense, dg, lr_d = self._dense, self._dense_g, self.lr
         for k in range(_N_DENSE):
-            grad = g * x[k] + l2 * dense[k]
+            grad = g * x[k] + l2 * (dense[k] - PRIOR_WEIGHTS[k])
             dg[k] += grad * grad
             if dg[k] > 0:
-                dense[k] -= lr * grad / math.sqrt(dg[k] + 1e-8)
+                dense[k] -= lr_d * grad / math.sqrt(dg[k] + 1e-8)
         self.updates += 1
-        self.observe(features.host, features.domain, page_relevance)
+        self.observe(features.host, features.domain, page_relevance, features.section)
 
-    def observe(self, host: str, domain: str, page_relevance: float) -> None:
-        """Count a fetched page for its host's and domain's harvest (``learn`` does this too;
-        call it directly for pages no link led to, such as seeds)."""
-        hit = 1.0 if page_relevance >= self.relevant_at else 0.0
-        for table, key in ((self.hosts, host), (self.domains, domain)):
+    def observe(
+        self, host: str, domain: str, page_relevance: float, section: str | None = None
+    ) -> None:
+        """Count a fetched page for its host's, domain's and section's harvest (``learn``
+        does this too; call it directly for pages no link led to, such as seeds)."""
+        if not self.learning:
+            return
+        hit = self._hit(page_relevance)
+        tables = [(self.hosts, host), (self.domains, domain)]
+        if section:
+            tables.append((self.sections, section))
+        for table, key in tables:
             stats = table.get(key)
             if stats is None:
                 stats = table[key] = [0.0, 0.0, 0.0]
             stats[0] += 1.0
             stats[1] += hit
             stats[2] = self._harvest_x(stats[0], stats[1])
+
+    def _hit(self, page_relevance: float) -> float:
+        ramp = self.relevant_at * _SOFT_FROM
+        return min(1.0, max(0.0, page_relevance - ramp) / (self.relevant_at - ramp))
 
     def is_relevant(self, page_relevance: float) -> bool:
         """Whether a page counts as a nugget (resets the distance of the links found on it)."""
@@ -329,6 +400,7 @@ class Prioritizer:
             "dense_adagrad": list(self._dense_g),
             "hosts": {k: v[:2] for k, v in self.hosts.items()},
             "domains": {k: v[:2] for k, v in self.domains.items()},
+            "sections": {k: v[:2] for k, v in self.sections.items()},
             "updates": self.updates,
         }
 
@@ -349,6 +421,7 @@ class Prioritizer:
         self._dense, self._dense_g = dense, dense_g
         self.hosts = {str(k): self._stats(v) for k, v in state["hosts"].items()}
         self.domains = {str(k): self._stats(v) for k, v in state["domains"].items()}
+        self.sections = {str(k): self._stats(v) for k, v in state.get("sections", {}).items()}
         self.updates = int(state["updates"])
 
     def _stats(self, saved: list[float]) -> list[float]:

@@ -156,10 +156,38 @@ class KeywordScorer:
                 self._forms[form] = term
             probes.add(_common_prefix(forms))
         self._probes = tuple(probes)
+        self._long_terms = tuple(t for t in self.terms if len(t) >= 4)
+        self._loose: dict[str, str | None] = {}
         self._k1 = k1
         self._b = b
         self._avg_len = float(avg_len)
         self._w_body, self._w_phrase, self._w_title, self._w_head = weights
+
+    def _term_of(self, word: str) -> str | None:
+        """The topic term ``word`` is a form of, or starts with (``threading`` -> ``thread``,
+        terms of 4+ letters), or contains (``smtplib`` -> ``smtp``: 5+ letter words, 4+
+        letter terms); cached, as the same words recur on every page."""
+        got = self._loose.get(word, "")
+        if got != "":
+            return got
+        term = self._forms.get(word)
+        if term is None and len(word) > 4:
+            for t in self._long_terms:
+                if word.startswith(t) or (len(word) > len(t) + 1 and t in word):
+                    term = t
+                    break
+        if len(self._loose) > 100_000:
+            self._loose.clear()
+        self._loose[word] = term
+        return term
+
+    def match(self, words: list[str]) -> float:
+        """Share of the best phrase's terms among ``words`` (an anchor's, a URL's): the topic
+        prior of a link. Exact forms, and words starting with or holding a 4+ letter term."""
+        present = {t for t in map(self._term_of, words) if t is not None}
+        if not present:
+            return 0.0
+        return max(sum(1 for w in p if w in present) / len(p) for p in self.phrases)
 
     def _hits(self, words: list[str]) -> list[tuple[int, str]]:
         """(position, folded term) of every topic word; pages need no per-word stemming."""
@@ -181,10 +209,7 @@ class KeywordScorer:
 
     def _coverage(self, text: str) -> float:
         """Best share of one phrase's terms present in ``text`` (title, headings)."""
-        present = {t for _, t in self._hits(tokens(text))}
-        if not present:
-            return 0.0
-        return max(sum(1 for w in p if w in present) / len(p) for p in self.phrases)
+        return self.match(tokens(text))
 
     def _body(self, text: str) -> tuple[float, float]:
         """(term score, phrase score) of the body text."""

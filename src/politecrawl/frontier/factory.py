@@ -90,4 +90,5 @@ def make_frontier(config: CrawlConfig) -> Frontier:
         seen_fp_rate=config.seen_fp_rate,
         state_path=config.state_file,
         max_wait_s=config.max_wait_s,
+        defer_ratio=config.resolved_defer_ratio,
     )

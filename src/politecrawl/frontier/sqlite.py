@@ -135,9 +135,11 @@ class SqliteFrontier:
         robots_cache_size: int = 1_000_000,
         state_path: Path | None = None,
         max_wait_s: float = MAX_WAIT_S,
+        defer_ratio: float = 0.0,
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.max_wait_s = max_wait_s
+        self.defer_ratio = defer_ratio  # see lease(): 0 = any ready site is served
         self._path = path
         try:
             self._db = sqlite3.connect(path, isolation_level="DEFERRED")
@@ -162,6 +164,8 @@ class SqliteFrontier:
         self._seen_path = path.with_name("seen.bloom")
         self._pending: dict[str, int] = {}
         self._best: dict[str, float] = {}
+        self._best_heap: list[tuple[float, str]] = []  # (-best, key), lazy: the best anywhere
+        self._deferring = False
         self._window: dict[str, list[tuple[float, int, UrlEntry]]] = {}
         self._time_heap: list[tuple[float, str]] = []
         self._scheduled: dict[str, float] = {}
@@ -210,7 +214,7 @@ class SqliteFrontier:
         for key, n, best, not_before in rows:
             self._pending[key] = n
             self._queued += n
-            self._best[key] = best
+            self._set_best(key, best)
             self._schedule(key, max(self.host_now(key).next_allowed, not_before))
 
     def host_now(self, key: str) -> HostState:
@@ -263,10 +267,11 @@ class SqliteFrontier:
         self._pending[key] = n + 1
         self._queued += 1
         win = self._window.get(key)
-        if win is not None and len(win) == n:  # the window holds all: keep it complete
+        # the window holds all (keep it complete), or the URL beats its best (keep that exact)
+        if win is not None and (len(win) == n or (win and e.priority > -win[0][0])):
             heapq.heappush(win, (-e.priority, seq, e))
         if n == 0 or e.priority > self._best.get(key, e.priority):
-            self._best[key] = e.priority
+            self._set_best(key, e.priority)
         if key in self._leased or key in self._waiting:
             return  # (a waiting key is scheduled when its IP calls it)
         if key in self._scheduled:
@@ -312,6 +317,10 @@ class SqliteFrontier:
         self._pending[key] -= 1
         self._queued -= 1
         self._db.execute("UPDATE urls SET state=1 WHERE url=?", (found.url,))
+        if not win and self._pending[key]:  # (after the URL left state 0: not read again)
+            self._window[key] = self._refill(key)
+        elif win:
+            self._set_best(key, -win[0][0])  # the key's best is now its next URL's
         return found
 
     def _refill(self, key: str) -> list[tuple[float, int, UrlEntry]]:
@@ -326,7 +335,7 @@ class SqliteFrontier:
             win.append((-prio, seq, e))
         heapq.heapify(win)
         if win:
-            self._best[key] = -win[0][0]
+            self._set_best(key, -win[0][0])
         return win
 
     def _earliest_not_before(self, key: str) -> float:
@@ -363,7 +372,7 @@ class SqliteFrontier:
                 touched[key] = max(prio, touched.get(key, prio))
         for key, best in touched.items():
             self._window.pop(key, None)  # re-read best-first at the next pop
-            self._best[key] = best
+            self._set_best(key, best)
             if key in self._ready_prio:
                 self._push_ready(key)
         return changed
@@ -389,6 +398,33 @@ class SqliteFrontier:
     def _schedule(self, key: str, when: float) -> None:
         self._scheduled[key] = when
         heapq.heappush(self._time_heap, (when, key))
+
+    def _set_best(self, key: str, prio: float) -> None:
+        self._best[key] = prio
+        if self.defer_ratio:
+            heapq.heappush(self._best_heap, (-prio, key))
+
+    def _best_anywhere(self) -> float | None:
+        """The best queued URL's priority over all keys: ready, waiting or leased."""
+        h = self._best_heap
+        while h and (self._best.get(h[0][1]) != -h[0][0] or not self._pending.get(h[0][1])):
+            heapq.heappop(h)
+        if len(h) > 4 * len(self._best) + 1024:  # stale entries: rebuild
+            self._best_heap = h = [(-p, k) for k, p in self._best.items() if self._pending.get(k)]
+            heapq.heapify(h)
+        return -h[0][0] if h else None
+
+    def _not_worth_it(self, prio: float) -> bool:
+        """``defer_ratio`` (``--defer-ratio``): a ready key whose best URL is below this share
+        of the best queued anywhere waits while that better URL waits on its own site's
+        delay or turn, as links from unproductive sites "aren't crawled unless there's
+        nothing else to do" (../shared/seeds/004). A page budget is then spent on the best
+        URLs known, at the cost of time; ``max_wait_s`` still bounds every site's wait.
+        Only for priorities >= 0 (the focused strategies' scores)."""
+        if not self.defer_ratio or prio < 0:
+            return False
+        best = self._best_anywhere()
+        return best is not None and prio < self.defer_ratio * best
 
     def _push_ready(self, key: str) -> None:
         prio = self._best.get(key, 0.0)
@@ -423,11 +459,20 @@ class SqliteFrontier:
         if fifo and fifo[0][0] <= now - self.max_wait_s:
             return fifo.popleft()[1]
         ready = self._ready
+        self._deferring = False
         while ready:
-            negp, _, key = heapq.heappop(ready)
-            if self._ready_prio.get(key) == -negp:
-                return key
-        return None  # (stale entries skipped)
+            negp, _, key = ready[0]
+            if self._ready_prio.get(key) != -negp:
+                heapq.heappop(ready)
+                continue  # stale
+            if (self._leased or self._time_heap) and self._not_worth_it(-negp):
+                # the best ready one is not worth a request now: none is; the better URL's
+                # key is in flight or waiting on its delay
+                self._deferring = True
+                return None
+            heapq.heappop(ready)
+            return key
+        return None
 
     def ready_since(self) -> dict[str, float]:
         """Keys due and waiting for a lease -> when ``lease`` found each due (for diagnostics
@@ -472,7 +517,7 @@ class SqliteFrontier:
             del self._ip_waiting[ip]
 
     async def next_wake(self) -> float | None:
-        if self._ready_prio:
+        if self._ready_prio and not self._deferring:
             return 0.0
         th = self._time_heap
         while th and self._scheduled.get(th[0][1]) != th[0][0]:

@@ -1,0 +1,314 @@
+"""A test bed of real web pages: Debian's documentation packages, each site on its own host.
+
+    python bench/docbed.py serve [--bed tune|heldout|slice|all] [--port 0]
+    python bench/docbed.py stats [--bed ...]
+
+Nothing of the corpus is in the repository: the pages are the HTML that the packages below
+install under /usr/share/doc (``.ci/run`` apt-installs them; ``missing()`` names the absent
+ones). Every site is served by one aiohttp server on loopback under its own host name,
+``NAME.bed`` (crawls pin ``*.bed:PORT:127.0.0.1`` and keep their scope to the bed's hosts, so
+no lookup leaves the machine). A portal page (``portal.bed``) links each site's start page with
+the package's one-line description. Pages link to each other as they really do: a link to
+the public copy of a bed site (``https://docs.python.org/3/...``, ``www.postgresql.org/docs``,
+``www.sqlite.org``, ``docs.sqlalchemy.org``) is rewritten to the bed's host when served; every
+other outside link stays as it is, and out of scope.
+
+Relevance labels: a topic is the text a user types (``query``, what the crawler sees) and a
+rule the crawler never sees: per site, a regular expression on the page's path, written from
+the documentation's own structure (its chapter and module names: ``library/asyncio-*.html``,
+PostgreSQL's ``indexes-*.html`` chapter). A page is relevant iff its path matches its site's
+rule. Rules were written from the file lists, not from what any crawl fetched.
+
+Two halves: ``tune`` (sites and topics the crawler was tuned on) and ``heldout`` (other sites,
+other topics, looked at only for the reported figures). ``slice`` is the small part CI's test
+crawls (the tuning half's python site, plus small sites).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+DOC = Path("/usr/share/doc")
+TLD = "bed"
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    name: str  # host NAME.bed
+    package: str  # the Debian package that installs it
+    root: str  # folder under /usr/share/doc served as the site's root
+    start: str  # the page the portal links
+    title: str  # the portal's link text (the package's description)
+    half: str  # "tune" or "heldout"
+
+    @property
+    def host(self) -> str:
+        return f"{self.name}.{TLD}"
+
+    @property
+    def path(self) -> Path:
+        return DOC / self.root
+
+
+SITES: tuple[Site, ...] = (
+    Site("python", "python3.11-doc", "python3.11/html", "index.html",
+         "Python 3.11 documentation", "tune"),
+    Site("postgresql", "postgresql-doc-15", "postgresql-doc-15/html", "index.html",
+         "PostgreSQL 15 documentation", "tune"),
+    Site("git", "git-doc", "git-doc", "index.html", "Git documentation", "tune"),
+    Site("flask", "python-flask-doc", "python-flask-doc/html", "index.html",
+         "Flask: micro web framework (documentation)", "tune"),
+    Site("werkzeug", "python-werkzeug-doc", "python-werkzeug-doc/html", "index.html",
+         "Werkzeug: WSGI utility library (documentation)", "tune"),
+    Site("jinja", "python-jinja2-doc", "python-jinja2-doc/html", "index.html",
+         "Jinja2: template engine (documentation)", "tune"),
+    Site("requests", "python-requests-doc", "python-requests-doc/html", "index.html",
+         "Requests: HTTP library (documentation)", "tune"),
+    Site("click", "python-click-doc", "python-click-doc/html", "index.html",
+         "Click: command line interfaces (documentation)", "tune"),
+    Site("django", "python-django-doc", "python-django-doc/html", "index.html",
+         "Django: web framework (documentation)", "heldout"),
+    Site("sqlalchemy", "python-sqlalchemy-doc", "python-sqlalchemy-doc/html", "index.html",
+         "SQLAlchemy: SQL toolkit and ORM (documentation)", "heldout"),
+    Site("sqlite", "sqlite3-doc", "sqlite3", "index.html", "SQLite 3 documentation", "heldout"),
+    Site("sphinx", "sphinx-doc", "sphinx-doc/html", "index.html",
+         "Sphinx: documentation generator (documentation)", "heldout"),
+    Site("aiohttp", "python-aiohttp-doc", "python-aiohttp-doc/html", "index.html",
+         "aiohttp: async HTTP client/server (documentation)", "heldout"),
+)  # fmt: skip
+BEDS = {
+    "tune": tuple(s.name for s in SITES if s.half == "tune"),
+    "heldout": tuple(s.name for s in SITES if s.half == "heldout"),
+    "slice": ("python", "flask", "jinja", "click", "requests"),
+    "all": tuple(s.name for s in SITES),
+}
+SLICE_PACKAGES = tuple(s.package for s in SITES if s.name in BEDS["slice"])
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    name: str
+    query: str  # what the crawler is told (--topic)
+    rules: dict[str, str]  # site name -> regex on the page's path (the labels)
+    half: str
+
+    def relevant(self, site: str, path: str) -> bool:
+        rule = self._compiled().get(site)
+        return rule is not None and rule.search(path) is not None
+
+    def _compiled(self) -> dict[str, re.Pattern[str]]:
+        got = _RULES.get(self.name)
+        if got is None:
+            got = _RULES[self.name] = {k: re.compile(v) for k, v in self.rules.items()}
+        return got
+
+
+_RULES: dict[str, dict[str, re.Pattern[str]]] = {}
+
+TOPICS: tuple[Topic, ...] = (
+    # -- tuning half: sites python, postgresql, git and the pallets projects --------------
+    Topic("concurrency", "concurrent execution, threads, multiprocessing, asyncio",
+          {"python": r"^library/(asyncio[-a-z]*|threading|multiprocessing[.a-z_]*|concurrent"
+                     r"[.a-z]*|_thread|queue|subprocess|sched|contextvars|concurrency)\.html$"},
+          "tune"),
+    Topic("email", "email messages, smtp, imap, mailbox",
+          {"python": r"^library/(email[.a-z0-9_-]*|smtplib|smtpd|imaplib|poplib|mailbox"
+                     r"|mailcap)\.html$"},
+          "tune"),
+    Topic("indexes", "database indexes, b-tree, index scans",
+          {"postgresql": r"^(indexes[-a-z]*|btree[-a-z]*|gin[-a-z]*|gist[-a-z]*|spgist[-a-z]*"
+                         r"|brin[-a-z]*|hash-index[-a-z]*|indexam[-a-z]*|index-[-a-z]*"
+                         r"|sql-(create|drop|alter)index|sql-reindex|bloom)\.html$"},
+          "tune"),
+    Topic("replication", "replication, standby servers, high availability",
+          {"postgresql": r"^(high-availability|warm-standby[-a-z]*|hot-standby"
+                         r"|logical-replication[-a-z]*|runtime-config-replication"
+                         r"|different-replication-solutions|replication-origins"
+                         r"|protocol-replication|logicaldecoding[-a-z]*"
+                         r"|sql-(create|alter|drop)(publication|subscription))\.html$"},
+          "tune"),
+    Topic("xml", "xml documents, xml parsing",
+          {"python": r"^library/(xml[.a-z]*|pyexpat|xmlrpc[.a-z]*)\.html$",
+           "postgresql": r"^(functions-xml|datatype-xml)\.html$"},
+          "tune"),
+    Topic("git-branches", "branches, merging, rebase",
+          {"git": r"^(git-(branch|merge[-a-z]*|rebase|checkout|switch|cherry-pick|show-branch"
+                  r"|worktree|mergetool|rerere|range-diff)|gitworkflows)\.html$"},
+          "tune"),
+    # -- held-out half: sites django, sqlalchemy, sqlite, sphinx, aiohttp ----------------
+    Topic("testing", "testing, test client, unit tests",
+          {"django": r"^(topics/testing/|ref/contrib/gis/testing|internals/contributing/"
+                     r"writing-code/unit-tests)",
+           "aiohttp": r"^testing\.html$",
+           "sphinx": r"^usage/extensions/doctest\.html$"},
+          "heldout"),
+    Topic("transactions", "transactions, commit, rollback, locking",
+          {"sqlite": r"^(lang_transaction|lang_savepoint|lockingv3|isolation|atomiccommit"
+                     r"|transactional|wal|walformat|unlock_notify)\.html$",
+           "django": r"^topics/db/transactions\.html$",
+           "sqlalchemy": r"^(orm/session_transaction|core/connections)\.html$"},
+          "heldout"),
+    Topic("forms", "html forms, form fields, validation",
+          {"django": r"^(topics/forms/|ref/forms/|ref/contrib/postgres/forms|ref/contrib/gis/"
+                     r"forms-api|ref/validators|ref/class-based-views/.*edit)"},
+          "heldout"),
+    Topic("sphinx-extensions", "writing sphinx extensions, extension api",
+          {"sphinx": r"^(usage/extensions/|extdev/|development/)"},
+          "heldout"),
+)  # fmt: skip
+
+
+def site_by_name(name: str) -> Site:
+    for s in SITES:
+        if s.name == name:
+            return s
+    raise KeyError(name)
+
+
+def missing(bed: str = "all") -> list[str]:
+    """Packages of ``bed`` that are not installed (their start page is absent)."""
+    return [s.package for n in BEDS[bed] if not ((s := site_by_name(n)).path / s.start).is_file()]
+
+
+def topics_for(bed: str) -> list[Topic]:
+    sites = set(BEDS[bed])
+    half = {"slice": "tune", "all": None}.get(bed, bed)
+    return [t for t in TOPICS if (half is None or t.half == half) and sites & set(t.rules)]
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """(site name, path without the leading '/', '' and folders as their index.html)."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    name = host[: -len(TLD) - 1] if host.endswith("." + TLD) else ""
+    path = unquote(parts.path).lstrip("/")
+    if path == "" or path.endswith("/"):
+        path += "index.html"
+    return name, path
+
+
+def is_relevant(topic: Topic, url: str) -> bool:
+    site, path = split_url(url)
+    return topic.relevant(site, path)
+
+
+def pages(bed: str) -> Iterator[tuple[Site, str]]:
+    """(site, path) of every HTML page of the bed's installed sites."""
+    for name in BEDS[bed]:
+        site = site_by_name(name)
+        if not site.path.is_dir():
+            continue
+        for f in sorted(site.path.rglob("*.html")):
+            if f.is_file():
+                yield site, f.relative_to(site.path).as_posix()
+
+
+# -- links to the public copies of bed sites, pointed at the bed -----------------------------
+_PUBLIC = (
+    (rb"https?://docs\.python\.org/3(?:\.\d+)?/", "python"),
+    (rb"https?://www\.postgresql\.org/docs/(?:current|\d+)/(?:static/)?", "postgresql"),
+    (rb"https?://(?:www\.)?sqlite\.org/", "sqlite"),
+    (rb"https?://docs\.sqlalchemy\.org/en/[\w.]+/", "sqlalchemy"),
+)
+
+
+def rewrite(body: bytes, port: int, present: set[str]) -> bytes:
+    for pattern, name in _PUBLIC:
+        if name in present:
+            body = re.sub(pattern, f"http://{name}.{TLD}:{port}/".encode(), body)
+    return body
+
+
+def portal(bed: str, port: int) -> bytes:
+    items = "\n".join(
+        f'<li><a href="http://{s.host}:{port}/{s.start}">{s.title}</a> '
+        f"(Debian package {s.package})</li>"
+        for s in (site_by_name(n) for n in BEDS[bed])
+        if (s.path / s.start).is_file()
+    )
+    return (
+        "<!doctype html><html><head><title>Documentation on this machine</title></head>"
+        f"<body><h1>Documentation on this machine</h1><ul>\n{items}\n</ul></body></html>"
+    ).encode()
+
+
+def app(bed: str) -> object:
+    from aiohttp import web
+
+    names = set(BEDS[bed])
+    roots = {site_by_name(n).host: site_by_name(n) for n in names}
+    present = {n for n in names if site_by_name(n).path.is_dir()}
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        host = (request.host or "").split(":", 1)[0].lower()
+        port = int(request.host.rsplit(":", 1)[1]) if ":" in request.host else 80
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        if host == f"portal.{TLD}":
+            if request.path in ("/", "/index.html"):
+                return web.Response(body=portal(bed, port), content_type="text/html")
+            raise web.HTTPNotFound()
+        site = roots.get(host)
+        if site is None:
+            raise web.HTTPNotFound()
+        _, rel = split_url(f"http://x{request.path}")
+        f = (site.path / rel).resolve()
+        if not f.is_relative_to(site.path.resolve()) and not f.is_relative_to(DOC):
+            raise web.HTTPNotFound()
+        if f.is_dir():
+            f = f / "index.html"
+        if not f.is_file():
+            raise web.HTTPNotFound()
+        body = f.read_bytes()
+        if f.suffix == ".html":
+            return web.Response(
+                body=rewrite(body, port, present), content_type="text/html", charset="utf-8"
+            )
+        return web.Response(body=body, content_type="application/octet-stream")
+
+    application = web.Application()
+    application.router.add_route("GET", "/{tail:.*}", handle)
+    return application
+
+
+async def _serve(bed: str, port: int) -> None:
+    from aiohttp import web
+
+    runner = web.AppRunner(app(bed), access_log=None)  # type: ignore[arg-type]
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    bound = runner.addresses[0][1]
+    print(f"serving http://portal.{TLD}:{bound}", flush=True)
+    await asyncio.Event().wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    ap.add_argument("command", choices=("serve", "stats"))
+    ap.add_argument("--bed", choices=sorted(BEDS), default="all")
+    ap.add_argument("--port", type=int, default=0)
+    args = ap.parse_args(argv)
+    gone = missing(args.bed)
+    if gone:
+        print(f"not installed (apt-get install {' '.join(gone)})", file=sys.stderr)
+    if args.command == "serve":
+        asyncio.run(_serve(args.bed, args.port))
+        return 0
+    all_pages = list(pages(args.bed))
+    print(f"{len(all_pages)} pages")
+    for t in topics_for(args.bed):
+        n = sum(t.relevant(s.name, p) for s, p in all_pages)
+        print(f"{t.half:8} {t.name:14} {n:5} relevant  {t.query!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
