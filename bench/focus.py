@@ -2,7 +2,7 @@
 
     python bench/focus.py [--hosts 10000] [--fetches 10000] [--delay 0.05]
 
-The topical test web (politecrawl.topicweb: relevant pages clustered, base rate <= 2 %, ground
+The topical test web (tests/topicweb.py: relevant pages clustered, base rate <= 2 %, ground
 truth known) is served by a separate process; politecrawl crawls it with ``bfs``, ``random``
 and ``focused`` (the keyword nugget function on the topic + the online-learned prioritiser),
 with everything on (robots, WARC, logs, politeness). For each: relevant pages found after 1k,
@@ -27,7 +27,9 @@ from pathlib import Path
 from benchlib import cpu_s
 
 from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
-from politecrawl.topicweb import TopicWeb
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test webs
+from topicweb import TopicWeb
 
 TOPIC = "steam locomotive, steam railway, heritage railway"
 UA = "benchbot/1.0 (+http://bench.example/bot)"
@@ -96,8 +98,7 @@ def main() -> int:
     server = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "politecrawl.topicweb",
+            str(Path(__file__).resolve().parents[1] / "tests" / "topicweb.py"),
             "--hosts",
             str(args.hosts),
             "--pages",

@@ -30,11 +30,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from politecrawl.parse import parse_page
 from politecrawl.prioritizer import LinkFeatures, Prioritizer, link_features
 from politecrawl.relevance import Document, KeywordScorer, extract_page
-from politecrawl.topicweb import TopicWeb
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test webs
+from topicweb import TopicWeb
 
 TOKEN = "simbot"
 CHECKPOINTS = (1000, 5000, 10000)

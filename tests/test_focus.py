@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import nuggets
+from topicweb import TopicWeb
 
 from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
 from politecrawl.errors import ConfigError
 from politecrawl.focus import Focus
-from politecrawl.topicweb import TopicWeb
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 

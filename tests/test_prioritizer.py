@@ -7,11 +7,11 @@ import json
 from collections import deque
 
 import pytest
+from topicweb import TopicWeb
 
 from politecrawl.parse import parse_page
 from politecrawl.prioritizer import LinkFeatures, Prioritizer, link_features, url_tokens
 from politecrawl.relevance import KeywordScorer, extract_document
-from politecrawl.topicweb import TopicWeb
 
 SRC = "http://hub.test/"
 

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostileweb import HOSTILE_LINKS, HostileWeb
 from test_hostile import hostile_crawl_config
 
 from politecrawl import Crawler
 from politecrawl.config import FetchConfig
 from politecrawl.errors import UrlError
 from politecrawl.fetch import Fetcher, FetchResult, GuardedResolver, _Refused, is_public_address
-from politecrawl.hostileweb import HOSTILE_LINKS, HostileWeb
 from politecrawl.outcome import Drop, DropReason, classify
 from politecrawl.parse import parse_page
 from politecrawl.storage.logs import read_jsonl
@@ -282,8 +282,8 @@ async def test_redirect_to_loopback_refused_end_to_end(
 # -- output file names -------------------------------------------------------------------------
 
 _OUTPUT = re.compile(
-    r"state\.sqlite(-wal|-shm|-journal)?|summary\.json|seeds\.txt|focus\.json|pages\.jsonl|seen\.bloom|"
-    r"continuity\.sqlite(-wal|-shm|-journal)?|log/rules\.jsonl|"
+    r"\.lock|state\.sqlite(-wal|-shm|-journal)?|summary\.json|seeds\.txt|focus\.json|pages\.jsonl|seen\.bloom|"
+    r"log/links\.jsonl|log/traps\.jsonl|continuity\.sqlite(-wal|-shm|-journal)?|log/rules\.jsonl|"
     r"log/requests\.jsonl|log/robots\.jsonl|warc/politecrawl-\d{14}-\d+-\d{5}\.warc\.gz"
 )
 
