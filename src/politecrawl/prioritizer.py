@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from politecrawl.errors import ConfigError
 from politecrawl.relevance import tokens
 from politecrawl.urls import registered_domain
 
@@ -211,9 +212,9 @@ class Prioritizer:
         seed: int = 0,
     ) -> None:
         if not (lr > 0 and l2 >= 0 and 0 < relevant_at <= 1 and min(prior) > 0):
-            raise ValueError("need lr > 0, l2 >= 0, 0 < relevant_at <= 1, prior > 0")
+            raise ConfigError("need lr > 0, l2 >= 0, 0 < relevant_at <= 1, prior > 0")
         if not (0 <= epsilon < 1 and optimism >= 0):
-            raise ValueError("need 0 <= epsilon < 1 and optimism >= 0")
+            raise ConfigError("need 0 <= epsilon < 1 and optimism >= 0")
         self.lr, self.l2, self.relevant_at = lr, l2, relevant_at
         self.prior_a, self.prior_b = prior
         self.optimism, self.epsilon = optimism, epsilon
