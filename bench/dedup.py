@@ -39,9 +39,9 @@ import time
 import tracemalloc
 from collections import Counter, deque
 from collections.abc import Callable
+from pathlib import Path
 
 from politecrawl.duprules import RuleLearner
-from politecrawl.dupweb import DupWeb, FakeClock, PageRef
 from politecrawl.fingerprint import (
     DEFAULT_SHINGLE,
     NearDupIndex,
@@ -52,7 +52,10 @@ from politecrawl.fingerprint import (
 from politecrawl.parse import parse_page
 from politecrawl.relevance import extract_document
 from politecrawl.testweb import TestWeb
-from politecrawl.topicweb import TopicWeb
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test webs
+from dupweb import DupWeb, FakeClock, PageRef
+from topicweb import TopicWeb
 
 PORT = 8000
 UA = "dedupbench"

@@ -5,7 +5,8 @@ the stage of its innermost politecrawl (or library) frame.
 
 Used by ``bench/throughput.py --profile``. Stages: fetch (aiohttp, the event loop, sockets),
 decode, parse, admission (gate, URLs, seen-set), frontier (SQLite/Redis), WARC, logs, focus
-(relevance, prioritiser), dedup (fingerprints, continuity), engine (crawler.py), other.
+(relevance, prioritiser), dedup (fingerprints, continuity), engine (crawler.py and the turn's
+modules), other.
 """
 
 from __future__ import annotations
@@ -59,7 +60,19 @@ RULES: list[tuple[str, tuple[str, ...]]] = [
         "fetch",
         ("politecrawl/fetch", "aiohttp/", "multidict/", "asyncio/", "selectors.py", "ssl.py"),
     ),
-    ("engine", ("politecrawl/crawler", "politecrawl/pipeline", "politecrawl/sinks")),
+    (
+        "engine",
+        (
+            "politecrawl/crawler",
+            "politecrawl/turn",
+            "politecrawl/robotsgate",
+            "politecrawl/request",
+            "politecrawl/store",
+            "politecrawl/reporting",
+            "politecrawl/context",
+            "politecrawl/sinks",
+        ),
+    ),
 ]
 
 

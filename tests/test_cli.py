@@ -363,3 +363,23 @@ def test_shared_crawl_misuse(tmp_path: Path, args: list[str], needle: str) -> No
     (tmp_path / "seeds.txt").write_text("http://ok.example/\n")
     args = [str(tmp_path / a) if a in ("seeds.txt", "w") else a for a in args]
     assert needle in one_line_error(run(*args))
+
+
+@pytest.mark.parametrize("name", ["continuity.sqlite", "state.sqlite"])
+def test_corrupt_store_is_one_line(tmp_path: Path, name: str) -> None:
+    """A damaged SQLite file in --out is named in one line (StorageError/FrontierError), exit 1,
+    no traceback; nothing is requested."""
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / name).write_bytes(b"not a database, just bytes\n" * 200)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://ok.example/\n")
+    p = run(
+        "crawl", "--seeds", str(seeds), "--user-agent", UA, "--out", str(out), *PINNED,
+        "--no-progress", "--max-time", "5",
+    )  # fmt: skip
+    assert p.returncode == 1, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert str(out / name) in lines[0] and "not a database" in lines[0], lines[0]
+    assert not (out / "summary.json").exists()

@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 from conftest import UA
+from dupweb import DupWeb, FakeClock
 from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
-from politecrawl.dupweb import DupWeb, FakeClock
 from politecrawl.storage.logs import read_jsonl
 
 

@@ -6,11 +6,11 @@ import json
 from collections import deque
 
 import aiohttp
+from dupweb import DupWeb, FakeClock, PageRef
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from politecrawl.duprules import Rule, RuleLearner, site_key
-from politecrawl.dupweb import DupWeb, FakeClock, PageRef
 from politecrawl.fingerprint import exact_fingerprint, simhash
 from politecrawl.parse import parse_page
 from politecrawl.relevance import extract_document

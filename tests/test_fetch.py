@@ -16,12 +16,12 @@ from typing import Any
 import aiohttp
 import brotli
 import pytest
+from hostileweb import ENCODED_PAGE, HostileWeb, bomb_chunks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from politecrawl.config import FetchConfig
 from politecrawl.fetch import Fetcher, FetchResult, _classify_error, _Decoder, decompress
-from politecrawl.hostileweb import ENCODED_PAGE, HostileWeb, bomb_chunks
 from politecrawl.outcome import Drop, DropReason, Redirect, Retry, classify
 
 UA = "testbot/1.0 (+http://bot.example/info)"

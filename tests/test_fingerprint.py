@@ -11,6 +11,7 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from topicweb import TopicWeb
 
 from politecrawl import fingerprint
 from politecrawl.fingerprint import (
@@ -23,7 +24,6 @@ from politecrawl.fingerprint import (
     to_unsigned64,
 )
 from politecrawl.relevance import extract_document
-from politecrawl.topicweb import TopicWeb
 
 fp64 = st.integers(min_value=0, max_value=2**64 - 1)
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank"

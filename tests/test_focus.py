@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nuggets
 import pytest
+from topicweb import TopicWeb
 
 from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
 from politecrawl.config import DEFER_RATIO
@@ -18,7 +19,6 @@ from politecrawl.page import read_page
 from politecrawl.parse import Link
 from politecrawl.politeness import HostState
 from politecrawl.relevance import Document, KeywordScorer
-from politecrawl.topicweb import TopicWeb
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 

@@ -1,4 +1,4 @@
-"""Hostile servers survived: every misbehaviour of ``politecrawl.hostileweb`` ends, with the
+"""Hostile servers survived: every misbehaviour of ``tests/hostileweb.py`` ends, with the
 real ``Fetcher`` (and the real ``Crawler`` end to end), in bounded time and memory, in an
 outcome ``outcome.classify`` maps to Store/Retry/Drop/Redirect, and with the worker alive.
 
@@ -17,11 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from politecrawl import Crawler
-from politecrawl.config import CrawlConfig, FetchConfig, PolitenessConfig
-from politecrawl.fetch import Fetcher, FetchResult
-from politecrawl.hostileweb import (
+from hostileweb import (
     BEHAVIOURS,
     INVALID_UTF8,
     HostileWeb,
@@ -31,6 +27,10 @@ from politecrawl.hostileweb import (
     index_targets,
     many_links,
 )
+
+from politecrawl import Crawler
+from politecrawl.config import CrawlConfig, FetchConfig, PolitenessConfig
+from politecrawl.fetch import Fetcher, FetchResult
 from politecrawl.outcome import Drop, DropReason, Redirect, Retry, Store, classify
 from politecrawl.parse import parse_page
 from politecrawl.storage.logs import read_jsonl
@@ -294,8 +294,9 @@ def test_deep_nesting_no_recursion_error() -> None:
 def test_deep_nesting_100k_parses_in_bounded_time() -> None:
     """The nesting guard cuts the page at depth 256: bounded time, the cut recorded."""
     code = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "from politecrawl.parse import parse_page\n"
-        "from politecrawl.hostileweb import deep_nesting\n"
+        "from hostileweb import deep_nesting\n"
         "p = parse_page(deep_nesting(100_000), 'http://deep.test/', 'testbot')\n"
         "assert p.depth_cut_at is not None and p.links == []\n"
     )

@@ -110,3 +110,45 @@ def test_refusals_are_the_site_saying_go_away(status, error, kind):
 )
 def test_only_normal_answers_end_a_run_of_failures(status, error, normal):
     assert answered_normally(res(status, error=error)) is normal
+
+
+# -- robots.txt: the same table for the crawler, robotscache and the robots command ---------------
+@pytest.mark.parametrize(
+    "status,error,expected,stored",
+    [
+        (200, None, "ok", 200),
+        (204, None, "ok", 204),
+        (404, None, "none", 404),
+        (401, None, "none", 401),
+        (403, None, "none", 403),
+        (429, None, "unreachable", 429),
+        (500, None, "unreachable", 500),
+        (503, None, "unreachable", 503),
+        (None, "timeout", "unreachable", 0),
+        (None, "connect", "unreachable", 0),
+        (None, "address_refused", "unfetchable", 0),
+        (None, "invalid_url", "unfetchable", 0),
+    ],
+)
+def test_robots_table(status, error, expected, stored):
+    from politecrawl.outcome import classify_robots, robots_outcome
+
+    answer = classify_robots(res(status, error=error), "http://a.example/robots.txt", 0)
+    assert (answer.outcome.value, answer.status, answer.target) == (expected, stored, None)
+    if expected != "unfetchable":  # a stored status reads the same way
+        assert robots_outcome(stored) is answer.outcome
+
+
+def test_robots_redirects_five_hops_then_no_rules():
+    """RFC 9309 2.3.1.2: at least five hops followed; past them, "unavailable" (allow all)."""
+    from politecrawl.outcome import ROBOTS_MAX_HOPS, RobotsOutcome, classify_robots
+
+    moved = res(301, [("Location", "/moved.txt")])
+    for hops in range(ROBOTS_MAX_HOPS):
+        answer = classify_robots(moved, "http://a.example/robots.txt", hops)
+        assert answer.outcome is RobotsOutcome.REDIRECT
+        assert answer.target == "http://a.example/moved.txt"
+    last = classify_robots(moved, "http://a.example/robots.txt", ROBOTS_MAX_HOPS)
+    assert (last.outcome, last.status) == (RobotsOutcome.NO_RULES, 404)
+    no_location = classify_robots(res(302), "http://a.example/robots.txt", 0)
+    assert (no_location.outcome, no_location.status) == (RobotsOutcome.NO_RULES, 404)

@@ -2,6 +2,7 @@ import random
 
 from politecrawl import politeness
 from politecrawl.config import PolitenessConfig
+from politecrawl.fetch import FetchResult
 from politecrawl.politeness import HostState
 
 
@@ -124,3 +125,34 @@ def test_a_normal_answer_ends_a_run_of_refusals_a_5xx_does_not():
         assert not politeness.record_failure(h, cfg, now=0.0)
     politeness.record_response(h, cfg, 0.1, normal=False)
     assert politeness.record_failure(h, cfg, now=0.0)  # the third 5xx in a row: parked
+
+
+def test_every_wait_is_computed_here():
+    """Retry backoff, Retry-After's cap and robots.txt's retry: one arithmetic, used by
+    outcome, robotscache and the robots gate alike."""
+    from politecrawl import outcome
+    from politecrawl.robotscache import RobotsCache
+
+    assert [politeness.retry_backoff_s(a, 30.0) for a in (1, 2, 3)] == [30.0, 60.0, 120.0]
+    assert politeness.retry_after_wait_s(7200.0, 3600.0) == 3600.0
+    assert politeness.retry_after_wait_s(-5.0, 3600.0) == 0.0
+    cfg = PolitenessConfig(min_delay_s=1.0)
+    assert politeness.robots_retry_base_s(cfg) == 4.0
+    assert politeness.robots_retry_base_s(PolitenessConfig(min_delay_s=0.01)) == 0.5
+    assert [politeness.robots_retry_s(4.0, n) for n in (1, 2, 3)] == [4.0, 8.0, 16.0]
+    # outcome's retries and robotscache's intervals are these very numbers
+    r = outcome.classify(
+        FetchResult(
+            url="http://a.test/", started=0.0, status=503, headers=[("Retry-After", "99999")]
+        ),
+        1,
+        3,
+        max_retry_after_s=600.0,
+    )
+    assert isinstance(r, outcome.Retry) and r.after_s == 600.0
+    assert RobotsCache(None, 86400.0, 4.0)._retry_after(3) == 16.0  # type: ignore[arg-type]
+    s = HostState("a.test", next_allowed=10.0)
+    politeness.wait_until(s, 5.0)
+    assert s.next_allowed == 10.0
+    politeness.wait_until(s, 50.0)
+    assert s.next_allowed == 50.0

@@ -7,6 +7,7 @@ import json
 from collections import deque
 
 import pytest
+from topicweb import TopicWeb
 
 from politecrawl.parse import parse_page
 from politecrawl.prioritizer import (
@@ -17,7 +18,6 @@ from politecrawl.prioritizer import (
     url_tokens,
 )
 from politecrawl.relevance import KeywordScorer, extract_document
-from politecrawl.topicweb import TopicWeb
 
 SRC = "http://hub.test/"
 

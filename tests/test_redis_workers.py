@@ -107,9 +107,8 @@ def single_worker_reach(tmp_path_factory: pytest.TempPathFactory) -> set[tuple[s
 async def attach(crawler: Crawler, frontier: RedisFrontier) -> None:
     """Put the shared frontier where ``Crawler.__init__`` put its SQLite one."""
     old = crawler.frontier
-    crawler.frontier = frontier
-    crawler.admission.frontier = frontier
-    crawler.robots._store = frontier
+    crawler.frontier = frontier  # the gate and the robots cache use it too (Crawler.frontier)
+    assert crawler.admission.frontier is frontier and crawler.robots._store is frontier
     await old.close()
 
 
@@ -252,7 +251,7 @@ async def test_a_dead_worker_loses_nothing(
         st = await status(redis_url, crawl_id)
         assert (st["queued"], st["urls_open"], st["leases_held"]) == (0, 0, 0)
         for c in crawlers[2:]:  # the dead one's files were never closed
-            c.request_log.close()
-            c.robots_log.close()
-            c.warc.close()
+            c.ctx.request_log.close()
+            c.ctx.robots_log.close()
+            c.ctx.warc.close()
         await mortal._r.aclose()

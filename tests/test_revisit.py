@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from email.utils import format_datetime
 
 import pytest
+from dupweb import DAY, EPOCH, DupWeb, FakeClock, PageRef
 from hypothesis import given
 from hypothesis import strategies as st
 
-from politecrawl.dupweb import DAY, EPOCH, DupWeb, FakeClock, PageRef
 from politecrawl.fingerprint import simhash
 from politecrawl.relevance import extract_document
 from politecrawl.revisit import (

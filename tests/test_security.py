@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostileweb import HOSTILE_LINKS, HostileWeb
 from test_hostile import hostile_crawl_config
 
 from politecrawl import Crawler
 from politecrawl.config import FetchConfig
 from politecrawl.errors import UrlError
 from politecrawl.fetch import Fetcher, FetchResult, GuardedResolver, _Refused, is_public_address
-from politecrawl.hostileweb import HOSTILE_LINKS, HostileWeb
 from politecrawl.outcome import Drop, DropReason, classify
 from politecrawl.parse import parse_page
 from politecrawl.storage.logs import read_jsonl

@@ -6,10 +6,10 @@ from collections import Counter, deque
 
 import aiohttp
 import pytest
+from topicweb import TopicWeb
 
 from politecrawl.parse import parse_page
 from politecrawl.relevance import KeywordScorer, extract_document
-from politecrawl.topicweb import TopicWeb
 
 TOPIC = "steam locomotive, steam railway, heritage railway"
 

@@ -92,18 +92,27 @@ class Continuity:
     ) -> None:
         self.recrawl = recrawl
         self.policy = RevisitPolicy(min_s=revisit_min_s, max_s=revisit_max_s)
-        self._db = sqlite3.connect(out_dir / "continuity.sqlite", isolation_level="DEFERRED")
-        self._db.executescript(_SCHEMA)
         self.near: NearDupIndex = NearDupIndex()
         self.rules = RuleLearner()
         self._rules_log = rules_log
         self._hints: dict[str, float] = {}
-        for name, value in self._db.execute("SELECT name, value FROM kv"):
-            if name == "near":  # the format before the near table: URLs as doc ids
-                self._migrate_near(json.loads(value))
-            elif name == "rules":
-                self.rules.load_state(json.loads(value))
-        self._load_near()
+        path = out_dir / "continuity.sqlite"
+        try:
+            self._db = sqlite3.connect(path, isolation_level="DEFERRED")
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open {path}: {exc}") from exc
+        try:
+            self._db.executescript(_SCHEMA)
+            for name, value in self._db.execute("SELECT name, value FROM kv"):
+                if name == "near":  # the format before the near table: URLs as doc ids
+                    self._migrate_near(json.loads(value))
+                elif name == "rules":
+                    self.rules.load_state(json.loads(value))
+            self._load_near()
+        except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
+            # a damaged file (or another program's) is named, not shown as a traceback
+            self._db.close()
+            raise StorageError(f"cannot open {path}: {exc}") from exc
 
     def _load_near(self) -> None:
         """The newest ``capacity`` filed pages back into the index, oldest first."""

@@ -56,6 +56,8 @@ from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from politecrawl.errors import ConfigError
+
 __all__ = ["INDEX_FILES", "Rule", "RuleKind", "RuleLearner", "site_key"]
 
 RuleKind = Literal["drop_param", "www", "strip_index", "lower_path"]
@@ -264,7 +266,7 @@ class RuleLearner:
         prior_sites: int = 3,
     ) -> None:
         if min_support < 1:
-            raise ValueError("min_support must be >= 1")
+            raise ConfigError("min_support must be >= 1")
         self.min_support = min_support
         self.near_distance = near_distance
         self.max_groups = max_groups

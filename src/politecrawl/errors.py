@@ -6,18 +6,18 @@
      ├── ConfigError (also ValueError)   bad option, bad seed, bad User-Agent
      │    └── OutputInUse                another live crawl holds the --out folder
      ├── UrlError (also ValueError)      a URL that cannot be crawled
-     ├── FetchError                      mapped from aiohttp in one place (fetch)
-     │    ├── FetchTimeout
-     │    ├── ConnectFailed
+     ├── FetchError                      inside the fetch boundary only (fetch): mapped there
      │    ├── AddressRefused             private/loopback target without permission
-     │    └── BodyTooLarge
-     ├── RobotsError
-     ├── FrontierError
+     │    ├── fetch.InvalidTarget        a URL aiohttp cannot request
+     │    └── fetch.BrokenTransferCoding a chunk-size line that is not hex
+     ├── FrontierError                   the frontier's store failed (state.sqlite, Redis)
      │    └── LeaseLost                  a shared frontier's lease expired under us
-     └── StorageError
+     └── StorageError                    WARC, logs, continuity.sqlite, focus.json
 
-Outcomes of requests are values (see ``outcome``), never exceptions; these are for
-misuse and for the fetch boundary only.
+Outcomes of requests are values (see ``outcome``), never exceptions: a timeout, a refused
+connection or an oversized body is a ``FetchResult.error`` string that ``outcome.classify``
+reads, so no exception class stands for them. These are for misuse, for stores that fail,
+and for the fetch boundary, which turns its own into ``FetchResult`` values.
 """
 
 from __future__ import annotations
@@ -45,24 +45,8 @@ class FetchError(PolitecrawlError):
     kind = "network"
 
 
-class FetchTimeout(FetchError):
-    kind = "timeout"
-
-
-class ConnectFailed(FetchError):
-    kind = "connect"
-
-
 class AddressRefused(FetchError):
     kind = "address_refused"
-
-
-class BodyTooLarge(FetchError):
-    kind = "too_large"
-
-
-class RobotsError(PolitecrawlError):
-    """robots.txt could not be obtained or used."""
 
 
 class FrontierError(PolitecrawlError):

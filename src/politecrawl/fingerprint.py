@@ -42,6 +42,8 @@ import re
 from array import array
 from typing import Any
 
+from politecrawl.errors import ConfigError
+
 __all__ = [
     "DEFAULT_MAX_DISTANCE",
     "DEFAULT_SHINGLE",
@@ -191,7 +193,7 @@ def simhash(text: str, *, shingle: int = DEFAULT_SHINGLE, digits: bool = False) 
     month/day names as they are (then a changed counter or date is a changed page).
     """
     if shingle < 1:
-        raise ValueError("shingle must be >= 1")
+        raise ConfigError("shingle must be >= 1")
     words = _words(text, digits)
     if not words:
         return 0
@@ -256,9 +258,9 @@ class NearDupIndex:
 
     def __init__(self, max_distance: int = DEFAULT_MAX_DISTANCE, capacity: int = 2_000_000) -> None:
         if not 0 <= max_distance <= 15:
-            raise ValueError("max_distance must be in 0..15")
+            raise ConfigError("max_distance must be in 0..15")
         if not 1 <= capacity < 2**32:
-            raise ValueError("capacity must be in 1..2**32-1")
+            raise ConfigError("capacity must be in 1..2**32-1")
         self.max_distance = max_distance
         self.capacity = capacity
         self._bands = _bands(max_distance)

@@ -18,6 +18,19 @@ Besides what to do with the URL, a response says something about the site (``ref
 ``answered_normally``): 401, 403, 429 and timeouts are the site saying go away; in a row they
 pause the site and then give it up (``politeness.record_refusal``; the site's queued URLs are
 then dropped as ``site_refused``).
+
+robots.txt answers have their own rows (RFC 9309 2.3.1), read by ``robots_outcome`` (a
+status) and ``classify_robots`` (a fetch), for the crawler, ``robotscache`` and the
+``robots`` command alike:
+
+=========================================  =======================================
+2xx                                        RULES: the body's rules
+3xx + Location, fewer than 5 hops          REDIRECT: the next hop at the site's next turn
+3xx otherwise (too many hops, no Location) NO_RULES (stored as 404: "unavailable")
+4xx but 429                                NO_RULES: allow all
+429, 5xx, network failure, other           UNREACHABLE: disallow all, ask again with backoff
+private / loopback target, invalid URL     UNFETCHABLE: nothing of the origin can be fetched
+=========================================  =======================================
 """
 
 from __future__ import annotations
@@ -27,7 +40,9 @@ import enum
 import time
 from dataclasses import dataclass
 
+from politecrawl import politeness
 from politecrawl.fetch import FetchResult
+from politecrawl.urls import join
 
 
 class DropReason(enum.StrEnum):
@@ -124,8 +139,7 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def _backoff(attempt: int, base_s: float) -> float:
-    return float(base_s * 2.0 ** max(0, attempt - 1))
+_backoff = politeness.retry_backoff_s
 
 
 def classify(
@@ -170,7 +184,11 @@ def classify(
         if not can_retry:
             return Drop(DropReason.RETRIES_EXHAUSTED, f"http_{status}")
         ra = retry_after_s(result.header("retry-after"))
-        after = min(ra, max_retry_after_s) if ra is not None else _backoff(attempt, retry_base_s)
+        after = (
+            politeness.retry_after_wait_s(ra, max_retry_after_s)
+            if ra is not None
+            else _backoff(attempt, retry_base_s)
+        )
         return Retry(after, overload=True, error_class=f"http_{status}")
     if 500 <= status < 600:
         if can_retry:
@@ -192,3 +210,56 @@ def outcome_label(outcome: Outcome) -> str:
     if isinstance(outcome, Retry):
         return "retry"
     return f"dropped:{outcome.reason.value}"
+
+
+# -- robots.txt (RFC 9309 2.3.1) ----------------------------------------------------------------
+ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
+_UNFETCHABLE = frozenset({"address_refused", "invalid_url"})
+
+
+class RobotsOutcome(enum.StrEnum):
+    """What a robots.txt answer means; the value is the log's ``robots:<value>`` label."""
+
+    RULES = "ok"  # 2xx: the body's rules (2.3.1.1)
+    REDIRECT = "redirect"  # 3xx with hops left (2.3.1.2)
+    NO_RULES = "none"  # 4xx but 429, too many redirects: "unavailable", allow all (2.3.1.3)
+    UNREACHABLE = "unreachable"  # 429, 5xx, network failure: disallow all (2.3.1.4)
+    UNFETCHABLE = "unfetchable"  # refused or invalid target: nothing to ask, ever
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsAnswer:
+    """``classify_robots``: the outcome, the status to store (0: network failure), and for a
+    redirect its next hop."""
+
+    outcome: RobotsOutcome
+    status: int
+    target: str | None = None
+
+
+def robots_outcome(status: int) -> RobotsOutcome:
+    """A stored robots.txt status (0: network failure) as RULES, NO_RULES or UNREACHABLE."""
+    if 200 <= status < 300:
+        return RobotsOutcome.RULES
+    if 400 <= status < 500 and status != 429:
+        return RobotsOutcome.NO_RULES
+    return RobotsOutcome.UNREACHABLE
+
+
+def robots_usable(status: int) -> bool:
+    """True when the answer settles the rules (RULES or NO_RULES): cached for the TTL."""
+    return robots_outcome(status) is not RobotsOutcome.UNREACHABLE
+
+
+def classify_robots(result: FetchResult, url: str, hops: int) -> RobotsAnswer:
+    """One robots.txt fetch of ``url`` (``hops`` redirects into its chain) read by the table."""
+    if result.error in _UNFETCHABLE:
+        return RobotsAnswer(RobotsOutcome.UNFETCHABLE, 0)
+    status = result.status if result.error is None and result.status is not None else 0
+    if 300 <= status < 400:
+        location = result.header("location")
+        target = join(url, location) if location and hops < ROBOTS_MAX_HOPS else None
+        if target is not None:
+            return RobotsAnswer(RobotsOutcome.REDIRECT, status, target)
+        status = 404  # too many hops: RFC 9309 2.3.1.2 treats it as unavailable
+    return RobotsAnswer(robots_outcome(status), status)

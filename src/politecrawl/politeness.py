@@ -169,9 +169,36 @@ def slow_down(
     base = max(base_delay_s(state, cfg), 1e-3)
     state.backoff_factor = min(state.backoff_factor * 2, max(1.0, cfg.max_backoff_s / base))
     if retry_after_s is not None:
-        wait = min(max(0.0, retry_after_s), cfg.max_retry_after_s)
+        wait = retry_after_wait_s(retry_after_s, cfg.max_retry_after_s)
         state.retry_after_until = max(state.retry_after_until, now + wait)
 
 
 def set_crawl_delay(state: HostState, crawl_delay_s: float | None) -> None:
     state.crawl_delay_s = crawl_delay_s
+
+
+def wait_until(state: HostState, when: float) -> None:
+    """Nothing more to this key before ``when`` (an unreachable robots.txt's next ask)."""
+    state.next_allowed = max(state.next_allowed, when)
+
+
+def retry_backoff_s(attempt: int, base_s: float) -> float:
+    """How long a failed URL waits before its next attempt: ``base_s`` doubled per attempt
+    (``attempt`` counts from 1)."""
+    return float(base_s * 2.0 ** max(0, attempt - 1))
+
+
+def retry_after_wait_s(retry_after_s: float, max_retry_after_s: float) -> float:
+    """A server's Retry-After (RFC 9110 10.2.3) as honoured: never negative, capped."""
+    return min(max(0.0, retry_after_s), max_retry_after_s)
+
+
+def robots_retry_base_s(cfg: PolitenessConfig) -> float:
+    """The first wait before an unreachable robots.txt is asked again (then doubled)."""
+    return max(4 * cfg.min_delay_s, 0.5)
+
+
+def robots_retry_s(base_s: float, failures: int) -> float:
+    """The wait before asking an unreachable robots.txt again: ``base_s`` doubled per failure
+    in a row (RFC 9309 2.3.1.4: disallow all meanwhile)."""
+    return retry_backoff_s(failures, base_s)

@@ -23,8 +23,8 @@ The model is a logistic regression trained online by AdaGrad (a per-feature step
 tokens learn fast from the few relevant pages there are); the label is the relevance of the
 page the link led to. Exploration: an optimism bonus that shrinks with the observations of the
 target's host (``optimism / sqrt(1 + fetched)``) and an ``epsilon`` share of uniformly random
-priorities. Both cost harvest where relevant pages cluster (on the generated topical web,
-``topicweb``: epsilon 0.05 found 290 instead of 581 relevant pages in the first 1k fetches;
+priorities. Both cost harvest where relevant pages cluster (on the tests' generated topical
+web, epsilon 0.05 found 290 instead of 581 relevant pages in the first 1k fetches;
 optimism 0.02 vs 0 found 704 vs 746 by 5k), so the defaults are a small optimism and no
 epsilon: insurance, not a strategy.
 
@@ -54,6 +54,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from politecrawl.errors import ConfigError
 from politecrawl.relevance import tokens
 from politecrawl.urls import registered_domain
 
@@ -262,9 +263,9 @@ class Prioritizer:
         learning: bool = True,
     ) -> None:
         if not (lr > 0 and l2 >= 0 and 0 < relevant_at <= 1 and min(prior) > 0):
-            raise ValueError("need lr > 0, l2 >= 0, 0 < relevant_at <= 1, prior > 0")
+            raise ConfigError("need lr > 0, l2 >= 0, 0 < relevant_at <= 1, prior > 0")
         if not (0 <= epsilon < 1 and optimism >= 0):
-            raise ValueError("need 0 <= epsilon < 1 and optimism >= 0")
+            raise ConfigError("need 0 <= epsilon < 1 and optimism >= 0")
         self.lr, self.l2, self.relevant_at = lr, l2, relevant_at
         self.prior_a, self.prior_b = prior
         self.optimism, self.epsilon = optimism, epsilon

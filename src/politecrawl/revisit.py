@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from politecrawl.errors import ConfigError
 from politecrawl.fingerprint import DEFAULT_MAX_DISTANCE, hamming, to_signed64, to_unsigned64
 
 __all__ = [
@@ -142,13 +143,13 @@ class RevisitPolicy:
         prior_weight: float = 1.0,
     ) -> None:
         if not 0 < min_s <= max_s:
-            raise ValueError("need 0 < min_s <= max_s")
+            raise ConfigError("need 0 < min_s <= max_s")
         if not 0.0 < target_p < 1.0:
-            raise ValueError("target_p must be in (0, 1)")
+            raise ConfigError("target_p must be in (0, 1)")
         if not 0.0 < memory <= 1.0:
-            raise ValueError("memory must be in (0, 1]")
+            raise ConfigError("memory must be in (0, 1]")
         if prior_weight <= 0:
-            raise ValueError("prior_weight must be > 0")
+            raise ConfigError("prior_weight must be > 0")
         self.min_s, self.max_s = float(min_s), float(max_s)
         self.initial_s = self.clamp(initial_s)
         self.target_p = target_p

@@ -13,31 +13,29 @@ from pathlib import Path
 from politecrawl.config import FetchConfig, validate_user_agent
 from politecrawl.errors import ConfigError
 from politecrawl.fetch import Fetcher
+from politecrawl.outcome import RobotsOutcome, classify_robots
 from politecrawl.robots import RobotsRules
-from politecrawl.robotscache import MAX_ROBOTS_BYTES, is_usable
+from politecrawl.robotscache import MAX_ROBOTS_BYTES
 from politecrawl.urls import canonicalize, robots_url
 
 
 async def _fetch(url: str, cfg: FetchConfig) -> tuple[RobotsRules, str]:
-    target = robots_url(canonicalize(url))
+    """robots.txt as the crawler reads it (``outcome.classify_robots``), redirects followed
+    at once here (the crawler takes one hop per turn)."""
+    target, hops = robots_url(canonicalize(url)), 0
     async with Fetcher(cfg) as fetcher:
-        for _ in range(6):  # RFC 9309 2.3.1.2: follow at most five redirects
+        while True:
             res = await fetcher.fetch(target, html_only=False)
-            loc = res.header("location")
-            if res.status is not None and 300 <= res.status < 400 and loc:
-                from politecrawl.urls import join
-
-                nxt = join(target, loc)
-                if nxt is None:
-                    break
-                target = nxt
+            answer = classify_robots(res, target, hops)
+            if answer.outcome is RobotsOutcome.REDIRECT and answer.target is not None:
+                target, hops = answer.target, hops + 1
                 continue
             break
     if res.error is not None or res.status is None:
         return RobotsRules.disallow_all(), f"{target}: unreachable ({res.error}): all disallowed"
-    if 200 <= res.status < 300:
+    if answer.outcome is RobotsOutcome.RULES:
         return RobotsRules.parse(res.body[:MAX_ROBOTS_BYTES]), f"{target}: HTTP {res.status}"
-    if is_usable(res.status):
+    if answer.outcome is RobotsOutcome.NO_RULES:
         return RobotsRules.allow_all(), f"{target}: HTTP {res.status}: no rules, all allowed"
     return RobotsRules.disallow_all(), f"{target}: HTTP {res.status}: all disallowed for now"
 

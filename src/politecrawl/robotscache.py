@@ -1,8 +1,9 @@
 """robots.txt decisions per origin: what the last fetch said and how long it stays true.
 
-RFC 9309 section 2.3.1: 2xx -> parse (whatever the Content-Type, the seeds say); 4xx other
-than 429 -> no rules ("unavailable": allow all); 429, 5xx, network failure -> "unreachable":
-disallow everything and ask again later, with backoff. Good answers are cached ``ttl_s``
+RFC 9309 section 2.3.1, as ``outcome.robots_outcome`` reads a status: 2xx -> parse (whatever
+the Content-Type, the seeds say); 4xx other than 429 -> no rules ("unavailable": allow all);
+429, 5xx, network failure -> "unreachable": disallow everything and ask again later, with the
+backoff ``politeness.robots_retry_s`` computes. Good answers are cached ``ttl_s``
 (24 h by default, section 2.4); failures only until the next retry. The raw copies live in
 the frontier's store, so a resumed crawl does not ask again while they are fresh.
 """
@@ -14,16 +15,13 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 from politecrawl.frontier import Frontier, RobotsRecord
+from politecrawl.outcome import RobotsOutcome, robots_outcome, robots_usable
+from politecrawl.politeness import robots_retry_s
 from politecrawl.robots import RobotsRules
 
 MAX_ROBOTS_BYTES = 512_000  # RFC 9309 2.5: parse at least 500 KiB
 LAST_GOOD_AFTER_S = 30 * 86400.0  # RFC 9309 2.3.1.4: unreachable 30 days -> last good copy
 FAILED = 0  # status stored for a network failure
-
-
-def is_usable(status: int) -> bool:
-    """True when the answer settles the rules (2xx or 4xx but 429)."""
-    return 200 <= status < 300 or (400 <= status < 500 and status != 429)
 
 
 class _Hit(NamedTuple):
@@ -71,11 +69,11 @@ class RobotsCache:
     def _fresh(self, hit: _Hit, now: float) -> bool:
         if hit.redirect_to:
             return False  # a redirect chain under way: its next hop is due
-        fresh_for = self.ttl_s if is_usable(hit.status) else self._retry_after(hit.failures)
+        fresh_for = self.ttl_s if robots_usable(hit.status) else self._retry_after(hit.failures)
         return now - hit.fetched_at < fresh_for
 
     def _retry_after(self, failures: int) -> float:
-        return float(self.retry_s * 2.0 ** max(0, failures - 1))
+        return robots_retry_s(self.retry_s, failures)
 
     def _hit(self, rec: RobotsRecord) -> _Hit:
         return _Hit(
@@ -84,9 +82,9 @@ class RobotsCache:
 
     @staticmethod
     def _rules(rec: RobotsRecord) -> RobotsRules:
-        if 200 <= rec.status < 300:
+        if robots_outcome(rec.status) is RobotsOutcome.RULES:
             return RobotsRules.parse(rec.body[:MAX_ROBOTS_BYTES])
-        if is_usable(rec.status):
+        if robots_usable(rec.status):
             return RobotsRules.allow_all()
         if rec.good_body is not None and rec.fetched_at - rec.failing_since >= LAST_GOOD_AFTER_S:
             return RobotsRules.parse(rec.good_body)
@@ -102,17 +100,17 @@ class RobotsCache:
         """Store a fetch's answer; a failure keeps the last good copy's body for the log."""
         prev = await self._store.robots(origin)
         rec = RobotsRecord(origin, now, status, body[:MAX_ROBOTS_BYTES])
-        if not is_usable(status):
+        if not robots_usable(status):
             failures = (prev.failures if prev is not None else 0) + 1
             if prev is not None:
-                ok = 200 <= prev.status < 300
+                ok = robots_outcome(prev.status) is RobotsOutcome.RULES
                 rec = RobotsRecord(
                     origin,
                     now,
                     status,
                     rec.body,
                     failing_since=prev.failing_since
-                    or (now if is_usable(prev.status) else prev.fetched_at),
+                    or (now if robots_usable(prev.status) else prev.fetched_at),
                     good_body=prev.body if ok else prev.good_body,
                     failures=failures,
                 )

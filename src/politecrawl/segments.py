@@ -43,7 +43,7 @@ def _rows(crawl_dir: Path) -> Iterator[tuple[str, bool]]:
 
 
 def _recorded_links(crawl_dir: Path) -> Iterator[str]:
-    """Links a segment fetch found and did not follow (``Crawler._record_links``)."""
+    """Links a segment fetch found and did not follow (``reporting.record_links``)."""
     for rec in iter_log_records(crawl_dir / "log", "links"):
         links = rec.get("links")
         if isinstance(links, list):

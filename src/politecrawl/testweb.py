@@ -88,6 +88,8 @@ from typing import IO, Self
 
 from aiohttp import web
 
+from politecrawl.errors import ConfigError
+
 __all__ = [
     "NEVER_FETCH",
     "ROBOTS_VARIANTS",
@@ -322,7 +324,7 @@ class TestWeb:
         rich: bool = False,
     ) -> None:
         if n_hosts < 1 or pages_per_host < 1 or extra_hosts < 0:
-            raise ValueError("need n_hosts >= 1, pages_per_host >= 1, extra_hosts >= 0")
+            raise ConfigError("need n_hosts >= 1, pages_per_host >= 1, extra_hosts >= 0")
         self.n_hosts = n_hosts
         self.pages_per_host = pages_per_host
         self.seed = seed

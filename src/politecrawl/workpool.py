@@ -33,6 +33,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import ParamSpec, TypeVar
 
+from politecrawl.errors import ConfigError
+
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -53,7 +55,7 @@ class WorkPool:
 
     def __init__(self, processes: int) -> None:
         if processes < 1:
-            raise ValueError("processes must be >= 1")
+            raise ConfigError("processes must be >= 1")
         self.workers = processes - 1
         self._executor: ProcessPoolExecutor | None = None
         self._queued = 0

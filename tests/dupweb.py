@@ -638,8 +638,8 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m politecrawl.dupweb``: serve the duplicate web until SIGINT/SIGTERM."""
-    p = argparse.ArgumentParser(prog="python -m politecrawl.dupweb")
+    """``python tests/dupweb.py``: serve the duplicate web until SIGINT/SIGTERM."""
+    p = argparse.ArgumentParser(prog="python tests/dupweb.py")
     p.add_argument("--sites", type=int, default=12)
     p.add_argument("--articles", type=int, default=20, help="articles per site")
     p.add_argument("--port", type=int, default=0)

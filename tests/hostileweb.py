@@ -857,7 +857,7 @@ async def _main_async(port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m politecrawl.hostileweb [--port N]``: serve until Ctrl-C."""
+    """``python tests/hostileweb.py [--port N]``: serve until Ctrl-C."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args(argv)

@@ -573,8 +573,8 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m politecrawl.topicweb``: serve the topical web until SIGINT/SIGTERM."""
-    p = argparse.ArgumentParser(prog="python -m politecrawl.topicweb")
+    """``python tests/topicweb.py``: serve the topical web until SIGINT/SIGTERM."""
+    p = argparse.ArgumentParser(prog="python tests/topicweb.py")
     p.add_argument("--hosts", type=int, default=10_000)
     p.add_argument("--pages", type=int, default=10, help="pages per host (about)")
     p.add_argument("--port", type=int, default=0)

@@ -1,0 +1,179 @@
+"""What every step of a turn works with: the crawl's stores, logs and counters, opened once.
+
+``Crawler`` builds one ``CrawlContext`` and hands it to each step of a turn (``turn``,
+``robotsgate``, ``request``, ``store``, ``reporting``); a step takes exactly the parts it
+needs from it, and a test can build one to run a step alone. Opening order matters: the
+user's handler is imported first (a bad import string leaves nothing behind), then the
+output folder is locked (one live crawl per folder), then the stores are opened.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from yarl import URL
+
+from politecrawl.admission import Admission, Gate
+from politecrawl.config import CrawlConfig
+from politecrawl.continuity import Continuity
+from politecrawl.dashboard import Dashboard
+from politecrawl.exclusions import NeverCrawlList
+from politecrawl.fetch import Fetcher
+from politecrawl.focus import Focus
+from politecrawl.frontier import Frontier
+from politecrawl.frontier.factory import make_frontier
+from politecrawl.handler import PageHandler, load_handler
+from politecrawl.outlock import OutputLock
+from politecrawl.politeness import robots_retry_base_s
+from politecrawl.relevance import NuggetFunction
+from politecrawl.robotscache import RobotsCache
+from politecrawl.sinks import ItemsLog, PagesLog, Sink
+from politecrawl.storage import JsonlLog, WarcWriter
+from politecrawl.urls import origin_of
+from politecrawl.workpool import WorkPool
+
+_MAX_IPS = 1_000_000  # origins whose address is remembered before the cache starts over
+
+
+class CrawlContext:
+    """The crawl's shared state. ``stop`` and ``storage_failed`` are the crawler's own: a
+    step asks the crawl to stop, or reports a failed save, through them."""
+
+    fetcher: Fetcher  # set by Crawler.run/seed while the session is open
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        clock: Callable[[], float],
+        stop: Callable[[str], None],
+        storage_failed: Callable[[Exception], None],
+        on_page: PageHandler | None = None,
+        relevance: NuggetFunction | None = None,
+        sinks: Iterable[Sink] = (),
+    ) -> None:
+        self.cfg = config
+        self.clock = clock
+        self.stop = stop
+        self.storage_failed = storage_failed
+        # the user's handler first: a bad import string leaves nothing behind
+        self.on_page = on_page or (load_handler(config.handler) if config.handler else None)
+        self.token = config.fetch.product_token
+        out = config.out_dir
+        out.mkdir(parents=True, exist_ok=True)
+        self.lock = OutputLock(out)  # one live crawl per folder; released by Crawler._finish
+        try:
+            self._open(config, relevance, sinks)
+        except BaseException:
+            self.lock.release()  # a store that cannot be opened leaves the folder free
+            raise
+
+    def _open(
+        self, config: CrawlConfig, relevance: NuggetFunction | None, sinks: Iterable[Sink]
+    ) -> None:
+        out = config.out_dir
+        self.pool = WorkPool(config.processes)  # workers start on first use
+        self.worker_cpu_s = 0.0  # CPU of the page work done in worker processes
+        seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
+        if not seeds_file.exists():
+            seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
+        self.frontier: Frontier = make_frontier(config)
+        self.counters: Counter[str] = Counter()
+        self.rng = random.Random()
+        self.sitemaps_per_host: Counter[str] = Counter()
+        self.pages_this_run = 0
+        self.progress: Dashboard | None = None  # the live dashboard, on a terminal
+        self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)
+        self.admission = Admission(
+            self.frontier,
+            Gate.from_config(config, self.never),
+            config.politeness.key_mode,
+            self.counters,
+            self.ip_of,
+            ip_rule=config.politeness.ip_min_delay_s is not None,
+        )
+        self._ips: dict[str, str | None] = {}
+        self.robots = RobotsCache(
+            self.frontier, config.robots_ttl_s, retry_s=robots_retry_base_s(config.politeness)
+        )
+        logs: dict[str, Any] = {
+            "rotate_bytes": config.log_rotate_bytes,
+            "retention_days": config.log_retention_days,
+        }
+        self.request_log = JsonlLog(out / "log" / "requests.jsonl", **logs)
+        self.robots_log = JsonlLog(out / "log" / "robots.jsonl", **logs)
+        from politecrawl import __version__
+
+        self.warc = WarcWriter(
+            out / "warc",
+            f"politecrawl/{__version__}",
+            config.fetch.user_agent,
+            config.warc_max_bytes,
+        )
+        self.focus = Focus.from_options(
+            config.strategy, config.topic, relevance if relevance is not None else config.relevance
+        )
+        self.focus.load(out / "focus.json")
+        self.pages_log = JsonlLog(out / "pages.jsonl", **logs)
+        self.sinks: list[Sink] = [PagesLog(self.pages_log)]
+        if self.on_page is not None:
+            self.sinks.append(ItemsLog(JsonlLog(out / "items.jsonl", **logs)))
+        self.sinks += sinks
+        self.keep_tree = len(self.sinks) > 1  # a handler or a user's sink sees the whole tree
+        self.continuity = Continuity(
+            out,
+            recrawl=config.recrawl,
+            revisit_min_s=config.revisit_min_s,
+            revisit_max_s=config.revisit_max_s,
+            rules_log=JsonlLog(out / "log" / "rules.jsonl", **logs),
+        )
+        self.admission.rewrite = self.continuity.rewrite
+        self.traps_log = JsonlLog(out / "log" / "traps.jsonl", **logs)
+        self.links_log = JsonlLog(out / "log" / "links.jsonl", **logs)  # segment fetches only
+        from politecrawl.reporting import trap_found
+
+        self.admission.gate.spaces.on_trap = functools.partial(trap_found, self)
+
+    def close_pool(self) -> None:
+        """Stop the worker processes; what they did goes in the counters."""
+        self.pool.close()
+        if self.pool.offloaded:
+            self.counters["pages_read_in_workers"] = self.pool.offloaded
+            self.counters["pages_read_inline"] = self.pool.inline
+            self.counters["worker_cpu_ms"] = round(self.worker_cpu_s * 1000)
+
+    def closers(self) -> list[Callable[[], None]]:
+        """The logs and sinks to close when the crawl ends (each on its own)."""
+        return [
+            self.request_log.close,
+            self.robots_log.close,
+            self.traps_log.close,
+            self.links_log.close,
+            *(s.close for s in self.sinks),
+        ]
+
+    async def ip_of(self, url: str) -> str | None:
+        """The address a URL's host resolves to (cached per origin): the politeness key with
+        ``--politeness-key ip``, else the IP rule's (see ``politeness``)."""
+        origin = origin_of(url)
+        if origin in self._ips:
+            return self._ips[origin]
+        ip: str | None = None
+        u = URL(url)
+        try:
+            found = await self.fetcher.resolver.resolve(u.host or "", u.port or 0)
+            ip = str(found[0]["host"]) if found else None
+        except OSError:
+            ip = None  # unresolvable or refused: keyed by host; the fetch will say why
+        if len(self._ips) > _MAX_IPS:
+            self._ips.clear()
+        self._ips[origin] = ip
+        return ip
+
+    def harvest(self) -> float | None:
+        """The share of relevant pages so far, when a nugget function scores them."""
+        return self.focus.harvest_rate() if self.focus.nugget is not None else None

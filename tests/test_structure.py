@@ -1,0 +1,97 @@
+"""The architecture's invariants that are about where code lives (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from pathlib import Path
+
+import politecrawl
+from politecrawl import errors
+
+SRC = Path(politecrawl.__file__).parent
+TURN_MODULES = ("turn", "robotsgate", "request", "store", "reporting", "context", "signals")
+
+
+def _source(name: str) -> str:
+    return (SRC / f"{name}.py").read_text(encoding="utf-8")
+
+
+def _all_sources() -> dict[Path, str]:
+    return {p: p.read_text(encoding="utf-8") for p in SRC.rglob("*.py")}
+
+
+def test_the_engine_is_small_and_the_turn_reads_in_one_function() -> None:
+    assert len(_source("crawler").splitlines()) <= 300
+    for name in (*TURN_MODULES, "outcome", "politeness", "robotscache"):
+        assert len(_source(name).splitlines()) <= 600, name
+    # the per-URL path names its steps in order
+    from politecrawl import turn
+
+    step = inspect.getsource(turn._step)
+    assert step.index("next_url(") < step.index("fetch_and_handle(")
+    body = inspect.getsource(turn.fetch_and_handle)
+    steps = ["fetch_page(", "classify_result(", "act(", "log_request(", "frontier.finish("]
+    at = [body.index(name) for name in steps]
+    assert at == sorted(at), dict(zip(steps, at, strict=True))
+    take = inspect.getsource(turn.take_turn)
+    assert take.index("_step(") < take.index("schedule_next(") < take.index("frontier.release(")
+
+
+def test_one_exception_root_and_every_error_is_raised() -> None:
+    declared = [
+        c
+        for c in vars(errors).values()
+        if inspect.isclass(c) and issubclass(c, Exception) and c.__module__ == errors.__name__
+    ]
+    sources = "\n".join(s for p, s in _all_sources().items() if p.name != "errors.py")
+    for cls in declared:
+        assert issubclass(cls, errors.PolitecrawlError), cls
+        if cls is errors.PolitecrawlError:
+            continue
+        raised = re.search(rf"raise {cls.__name__}\(|class \w+\({cls.__name__}\)", sources)
+        assert raised, f"{cls.__name__} is declared but never raised"
+    assert issubclass(errors.ConfigError, ValueError)
+
+
+def test_constructors_refuse_user_input_with_config_error() -> None:
+    """No ``raise ValueError`` for a bad argument: ConfigError (also a ValueError) instead.
+    (fetch's decoders refuse a server's Content-Encoding, not a user's input: that error
+    stays inside the fetch boundary and becomes a ``FetchResult`` value.)"""
+    for path, text in _all_sources().items():
+        if path.name == "fetch.py":
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef) and node.name in ("__init__", "__post_init__"):
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Raise) and isinstance(sub.exc, ast.Call):
+                        func = sub.exc.func
+                        assert not (isinstance(func, ast.Name) and func.id == "ValueError"), (
+                            f"{path.name}:{sub.lineno}"
+                        )
+
+
+def test_politeness_arithmetic_lives_in_politeness() -> None:
+    """No doubling, no Retry-After cap and no next-allowed time computed elsewhere."""
+    for path, text in _all_sources().items():
+        if path.name == "politeness.py" or path.parent.name == "frontier":
+            continue
+        assert not re.search(r"\b2(\.0)? \*\*", text), path.name
+        assert not re.search(r"\.next_allowed\s*=[^=]", text), path.name
+        assert not re.search(r"min\([^)]*max_retry_after_s", text), path.name
+
+
+def test_robots_statuses_are_read_only_by_the_outcome_table() -> None:
+    for name in ("robotscache", "robots_tool", "robotsgate", "crawler", "turn"):
+        text = _source(name)
+        compares = r"\d{3}\s*<=?\s*[\w.]*status|status\s*(==|!=|<=?|>=?)\s*\d{3}"
+        assert not re.search(compares, text), name
+
+
+def test_test_webs_are_not_in_the_package() -> None:
+    for name in ("hostileweb", "topicweb", "dupweb"):
+        assert not (SRC / f"{name}.py").exists()
+        assert (Path(__file__).parent / f"{name}.py").exists()
+        for path, text in _all_sources().items():
+            assert not re.search(rf"\b{name}\b", text), (name, path.name)
