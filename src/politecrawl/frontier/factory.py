@@ -7,6 +7,7 @@ state lives in ``OUT/state.sqlite``.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -36,13 +37,12 @@ async def shared_scope(
     origins (what host/domain scope is measured against) and the ``allow`` list. With
     ``update``, seeds are added to those stored and scope/allow replaced where given; the
     result is returned. ``None``: the crawl was never seeded."""
-    import redis.asyncio as aioredis
     from redis.exceptions import RedisError
 
-    from politecrawl.frontier.redis import prefix
+    from politecrawl.frontier.redis import connect, prefix
 
     key = prefix(crawl_id) + _SCOPE_KEY
-    r: aioredis.Redis = aioredis.Redis.from_url(_redis_url(url))
+    r = await connect(_redis_url(url))
     try:
         raw = await r.get(key)
         meta: dict[str, Any] | None = json.loads(raw) if raw else None
@@ -72,7 +72,9 @@ def make_frontier(config: CrawlConfig) -> Frontier:
         # (--state, the robots/site statistics shared between crawls, is what a shared
         # frontier already is: every worker of the crawl reads and writes the same ones)
         from politecrawl.frontier.redis import RedisFrontier  # redis only when used
+        from politecrawl.urls import politeness_key
 
+        mode = config.politeness.key_mode
         return RedisFrontier(
             config.frontier_url.replace("valkey://", "redis://", 1),
             crawl_id_of(config),
@@ -82,6 +84,10 @@ def make_frontier(config: CrawlConfig) -> Frontier:
             seen_fp_rate=config.seen_fp_rate,
             reclaim_delay_s=config.politeness.min_delay_s,
             max_wait_s=config.max_wait_s,
+            # unseen/mark_seen find a URL's shard by its politeness key (unknown before
+            # resolving with --politeness-key ip: then ``add`` alone decides)
+            key_of=None if mode == "ip" else functools.partial(politeness_key, mode=mode),
+            wake_cache_s=0.05,
         )
     return SqliteFrontier(
         config.out_dir / "state.sqlite",
