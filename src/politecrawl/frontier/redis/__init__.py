@@ -261,9 +261,30 @@ def _s(v: bytes | str) -> str:
 Client = Any  # redis.asyncio.Redis, or redis.asyncio.RedisCluster on a cluster
 
 
+_OWN_PARAMS = ("shards", "lease_ttl")
+
+
+def split_url(url: str) -> tuple[str, dict[str, str]]:
+    """The server URL and this crawler's own settings in its query (``?shards=64&lease_ttl=20``,
+    which the Redis client would refuse)."""
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, {}
+    own: dict[str, str] = {}
+    rest = []
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if name in _OWN_PARAMS:
+            own[name] = value
+        elif part:
+            rest.append(part)
+    return (base + "?" + "&".join(rest) if rest else base), own
+
+
 async def connect(url: str) -> Client:
     """A client for ``url``: a ``RedisCluster`` when the named server runs in cluster mode
     (any node will do: the others are found from it), else a plain one."""
+    url = split_url(url.replace("valkey://", "redis://", 1))[0]
     r: aioredis.Redis = aioredis.Redis.from_url(url)
     try:
         info = await r.info("cluster")
@@ -1010,6 +1031,7 @@ __all__ = [
     "prefix",
     "shard_index",
     "shard_prefix",
+    "split_url",
     "status",
     "url_digest",
 ]
