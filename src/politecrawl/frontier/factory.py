@@ -98,7 +98,7 @@ def make_frontier(config: CrawlConfig) -> Frontier:
             # unseen/mark_seen find a URL's shard by its politeness key (unknown before
             # resolving with --politeness-key ip: then ``add`` alone decides)
             key_of=None if mode == "ip" else functools.partial(politeness_key, mode=mode),
-            wake_cache_s=0.05,
+            peek_cache_s=0.05,
         )
     return SqliteFrontier(
         config.out_dir / "state.sqlite",

@@ -132,7 +132,9 @@ from importlib import resources
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError, LeaseLost
@@ -350,7 +352,7 @@ class RedisFrontier:
         max_wait_s: float = MAX_WAIT_S,
         shards: int = DEFAULT_SHARDS,
         key_of: Callable[[str], str] | None = host_of,
-        wake_cache_s: float = 0.0,
+        peek_cache_s: float = 0.0,
     ) -> None:
         if lease_ttl_s <= 0:
             raise FrontierError("lease_ttl_s must be > 0")
@@ -386,7 +388,9 @@ class RedisFrontier:
         self._ready = False
         self._init_lock = asyncio.Lock()
         self._scripts: dict[str, _Script] = {}
-        self._wake_cache_s = wake_cache_s
+        self._peek_cache_s = peek_cache_s
+        self._peeks: dict[int, tuple[float, int, Any]] = {}  # shard -> (at, touch, view)
+        self._touch: list[int] = []  # per shard: scripts this worker ran there
         self._wake: tuple[float, int, float | None] | None = None  # (at, calls, wake)
         self._calls = 0
         self.refetches = 0  # URLs this worker found to re-fetch (expired leases)
@@ -415,6 +419,7 @@ class RedisFrontier:
             stored, stored_m, stored_k = _s(raw[0]), int(raw[1]), int(raw[2])
             self.shards = int(raw[3]) if raw[3] is not None else self._want_shards
             self._sp = [shard_prefix(self.crawl_id, i) for i in range(self.shards)]
+            self._touch = [0] * self.shards
             if stored != mode or (mode == "bloom" and (stored_m, stored_k) != (m, k)):
                 log.warning(
                     "crawl %s keeps the seen-set it was started with (%s, %d bits); "
@@ -435,12 +440,18 @@ class RedisFrontier:
             self._ready = True
 
     def _fail(self, what: str, exc: BaseException) -> FrontierError:
+        if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
+            return FrontierError(
+                f"lost the frontier at {self._url} ({what}: {exc}): this worker stops; its "
+                "leases expire and the other workers take its sites back"
+            )
         return FrontierError(f"frontier {self._url} failed ({what}): {exc}")
 
     async def _run(self, name: str, shard: int, args: list[Any]) -> Any:
         """One script on one shard; every key it touches shares that shard's hash tag."""
         await self._ensure()
         self._calls += 1
+        self._touch[shard] += 1
         try:
             return await self._scripts[name](self._r, self._sp[shard], args)
         except RedisError as exc:
@@ -678,43 +689,76 @@ class RedisFrontier:
     async def lease(self, now: float) -> str | None:
         """The due key holding the best URL, leased to this worker until released or expired.
 
-        Every shard is asked first what its best due key is (the same script that reclaims
-        expired leases and promotes due keys there), then the best shard is asked to lease
-        it (crawl-wide order: the longest-overdue first, then the best URL, then the key)."""
+        Each shard is asked what its best due key is (the script that also reclaims expired
+        leases and promotes due keys there: a "peek"), then the best shard is asked to lease
+        it (crawl-wide order: the longest-overdue first, then the best URL, then the key).
+        With ``peek_cache_s``, a shard's peek is reused for that long unless this worker ran a
+        script on the shard since, or its next time has come: what other workers did there
+        meanwhile is seen that much later (a lease itself is always decided by the shard)."""
         await self._ensure()
         self._last_now = max(self._last_now, now)
         common = [_f(now), _f(now + self.lease_ttl_s)]
         rest = [_f(self._reclaim_s), _f(self.max_wait_s)]
-        peeks = await self._gather(
-            "lease",
-            [self._run("lease", s, [*common, "", *rest, "peek"]) for s in range(self.shards)],
-        )
-        reclaimed = 0
+        views = await self._views(now, common, rest)
         ranked: list[tuple[int, float, float, str, int]] = []
-        times: list[float] = []
-        for s, (n, key, score, oldest, box, leases) in enumerate(peeks):
-            reclaimed += int(n)
-            times += [float(t) for t in (box, leases) if t is not None]
+        for s, (key, score, oldest, _) in views.items():
             if key is not None:
-                overdue = oldest is not None and float(oldest) <= now - self.max_wait_s
-                first = float(oldest) if overdue else 0.0
-                ranked.append((0 if overdue else 1, first, float(score), _s(key), s))
-        if reclaimed:
-            self.refetches += reclaimed
-            log.warning("reclaimed expired leases: %d URLs will be re-fetched", reclaimed)
+                overdue = oldest is not None and oldest <= now - self.max_wait_s
+                first = oldest if overdue and oldest is not None else 0.0
+                ranked.append((0 if overdue else 1, first, score, key, s))
         for *_, s in sorted(ranked):
             token = f"{self.worker_id}/{next(self._tokens)}"
             key_raw, n = await self._run("lease", s, [*common, token, *rest, "take"])
             if n:
                 self.refetches += int(n)
+                log.warning("reclaimed expired leases: %d URLs will be re-fetched", n)
             if key_raw is not None:
                 key = _s(key_raw)
                 self._held[key] = (token, s)
                 if self._heartbeat and (self._beat is None or self._beat.done()):
                     self._beat = asyncio.create_task(self._beat_loop())
                 return key
+        times = [v[3] for v in views.values() if v[3] is not None]
         self._wake = (time.monotonic(), self._calls, min(times) if times else None)
         return None
+
+    async def _views(
+        self, now: float, common: list[str], rest: list[str]
+    ) -> dict[int, tuple[str | None, float, float | None, float | None]]:
+        """Per shard: (best due key or None, its score, oldest due-since, next time)."""
+        mono = time.monotonic()
+        views = {}
+        stale = []
+        for s in range(self.shards):
+            c = self._peeks.get(s)
+            if (
+                c is not None
+                and c[1] == self._touch[s]
+                and mono - c[0] < self._peek_cache_s
+                and (c[2][0] is not None or c[2][3] is None or c[2][3] > now)
+            ):
+                views[s] = c[2]
+            else:
+                stale.append(s)
+        peeks = await self._gather(
+            "lease", [self._run("lease", s, [*common, "", *rest, "peek"]) for s in stale]
+        )
+        reclaimed = 0
+        for s, (n, key, score, oldest, box, leases) in zip(stale, peeks, strict=True):
+            reclaimed += int(n)
+            times = [float(t) for t in (box, leases) if t is not None]
+            view = (
+                None if key is None else _s(key),
+                0.0 if score is None else float(score),
+                None if oldest is None else float(oldest),
+                min(times) if times else None,
+            )
+            views[s] = view
+            self._peeks[s] = (mono, self._touch[s], view)
+        if reclaimed:
+            self.refetches += reclaimed
+            log.warning("reclaimed expired leases: %d URLs will be re-fetched", reclaimed)
+        return views
 
     async def begin_request(self, key: str, state: HostState) -> None:
         """Before a request: save the host's provisional state (its ``next_allowed`` already a
@@ -795,13 +839,14 @@ class RedisFrontier:
     async def next_wake(self) -> float | None:
         """0 if a key is due; else the earliest box time or lease expiry (a lease held
         anywhere may bring URLs back), or None when the crawl has nothing left anywhere.
-        With ``wake_cache_s``, what a ``lease`` that found nothing just saw is reused."""
+        With ``peek_cache_s``, what a ``lease`` that found nothing just saw is reused."""
         await self._ensure()
         cached, self._wake = self._wake, None
         if (
             cached is not None
             and cached[1] == self._calls
-            and time.monotonic() - cached[0] < self._wake_cache_s
+            and time.monotonic() - cached[0] < self._peek_cache_s
+            and cached[2] is not None  # "nothing left" is always asked of the shards
         ):
             return cached[2]
         try:
