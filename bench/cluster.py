@@ -9,8 +9,8 @@
    summed over the nodes) per 1,000 pages.
 2. Memory: ``RedisFrontier.add`` of 100,000 URLs (60-70 characters, 1,000 sites) and
    ``mark_seen`` of 200,000 more on a fresh crawl: ``used_memory`` per queued and per seen URL.
-3. The projection: pages/s one Redis shard (one core) carries, and the shards and memory for
-   10,000 pages/s and for 1 billion queued URLs.
+3. The projection: pages/s one Redis node (one process: one core) carries at 70 % busy, and
+   the nodes, worker cores and memory for 10,000 pages/s and for 1 billion queued URLs.
 
 ``--cluster`` runs the frontier on a 3-node Redis Cluster on loopback (``redis-cli --cluster
 create``) instead of one server. The test web's names all sit on 127.0.0.1 and stand for many
@@ -55,7 +55,11 @@ class Servers:
 
     def __init__(self, cluster: bool) -> None:
         self.dir = tempfile.mkdtemp(prefix="pc-bench-redis-")
-        self.ports = [free_port() for _ in range(3 if cluster else 1)]
+        self.ports = []
+        while len(self.ports) < (3 if cluster else 1):
+            port = free_port()
+            if port <= 55535 or not cluster:  # a node's cluster bus listens on port + 10000
+                self.ports.append(port)
         self.procs = []
         extra = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"] * cluster
         for port in self.ports:
@@ -69,7 +73,16 @@ class Servers:
         if cluster:
             addrs = [f"127.0.0.1:{p}" for p in self.ports]
             subprocess.run(
-                ["redis-cli", "--cluster", "create", *addrs, "--cluster-replicas", "0", "-y"],
+                [
+                    "redis-cli",
+                    "--cluster",
+                    "create",
+                    *addrs,
+                    "--cluster-replicas",
+                    "0",
+                    "--cluster-yes",
+                ],
+                stdin=subprocess.DEVNULL,
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
@@ -255,19 +268,20 @@ def main() -> int:
     res["shared"]["worker_cpu_vs_in_process"] = (
         res["shared"]["worker_cpu_s_per_1000_pages"] / res["in_process"]["cpu_s_per_1000_pages"]
     )
-    # the projection: one shard = one Redis process = one core, kept at most 70 % busy
+    # the projection: a Redis node (one process, one core) kept at most 70 % busy; its
+    # memory at most 32 GB
     per_page_s = res["shared"]["redis_cpu_s_per_1000_pages"] / 1000
     pages_per_shard = 0.7 / per_page_s if per_page_s > 0 else math.inf
     q_bytes = mem["bytes_per_queued_url"]
     res["projection"] = {
-        "pages_per_s_per_shard_at_70pct": pages_per_shard,
-        "shards_for_10k_pages_per_s": math.ceil(10_000 / pages_per_shard),
+        "pages_per_s_per_redis_node_at_70pct": pages_per_shard,
+        "redis_nodes_for_10k_pages_per_s": math.ceil(10_000 / pages_per_shard),
         "worker_cores_for_10k_pages_per_s": math.ceil(
             10 * res["shared"]["worker_cpu_s_per_1000_pages"]
         ),
         "memory_gb_for_1e9_queued": 1e9 * q_bytes / 1e9,
         "memory_gb_for_1e9_seen": 1e9 * mem["bytes_per_seen_url"] / 1e9,
-        "shards_for_1e9_queued_at_32gb": math.ceil(1e9 * q_bytes / 32e9),
+        "redis_nodes_for_1e9_queued_at_32gb": math.ceil(1e9 * q_bytes / 32e9),
     }
     text = json.dumps(res, indent=2, default=float)
     print(text)

@@ -70,6 +70,8 @@ class RedisServer:
         log = Path(self._dir.name) / "server.log"
         for _ in range(5):  # the free port may be taken between probe and bind: try again
             self.port = _free_port()
+            while "--cluster-enabled" in self.args and self.port > 55535:
+                self.port = _free_port()  # its cluster bus listens on port + 10000
             cmd = [
                 self.binary,
                 "--port", str(self.port),

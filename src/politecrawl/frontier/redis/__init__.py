@@ -430,6 +430,7 @@ class RedisFrontier:
         self.worker_id = worker_id or f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(3)}"
         self._tokens = itertools.count(1)
         self._held: dict[str, tuple[str, int]] = {}  # key -> (lease token, shard)
+        self._hosts: dict[str, str | None] = {}  # held key -> its HostState JSON
         self._last_now = 0.0
         self._beat: asyncio.Task[None] | None = None
         self._ready = False
@@ -494,11 +495,13 @@ class RedisFrontier:
             )
         return FrontierError(f"frontier {self._url} failed ({what}): {exc}")
 
-    async def _run(self, name: str, shard: int, args: list[Any]) -> Any:
-        """One script on one shard; every key it touches shares that shard's hash tag."""
+    async def _run(self, name: str, shard: int, args: list[Any], *, touch: bool = True) -> Any:
+        """One script on one shard; every key it touches shares that shard's hash tag.
+        ``touch``: it may change what the shard has ready (the cached peek is dropped)."""
         await self._ensure()
         self._calls += 1
-        self._touch[shard] += 1
+        if touch:
+            self._touch[shard] += 1
         try:
             return await self._scripts[name](self._r, self._sp[shard], args)
         except RedisError as exc:
@@ -668,7 +671,8 @@ class RedisFrontier:
             return None
         token, shard = held
         self._last_now = max(self._last_now, now)
-        res = await self._run("pop", shard, [key, token, _f(now), _f(now + self.lease_ttl_s)])
+        args = [key, token, _f(now), _f(now + self.lease_ttl_s)]
+        res = await self._run("pop", shard, args, touch=False)
         if res == -1:
             self._lost(key)
             return None
@@ -685,7 +689,7 @@ class RedisFrontier:
         shard = self._flight.pop(url, None)
         if shard is None:
             shard = (await self._url_shards([url]))[0]
-        await self._run("finish", shard, [url, outcome, self._outcome_cap])
+        await self._run("finish", shard, [url, outcome, self._outcome_cap], touch=False)
 
     async def drop_queued(self, key: str, outcome: str) -> int:
         """Finish every queued URL of a key (the site became excluded or unreachable)."""
@@ -755,19 +759,39 @@ class RedisFrontier:
                 ranked.append((0 if overdue else 1, first, score, key, s))
         for *_, s in sorted(ranked):
             token = f"{self.worker_id}/{next(self._tokens)}"
-            key_raw, n = await self._run("lease", s, [*common, token, *rest, "take"])
+            key_raw, n, host_raw, after = await self._run(
+                "lease", s, [*common, token, *rest, "take"], touch=False
+            )
+            views[s] = self._remember(s, after)
             if n:
                 self.refetches += int(n)
                 log.warning("reclaimed expired leases: %d URLs will be re-fetched", n)
             if key_raw is not None:
                 key = _s(key_raw)
                 self._held[key] = (token, s)
+                # the site's state as leased: while the lease holds only this worker writes it
+                self._hosts[key] = None if host_raw is None else _s(host_raw)
                 if self._heartbeat and (self._beat is None or self._beat.done()):
                     self._beat = asyncio.create_task(self._beat_loop())
                 return key
         times = [v[3] for v in views.values() if v[3] is not None]
         self._wake = (time.monotonic(), self._calls, min(times) if times else None)
         return None
+
+    def _remember(
+        self, s: int, peek: Sequence[Any]
+    ) -> tuple[str | None, float, float | None, float | None]:
+        """A shard's view as a peek (or the end of a take) reported it; cached."""
+        _, key, score, oldest, box, leases = peek
+        times = [float(t) for t in (box, leases) if t is not None]
+        view = (
+            None if key is None else _s(key),
+            0.0 if score is None else float(score),
+            None if oldest is None else float(oldest),
+            min(times) if times else None,
+        )
+        self._peeks[s] = (time.monotonic(), self._touch[s], view)
+        return view
 
     async def _views(
         self, now: float, common: list[str], rest: list[str]
@@ -788,20 +812,13 @@ class RedisFrontier:
             else:
                 stale.append(s)
         peeks = await self._gather(
-            "lease", [self._run("lease", s, [*common, "", *rest, "peek"]) for s in stale]
+            "lease",
+            [self._run("lease", s, [*common, "", *rest, "peek"], touch=False) for s in stale],
         )
         reclaimed = 0
-        for s, (n, key, score, oldest, box, leases) in zip(stale, peeks, strict=True):
-            reclaimed += int(n)
-            times = [float(t) for t in (box, leases) if t is not None]
-            view = (
-                None if key is None else _s(key),
-                0.0 if score is None else float(score),
-                None if oldest is None else float(oldest),
-                min(times) if times else None,
-            )
-            views[s] = view
-            self._peeks[s] = (mono, self._touch[s], view)
+        for s, peek in zip(stale, peeks, strict=True):
+            reclaimed += int(peek[0])
+            views[s] = self._remember(s, peek)
         if reclaimed:
             self.refetches += reclaimed
             log.warning("reclaimed expired leases: %d URLs will be re-fetched", reclaimed)
@@ -814,11 +831,11 @@ class RedisFrontier:
         worker may hold the key now (the popped URL is already queued again, as a re-fetch)."""
         held = self._held.get(key)
         token, shard = held if held is not None else ("", await self._shard_of_key(key))
-        ok = await self._run(
-            "begin",
-            shard,
-            [key, token, host_to_json(state), _f(state.last_start + self.lease_ttl_s)],
-        )
+        js = host_to_json(state)
+        args = [key, token, js, _f(state.last_start + self.lease_ttl_s)]
+        ok = await self._run("begin", shard, args, touch=False)
+        if int(ok):
+            self._hosts[key] = js
         if not int(ok):
             self._lost(key)
             raise LeaseLost(f"lease on {key} expired: request not sent")
@@ -827,18 +844,22 @@ class RedisFrontier:
         """Save the key's politeness state and put it back in the box if URLs remain."""
         held = self._held.pop(key, None)
         token, shard = held if held is not None else ("", await self._shard_of_key(key))
-        ok = await self._run(
-            "release",
-            shard,
-            [
-                key,
-                token,
-                host_to_json(state),
-                _f(state.next_allowed),
-                _f(state.last_start),
-                _f(state.ip_next),
-            ],
-        )
+        self._hosts.pop(key, None)
+        args = [
+            key,
+            token,
+            host_to_json(state),
+            _f(state.next_allowed),
+            _f(state.last_start),
+            _f(state.ip_next),
+        ]
+        ok = await self._run("release", shard, args, touch=False)
+        cached = self._peeks.get(shard)
+        if cached is not None:  # the key (or the next one of its IP) is back in the box
+            at, touch, (top, score, oldest, nxt) = cached
+            soon = min(state.next_allowed, state.ip_next or state.next_allowed)
+            nxt = soon if nxt is None else min(nxt, soon)
+            self._peeks[shard] = (at, touch, (top, score, oldest, nxt))
         if not int(ok) and held is not None:
             self.lost_leases += 1
             log.warning("lease on %s had expired before its release", key)
@@ -848,7 +869,8 @@ class RedisFrontier:
         held = self._held.get(key)
         if held is None:
             return False
-        lost = await self._run("renew", held[1], [_f(now + self.lease_ttl_s), key, held[0]])
+        args = [_f(now + self.lease_ttl_s), key, held[0]]
+        lost = await self._run("renew", held[1], args, touch=False)
         if lost:
             self._lost(key)
             return False
@@ -862,7 +884,7 @@ class RedisFrontier:
         for key, (token, s) in self._held.items():
             groups.setdefault(s, [_f(now + self.lease_ttl_s)]).extend([key, token])
         res = await self._gather(
-            "renew", [self._run("renew", s, args) for s, args in groups.items()]
+            "renew", [self._run("renew", s, args, touch=False) for s, args in groups.items()]
         )
         lost = [_s(k) for keys in res for k in keys]
         for key in lost:
@@ -870,6 +892,7 @@ class RedisFrontier:
         return lost
 
     def _lost(self, key: str) -> None:
+        self._hosts.pop(key, None)
         if self._held.pop(key, None) is not None:
             self.lost_leases += 1
             log.warning("lease on %s expired while held: another worker may have it now", key)
@@ -915,6 +938,9 @@ class RedisFrontier:
 
     # -- host state and robots -----------------------------------------------------------------
     async def host(self, key: str) -> HostState:
+        if key in self._held and key in self._hosts:  # as leased, or as this worker saved it
+            js = self._hosts[key]
+            return HostState(key=key) if js is None else host_from_json(key, js)
         shard = await self._shard_of_key(key)
         try:
             data = await self._r.hget(self._sp[shard] + "hosts", key)
