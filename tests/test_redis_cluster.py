@@ -90,7 +90,8 @@ def test_two_workers_spread_one_crawl_over_three_nodes(
         # the first worker is a `crawl` given the seeds (`seed` looks up each seed's address
         # for the IP rule, and keys with an address are placed by it: here, one shard)
         (tmp_path / "seeds.txt").write_text("".join(f"http://{h}:{port}/\n" for h in hosts))
-        first = worker(tmp_path, "w0", nodes[1], crawl_id, "--seeds", str(tmp_path / "seeds.txt"),
+        first = worker(tmp_path, "w0", nodes[1] + "?shards=24", crawl_id,
+                       "--seeds", str(tmp_path / "seeds.txt"),
                        *flags, cmd="crawl")  # fmt: skip
         deadline = time.monotonic() + 60
         while not read_log(log) and first.poll() is None:
@@ -115,7 +116,8 @@ def test_two_workers_spread_one_crawl_over_three_nodes(
         timeout=60,
     )
     st = json.loads(p.stdout)
-    assert st["cluster"] and st["queued"] == 0 and st["urls_open"] == 0
+    assert st["cluster"] and st["shards"] == 24  # as the first worker started it
+    assert st["queued"] == 0 and st["urls_open"] == 0
     assert st["outcomes"]["stored"] == 24 * 4
 
 
