@@ -141,13 +141,20 @@ def test_a_worker_killed_mid_crawl_loses_nothing(
         seed(tmp_path, url, crawl_id, [f"http://{h}:{port}/" for h in hosts], *resolve)
         flags = [*resolve, "--min-delay", str(delay), "--ip-min-delay", str(ip_gap)]
         victim = worker(tmp_path, "victim", url, crawl_id, *flags, "--user-agent", VICTIM_UA)
+
+        def victim_rows(n: int) -> None:
+            deadline = time.monotonic() + 60
+            while sum(r["ua"] == VICTIM_UA for r in read_log(log)) < n:
+                assert victim.poll() is None, victim.communicate()[1]
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+
+        # the survivor joins a crawl under way (a worker that releases a site tends to take
+        # the next one of its IP first: started together, one of two may get little)
+        victim_rows(2)
         survivor = worker(tmp_path, "survivor", url, crawl_id, *flags)
-        deadline = time.monotonic() + 60
-        while victim.poll() is None:  # until the victim is well under way
-            if sum(r["ua"] == VICTIM_UA for r in read_log(log)) >= 8:
-                break
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        victim_rows(8)
+        assert victim.poll() is None, victim.communicate()[1]  # still crawling
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(10)
         killed_at = time.time()
@@ -171,3 +178,35 @@ def test_a_worker_killed_mid_crawl_loses_nothing(
         assert max_in_flight(seq) == 1, ip
         assert min(idle_gaps(seq)) >= ip_gap - CLOCK_S, ip
     assert host_violations(rows, delay) == []
+
+
+def test_a_worker_that_loses_its_frontier_stops_with_one_line(tmp_path: Path) -> None:
+    """The Redis server goes away mid-crawl: the worker stops (exit 1) and says so in one
+    line, naming what to expect (its leases expire, the other workers take its sites)."""
+    from redis_server import RedisServer, server_binary
+
+    binary = server_binary()
+    if binary is None:
+        import pytest
+
+        pytest.skip("redis-server not installed")
+    server = RedisServer(binary)
+    server.start()
+    try:
+        with log_server(tmp_path, "127.0.0.1", latency=0.05, pages=30) as (port, log):
+            resolve = ["--resolve", f"*.x.test:{port}:127.0.0.1", "--allow-private-addresses"]
+            crawl_id = f"lost-{uuid.uuid4().hex[:8]}"
+            seed(tmp_path, server.url, crawl_id, [f"http://h{i}.x.test:{port}/" for i in range(4)],
+                 *resolve)  # fmt: skip
+            w = worker(tmp_path, "w", server.url, crawl_id, *resolve, "--min-delay", "0.3")
+            deadline = time.monotonic() + 60
+            while len(read_log(log)) < 6:
+                assert time.monotonic() < deadline and w.poll() is None
+                time.sleep(0.05)
+            server.stop()
+            _, err = w.communicate(timeout=60)
+    finally:
+        server.stop()
+    assert w.returncode == 1, err
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and "lost the frontier" in lines[0], err
