@@ -827,3 +827,21 @@ async def test_a_crawl_spans_every_node_of_a_cluster(redis_cluster: Any) -> None
     assert st["cluster"] and st["leases_held"] == 7 and st["queued"] == 180
     await f.close()
     await g.close()
+
+
+async def test_a_crawl_of_the_one_slot_layout_is_refused_not_lost(redis_url: str) -> None:  # noqa: F811
+    """A crawl started before crawls were sharded (its conf has no shard count): a worker says
+    so instead of finding the new layout empty and calling the crawl done."""
+    import redis.asyncio as aioredis
+
+    from politecrawl.errors import FrontierError
+
+    crawl = f"old-{uuid.uuid4().hex[:8]}"
+    r = aioredis.Redis.from_url(redis_url)
+    await r.hset(redis_frontier.prefix(crawl) + "conf", mapping={"seen_mode": "exact",
+                 "bloom_m": "0", "bloom_k": "0"})  # fmt: skip
+    await r.aclose()
+    f = RedisFrontier(redis_url, crawl, heartbeat=False)
+    with pytest.raises(FrontierError, match="older politecrawl"):
+        await f.lease(T0)
+    await f.close()

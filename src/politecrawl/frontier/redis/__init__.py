@@ -465,7 +465,12 @@ class RedisFrontier:
             except RedisError as exc:
                 raise FrontierError(f"cannot use the frontier at {self._url}: {exc}") from exc
             stored, stored_m, stored_k = _s(raw[0]), int(raw[1]), int(raw[2])
-            self.shards = int(raw[3]) if raw[3] is not None else self._want_shards
+            if raw[3] is None:  # conf written before crawls were sharded: all in one slot
+                raise FrontierError(
+                    f"crawl {self.crawl_id!r} at {self._url} was started by an older politecrawl "
+                    "(one slot per crawl); finish it with that version or use a new --crawl-id"
+                )
+            self.shards = int(raw[3])
             self._sp = [shard_prefix(self.crawl_id, i) for i in range(self.shards)]
             self._touch = [0] * self.shards
             if stored != mode or (mode == "bloom" and (stored_m, stored_k) != (m, k)):
