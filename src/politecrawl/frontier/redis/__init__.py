@@ -924,6 +924,18 @@ class RedisFrontier:
             and cached[2] is not None  # "nothing left" is always asked of the shards
         ):
             return cached[2]
+        mono = time.monotonic()
+        views = [self._peeks.get(s) for s in range(self.shards)]
+        if self._peek_cache_s > 0 and all(
+            c is not None and c[1] == self._touch[s] and mono - c[0] < self._peek_cache_s
+            for s, c in enumerate(views)
+        ):  # every shard peeked just now: no round trip
+            fresh = [c[2] for c in views if c is not None]
+            if any(v[0] is not None for v in fresh):
+                return 0.0
+            soon = [v[3] for v in fresh if v[3] is not None]
+            if soon:
+                return float(min(soon))
         try:
             pipe = self._r.pipeline(transaction=False)
             for p in self._sp:
