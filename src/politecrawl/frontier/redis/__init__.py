@@ -641,11 +641,14 @@ class RedisFrontier:
                 e = entries[i]
                 args += [e.url, e.key, _entry_json(e), _f(-e.priority), _f(e.not_before), e.ip]
                 args += self._seen_args(e.url)
-            calls.append(self._run("add", s, args))
+            calls.append(self._run("add", s, args, touch=False))
         out = [False] * len(entries)
         for s, flags in zip(order, await self._gather("add", calls), strict=True):
-            for i, f in zip(groups[s], flags, strict=True):
+            *queued, changed = flags
+            for i, f in zip(groups[s], queued, strict=True):
                 out[i] = bool(int(f))
+            if int(changed):  # a key not leased got URLs: the shard's cached peek is old
+                self._touch[s] += 1
         return out
 
     async def push_back(self, entry: UrlEntry, *, front: bool = False) -> None:

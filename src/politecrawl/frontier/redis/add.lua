@@ -1,8 +1,9 @@
 -- ARGV: P, mode ('e'|'b'), k, n, then per entry: url, key, json, -priority, not_before, ip,
--- and one digest (exact) or k bit positions (bloom). Returns 1/0 per entry.
+-- and one digest (exact) or k bit positions (bloom). Returns 1/0 per entry, then 1 if a key
+-- not leased got a URL (what the shard has ready or in the box may have changed), else 0.
 local mode, k, n = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local stride = 6 + k
-local out, fresh, i = {}, 0, 5
+local out, fresh, i, changed = {}, 0, 5, 0
 for e = 1, n do
   local url, key, js, qs, nb = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local new = false
@@ -25,8 +26,10 @@ for e = 1, n do
       if r and tonumber(qs) < tonumber(r) then redis.call('ZADD', P .. 'ready', qs, key) end
     end
     out[e] = 1
+    if not redis.call('ZSCORE', P .. 'leases', key) then changed = 1 end
   end
   i = i + stride
 end
 if fresh > 0 then redis.call('HINCRBY', P .. 'stat', 'seen_n', fresh) end
+out[n + 1] = changed
 return out
