@@ -68,10 +68,13 @@ Choosing a key across shards. ``lease`` first "peeks" at every shard (one script
 concurrently: reclaim expired leases, promote due keys, and report the best ready key, its
 score, the longest-waiting key's due time and the shard's next time), ranks them by the
 crawl-wide rule below, and asks the best shard to lease (``take``: the same script, which
-decides again inside the shard). Workers (``factory``) reuse a shard's peek for 0.05 s
-(``peek_cache_s``) unless they ran a script on that shard since or its next time has come:
-other workers' changes are seen up to that much later, which only delays a pick; a lease is
-always decided atomically by the shard.
+decides again inside the shard; it returns the shard's view after the lease, and the leased
+site's state, so ``host`` needs no round trip). Workers (``factory``) reuse a shard's view for
+0.05 s (``peek_cache_s``) unless they changed what it may have ready (an ``add`` that gave URLs
+to a key not leased, ``push_back``, ``drop_queued``, ``trim``, ``reprioritize``, ``close``; a
+``release`` moves the view's next time earlier instead) or its next time has come; ``next_wake``
+answers from the views while all are fresh. Other workers' changes are seen up to that much
+later, which only delays a pick; a lease is always decided atomically by the shard.
 
 Queue order. Within a key: highest priority first, FIFO among equals. The score is exactly
 ``-priority`` (any float: random priorities included, no precision lost to packing) and the
@@ -751,9 +754,9 @@ class RedisFrontier:
         Each shard is asked what its best due key is (the script that also reclaims expired
         leases and promotes due keys there: a "peek"), then the best shard is asked to lease
         it (crawl-wide order: the longest-overdue first, then the best URL, then the key).
-        With ``peek_cache_s``, a shard's peek is reused for that long unless this worker ran a
-        script on the shard since, or its next time has come: what other workers did there
-        meanwhile is seen that much later (a lease itself is always decided by the shard)."""
+        With ``peek_cache_s``, a shard's view is reused for that long unless this worker
+        changed what the shard may have ready, or its next time has come: what other workers
+        did there meanwhile is seen that much later (a lease is always decided by the shard)."""
         await self._ensure()
         self._last_now = max(self._last_now, now)
         common = [_f(now), _f(now + self.lease_ttl_s)]
