@@ -3,10 +3,11 @@
 ``RedisServer`` starts ``redis-server`` (Debian's, or Valkey's ``valkey-server``) on a free
 port with its own temp dir and no persistence, waits until it answers PING, and stops it.
 ``redis_url`` is the session fixture tests import; it skips (with the reason) only when no
-server binary is installed: CI installs one. ``redis_cluster_url`` is a one-node Redis
-Cluster (cluster mode on, every slot on that node), where a script declared with ``#!lua``
-may not touch keys of two slots: the contract suite runs there too, to prove each crawl's
-scripts stay in one slot.
+server binary is installed: CI installs one. ``redis_cluster`` is a real 3-node Redis Cluster
+(three servers in cluster mode on loopback ports, joined by ``redis-cli --cluster create``, no
+replicas); ``redis_cluster_url`` names its first node. There a script declared with
+``#!lua`` may not touch keys of two slots: the contract suite runs on it too, to prove each
+script stays in one shard's slot while a crawl spreads over the three nodes.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class RedisServer:
         log = Path(self._dir.name) / "server.log"
         for _ in range(5):  # the free port may be taken between probe and bind: try again
             self.port = _free_port()
+            while "--cluster-enabled" in self.args and self.port > 55535:
+                self.port = _free_port()  # its cluster bus listens on port + 10000
             cmd = [
                 self.binary,
                 "--port", str(self.port),
@@ -125,22 +128,72 @@ def redis_url() -> Iterator[str]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
-def redis_cluster_url() -> Iterator[str]:
-    import redis
+class RedisCluster3:
+    """Three cluster-mode servers joined into one cluster (every slot served, no replicas)."""
 
-    server = RedisServer(
-        _binary_or_skip(), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"
-    )
-    server.start()
+    def __init__(self, binary: str, n: int = 3) -> None:
+        args = (
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "5000",
+        )
+        self.nodes = [RedisServer(binary, *args) for _ in range(n)]
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url
+
+    def start(self, timeout_s: float = 20.0) -> None:
+        import redis
+
+        for node in self.nodes:
+            node.start()
+        cli = shutil.which("redis-cli") or shutil.which("valkey-cli") or "/usr/bin/redis-cli"
+        addrs = [f"127.0.0.1:{node.port}" for node in self.nodes]
+        subprocess.run(
+            [cli, "--cluster", "create", *addrs, "--cluster-replicas", "0", "--cluster-yes"],
+            check=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=timeout_s,
+        )
+        deadline = time.monotonic() + timeout_s
+        for node in self.nodes:
+            with redis.Redis(port=node.port) as r:
+                while b"cluster_state:ok" not in r.execute_command("CLUSTER", "INFO"):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("the 3-node cluster did not come up")
+                    time.sleep(0.05)
+
+    def keys_per_node(self, pattern: str) -> list[int]:
+        """How many keys matching ``pattern`` each node holds."""
+        import redis
+
+        out = []
+        for node in self.nodes:
+            with redis.Redis(port=node.port) as r:
+                out.append(sum(1 for _ in r.scan_iter(match=pattern, count=1000)))
+        return out
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisCluster3]:
+    cluster = RedisCluster3(_binary_or_skip())
     try:
-        with redis.Redis(port=server.port) as r:
-            r.execute_command("CLUSTER", "ADDSLOTS", *range(16384))
-            deadline = time.monotonic() + 10
-            while b"cluster_state:ok" not in r.execute_command("CLUSTER", "INFO"):
-                if time.monotonic() > deadline:
-                    raise RuntimeError("one-node cluster did not come up")
-                time.sleep(0.05)
-        yield server.url
+        cluster.start()
+        yield cluster
     finally:
-        server.stop()
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(redis_cluster: RedisCluster3) -> str:
+    return redis_cluster.url

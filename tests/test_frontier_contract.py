@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redis_server import redis_cluster_url, redis_url  # noqa: F401  (fixtures)
+from redis_server import redis_cluster, redis_cluster_url, redis_url  # noqa: F401  (fixtures)
 
 from politecrawl.frontier import SITEMAP, Frontier, RobotsRecord, UrlEntry
 from politecrawl.frontier import redis as redis_frontier
@@ -794,4 +794,54 @@ async def test_sqlite_wait_order_stays_small_while_one_key_waits(tmp_path: Path)
         await f.release(key, state(key, T0 + i))
     assert len(f._overdue) <= 2 * len(f._ready_since) + 1024
     assert await f.lease(T0 + 5000) == "low.test"
+    await f.close()
+
+
+# -- one crawl over a whole Redis Cluster -----------------------------------------------------
+
+
+async def test_a_crawl_spans_every_node_of_a_cluster(redis_cluster: Any) -> None:  # noqa: F811
+    """Named by any node, the crawl finds the cluster, and its shards land on all three nodes:
+    each site's queue, lease and spacing in its shard's slot; each IP's sites in one shard."""
+    crawl = f"span-{uuid.uuid4().hex[:8]}"
+    f = RedisFrontier(redis_cluster.nodes[2].url, crawl, heartbeat=False)
+    entries = [e(f"p{i}", f"s{h}.test", ip=f"10.0.{h % 7}.1") for h in range(60) for i in range(3)]
+    assert all(await f.add(entries))
+    assert f.cluster and f.shards == redis_frontier.DEFAULT_SHARDS
+    per_node = redis_cluster.keys_per_node(f"pc:{{{crawl}:*")
+    assert len(per_node) == 3 and min(per_node) > 0, per_node
+    # every key of one IP sits in one shard (so the IP's turn-taking stays one atomic script)
+    for ip in {x.ip for x in entries}:
+        shards = {f._dir[x.key] for x in entries if x.ip == ip}
+        assert shards == {redis_frontier.shard_index(ip, f.shards)}
+    # a second worker sees the same crawl through another node
+    g = RedisFrontier(redis_cluster.nodes[1].url, crawl, heartbeat=False)
+    assert (await g.stats())["queued"] == 180
+    assert await g.unseen(["http://s5.test/p1", "http://s5.test/new"]) == ["http://s5.test/new"]
+    leased = []
+    now = T0
+    while (key := await (f, g)[len(leased) % 2].lease(now)) is not None:
+        leased.append(key)
+    assert len(leased) == 7  # one per IP at a time
+    st = await status(redis_cluster.url, crawl)
+    assert st["cluster"] and st["leases_held"] == 7 and st["queued"] == 180
+    await f.close()
+    await g.close()
+
+
+async def test_a_crawl_of_the_one_slot_layout_is_refused_not_lost(redis_url: str) -> None:  # noqa: F811
+    """A crawl started before crawls were sharded (its conf has no shard count): a worker says
+    so instead of finding the new layout empty and calling the crawl done."""
+    import redis.asyncio as aioredis
+
+    from politecrawl.errors import FrontierError
+
+    crawl = f"old-{uuid.uuid4().hex[:8]}"
+    r = aioredis.Redis.from_url(redis_url)
+    await r.hset(redis_frontier.prefix(crawl) + "conf", mapping={"seen_mode": "exact",
+                 "bloom_m": "0", "bloom_k": "0"})  # fmt: skip
+    await r.aclose()
+    f = RedisFrontier(redis_url, crawl, heartbeat=False)
+    with pytest.raises(FrontierError, match="older politecrawl"):
+        await f.lease(T0)
     await f.close()

@@ -7,6 +7,7 @@ state lives in ``OUT/state.sqlite``.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -36,13 +37,12 @@ async def shared_scope(
     origins (what host/domain scope is measured against) and the ``allow`` list. With
     ``update``, seeds are added to those stored and scope/allow replaced where given; the
     result is returned. ``None``: the crawl was never seeded."""
-    import redis.asyncio as aioredis
     from redis.exceptions import RedisError
 
-    from politecrawl.frontier.redis import prefix
+    from politecrawl.frontier.redis import connect, prefix
 
     key = prefix(crawl_id) + _SCOPE_KEY
-    r: aioredis.Redis = aioredis.Redis.from_url(_redis_url(url))
+    r = await connect(_redis_url(url))
     try:
         raw = await r.get(key)
         meta: dict[str, Any] | None = json.loads(raw) if raw else None
@@ -62,7 +62,9 @@ async def shared_scope(
 
 
 def lease_ttl_for(config: CrawlConfig) -> float:
-    """Long enough for one turn (one request) even without the heartbeat's renewals."""
+    """Long enough for one turn (one request) even without the heartbeat's renewals. A
+    ``?lease_ttl=S`` on the frontier URL sets it (shorter: a killed worker's sites come back
+    sooner; the heartbeat renews a live worker's leases every third of it)."""
     return max(60.0, 2 * config.fetch.total_timeout_s)
 
 
@@ -71,17 +73,32 @@ def make_frontier(config: CrawlConfig) -> Frontier:
     if config.frontier_url:
         # (--state, the robots/site statistics shared between crawls, is what a shared
         # frontier already is: every worker of the crawl reads and writes the same ones)
-        from politecrawl.frontier.redis import RedisFrontier  # redis only when used
+        from politecrawl.frontier.redis import DEFAULT_SHARDS, RedisFrontier, split_url
+        from politecrawl.urls import politeness_key
 
+        url, own = split_url(_redis_url(config.frontier_url))
+        try:
+            shards = int(own.get("shards", DEFAULT_SHARDS))
+            lease_ttl = float(own.get("lease_ttl", 0)) or lease_ttl_for(config)
+        except ValueError as exc:
+            raise FrontierError(
+                f"bad --frontier setting in {config.frontier_url!r}: {exc}"
+            ) from None
+        mode = config.politeness.key_mode
         return RedisFrontier(
-            config.frontier_url.replace("valkey://", "redis://", 1),
+            url,
             crawl_id_of(config),
-            lease_ttl_s=lease_ttl_for(config),
+            lease_ttl_s=lease_ttl,
             seen_mode=config.resolved_seen_mode,
             expected_urls=config.expected_urls,
             seen_fp_rate=config.seen_fp_rate,
             reclaim_delay_s=config.politeness.min_delay_s,
             max_wait_s=config.max_wait_s,
+            shards=shards,
+            # unseen/mark_seen find a URL's shard by its politeness key (unknown before
+            # resolving with --politeness-key ip: then ``add`` alone decides)
+            key_of=None if mode == "ip" else functools.partial(politeness_key, mode=mode),
+            peek_cache_s=0.05,
         )
     return SqliteFrontier(
         config.out_dir / "state.sqlite",

@@ -1,0 +1,53 @@
+-- ARGV: P, now, expiry, token, reclaim floor, max wait, mode ('peek' | 'take').
+-- Both modes first reclaim expired leases and move due keys from the box to the ready set.
+-- peek returns the shard's view {reclaimed, best key, its score, oldest due-since, first box
+-- time, first lease expiry} (false where absent) without leasing; take returns {key or
+-- false, reclaimed, the key's HostState JSON or false, then the view after the lease}.
+local now, floor = tonumber(ARGV[2]), tonumber(ARGV[5])
+local reclaimed = 0
+local expired = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', ARGV[2], 'LIMIT', 0, 100)
+for _, key in ipairs(expired) do reclaimed = reclaimed + reclaim(key, now, floor) end
+local due = redis.call('ZRANGEBYSCORE', P .. 'box', '-inf', ARGV[2], 'LIMIT', 0, 1000)
+for _, key in ipairs(due) do
+  redis.call('ZREM', P .. 'box', key)
+  promote_delayed(key, ARGV[2])
+  local top = redis.call('ZRANGE', P .. 'q:' .. key, 0, 0, 'WITHSCORES')
+  if #top > 0 then
+    redis.call('ZADD', P .. 'ready', top[2], key)
+    redis.call('ZADD', P .. 'due', ARGV[2], key)  -- found due now (queued late: waited less)
+  else
+    local e = earliest(key)
+    if e then schedule(key, math.max(host_times(key), e)) else orphan(key) end
+  end
+end
+local function view()
+  local top = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
+  local oldest = redis.call('ZRANGE', P .. 'due', 0, 0, 'WITHSCORES')
+  local box = redis.call('ZRANGE', P .. 'box', 0, 0, 'WITHSCORES')
+  local leases = redis.call('ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
+  return {reclaimed, top[1] or false, top[2] or false, oldest[2] or false, box[2] or false,
+    leases[2] or false}
+end
+if ARGV[7] == 'peek' then return view() end
+while true do
+  local key
+  local oldest = redis.call('ZRANGE', P .. 'due', 0, 0, 'WITHSCORES')
+  if #oldest > 0 and tonumber(oldest[2]) <= now - tonumber(ARGV[6]) then
+    key = oldest[1]
+  else
+    local top = redis.call('ZRANGE', P .. 'ready', 0, 0)
+    if #top == 0 then return {false, reclaimed, false, view()} end
+    key = top[1]
+  end
+  unready(key)
+  if redis.call('ZCARD', P .. 'q:' .. key) > 0 then
+    if ip_admits(key, now) then
+      redis.call('ZADD', P .. 'leases', ARGV[3], key)
+      redis.call('HSET', P .. 'owner', key, ARGV[4])
+      return {key, reclaimed, redis.call('HGET', P .. 'hosts', key), view()}
+    end
+  else
+    local e = earliest(key)
+    if e then schedule(key, math.max(host_times(key), e)) else orphan(key) end
+  end
+end

@@ -1,0 +1,148 @@
+-- Shared helpers, prepended to every script. ARGV[1] is the key prefix of one shard
+-- (pc:{CRAWL_ID:S}:); KEYS[1], a key under the same hash tag, only routes the call.
+local P = ARGV[1]
+local function fmt(x) return string.format('%.17g', x) end
+local function meta_json(m) return cjson.decode(string.sub(m, 17)) end
+local function host_times(key)
+  local h = redis.call('HGET', P .. 'hosts', key)
+  if not h then return 0, 0 end
+  local d = cjson.decode(h)
+  return tonumber(d.next_allowed) or 0, tonumber(d.last_start) or 0
+end
+-- a HostState saved; parked hosts (repeated failures) indexed by until when, for stats
+local function save_host(key, js)
+  redis.call('HSET', P .. 'hosts', key, js)
+  local until_ = tonumber(cjson.decode(js).parked_until) or 0
+  if until_ > 0 then redis.call('ZADD', P .. 'parked', fmt(until_), key)
+  else redis.call('ZREM', P .. 'parked', key) end
+end
+-- when the key next has a URL to fetch: 0 if one is queued, else its first not_before
+local function earliest(key)
+  if redis.call('ZCARD', P .. 'q:' .. key) > 0 then return 0 end
+  local d = redis.call('ZRANGE', P .. 'd:' .. key, 0, 0, 'WITHSCORES')
+  if #d == 0 then return nil end
+  return tonumber(d[2])
+end
+-- out of the ready set (and its due-since index)
+local function unready(key)
+  redis.call('ZREM', P .. 'ready', key)
+  redis.call('ZREM', P .. 'due', key)
+end
+-- into the penalty box at `when`, unless leased, ready, waiting for its IP, or due sooner
+local function schedule(key, when)
+  if redis.call('ZSCORE', P .. 'leases', key) or redis.call('ZSCORE', P .. 'ready', key) then
+    return
+  end
+  if redis.call('SISMEMBER', P .. 'waiting', key) == 1 then return end
+  local cur = redis.call('ZSCORE', P .. 'box', key)
+  if cur and tonumber(cur) <= when then return end
+  redis.call('ZADD', P .. 'box', fmt(when), key)
+end
+local function enqueue(url, key, js, qscore, nb, front)
+  local seq = redis.call('HINCRBY', P .. 'stat', 'seq', 1)
+  local tag
+  if front then tag = string.format('%016d', 1e15 - seq)
+  else tag = string.format('%016d', 1e15 + seq) end
+  redis.call('HSET', P .. 'meta', url, tag .. js)
+  redis.call('ZADD', P .. 'worst', fmt(-tonumber(qscore)), url)
+  if tonumber(nb) > 0 then
+    redis.call('ZADD', P .. 'd:' .. key, nb, tag .. url)
+  else
+    redis.call('ZADD', P .. 'q:' .. key, qscore, tag .. url)
+  end
+  redis.call('HINCRBY', P .. 'stat', 'queued', 1)
+end
+-- delayed URLs whose not_before has come join the priority queue
+local function promote_delayed(key, now)
+  local ms = redis.call('ZRANGEBYSCORE', P .. 'd:' .. key, '-inf', now)
+  for _, m in ipairs(ms) do
+    redis.call('ZREM', P .. 'd:' .. key, m)
+    local meta = redis.call('HGET', P .. 'meta', string.sub(m, 17))
+    if meta then
+      redis.call('ZADD', P .. 'q:' .. key, fmt(-meta_json(meta).p), m)
+    else
+      redis.call('HINCRBY', P .. 'stat', 'queued', -1)
+      redis.call('ZREM', P .. 'worst', string.sub(m, 17))
+    end
+  end
+end
+-- the IP is free: the first key in its line that still has URLs is scheduled
+local function call_next(ip)
+  while true do
+    local k = redis.call('LPOP', P .. 'ipw:' .. ip)
+    if not k then return end
+    redis.call('SREM', P .. 'waiting', k)
+    local e = earliest(k)
+    if e then
+      local nxt = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
+      schedule(k, math.max(host_times(k), e, nxt))
+      return
+    end
+  end
+end
+-- a key left the schedule with no URL at all: if its IP is free, the line moves on
+local function orphan(key)
+  local ip = redis.call('HGET', P .. 'ipof', key)
+  if ip and redis.call('HEXISTS', P .. 'iphold', ip) == 0 then call_next(ip) end
+end
+-- the IP's next time is at least `nxt`
+local function ip_after(ip, nxt)
+  local cur = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
+  if nxt > cur then redis.call('HSET', P .. 'ipnext', ip, fmt(nxt)) end
+end
+-- a leased key gives its IP back: asked again from `nxt` on, the next key in line called
+local function free_ip(key, nxt)
+  local ip = redis.call('HGET', P .. 'ipof', key)
+  if not ip or redis.call('HGET', P .. 'iphold', ip) ~= key then return end
+  redis.call('HDEL', P .. 'iphold', ip)
+  ip_after(ip, nxt)
+  call_next(ip)
+end
+-- may `key` (with URLs queued) be leased now? Else it waits in its IP's line or for its time
+local function ip_admits(key, now)
+  local ip = redis.call('HGET', P .. 'ipof', key)
+  if not ip then return true end
+  if redis.call('HEXISTS', P .. 'iphold', ip) == 1 then
+    redis.call('RPUSH', P .. 'ipw:' .. ip, key)
+    redis.call('SADD', P .. 'waiting', key)
+    return false
+  end
+  local nxt = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
+  if nxt > now then
+    schedule(key, nxt)
+    return false
+  end
+  redis.call('HSET', P .. 'iphold', ip, key)
+  return true
+end
+-- URLs popped and never finished or pushed back: queued again in their place, as re-fetches
+local function requeue_flight(key)
+  local urls = redis.call('SMEMBERS', P .. 'f:' .. key)
+  for _, url in ipairs(urls) do
+    local m = redis.call('HGET', P .. 'meta', url)
+    if m then
+      local p = meta_json(m).p
+      redis.call('ZADD', P .. 'q:' .. key, fmt(-p), string.sub(m, 1, 16) .. url)
+      redis.call('ZADD', P .. 'worst', fmt(p), url)
+      redis.call('SADD', P .. 'rf', url)
+      redis.call('HINCRBY', P .. 'stat', 'queued', 1)
+    end
+  end
+  redis.call('DEL', P .. 'f:' .. key)
+  return #urls
+end
+-- a lease given up or expired: the key waits its politeness delay from `now`
+local function reclaim(key, now, floor)
+  redis.call('ZREM', P .. 'leases', key)
+  redis.call('HDEL', P .. 'owner', key)
+  free_ip(key, now + floor)  -- the dead worker may have had a request in flight
+  local n = requeue_flight(key)
+  local e = earliest(key)
+  if e then
+    local na, ls = host_times(key)
+    local delay = floor
+    if ls > 0 and na - ls > delay then delay = na - ls end
+    schedule(key, math.max(na, now + delay, e))
+  end
+  return n
+end

@@ -1,0 +1,27 @@
+-- ARGV: P, key, token, host json, next_allowed, last_start, ip_next. Returns 1, or 0 if the
+-- lease was lost (then nothing is scheduled twice).
+local key, na, ls = ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[6])
+local owner = redis.call('HGET', P .. 'owner', key)
+if owner == ARGV[3] then
+  save_host(key, ARGV[4])
+  redis.call('ZREM', P .. 'leases', key)
+  redis.call('HDEL', P .. 'owner', key)
+  free_ip(key, tonumber(ARGV[7]))
+  requeue_flight(key)
+  local e = earliest(key)
+  if e then schedule(key, math.max(na, e)) end
+  return 1
+end
+local ip = redis.call('HGET', P .. 'ipof', key)
+if ip then ip_after(ip, tonumber(ARGV[7])) end  -- a late request still spaces its IP
+if not owner then
+  local _, stored_ls = host_times(key)
+  if ls >= stored_ls then save_host(key, ARGV[4]) end
+  if redis.call('ZSCORE', P .. 'ready', key) then
+    unready(key)
+    redis.call('ZADD', P .. 'box', ARGV[5], key)
+  end
+  local cur = redis.call('ZSCORE', P .. 'box', key)
+  if cur and tonumber(cur) < na then redis.call('ZADD', P .. 'box', ARGV[5], key) end
+end
+return 0
