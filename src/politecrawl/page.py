@@ -16,7 +16,7 @@ Step 4 removes scripts and chrome from the tree, so when a page handler or a sin
 tree it works on a clone (a third of a parse). Nothing here parses a second time.
 
 Pages of ``INLINE_MAX_BYTES`` or less are read on the event loop; bigger ones in a thread
-(``read_page_async``). Measured here (``python bench/pageread.py``): reading costs 0.1 ms for
+(``read_response``). Measured here (``python bench/pageread.py``): reading costs 0.1 ms for
 a 2 KiB page, 0.3 ms at 14 KiB, 0.8 ms at 52 KiB, 1.4 ms at 87 KiB and about 18 ms at
 700 KiB, mostly in ``urls.join`` per link; ``asyncio.to_thread`` costs 55-100 us of CPU per
 call. Below 64 KiB the thread would cost a tenth to a half of the work it moves, and the loop
@@ -28,6 +28,7 @@ holding it for the whole page.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -44,8 +45,8 @@ from politecrawl.urls import join
 __all__ = [
     "INLINE_MAX_BYTES",
     "Page",
+    "read_fetched",
     "read_page",
-    "read_page_async",
     "read_response",
 ]
 
@@ -181,51 +182,19 @@ def read_page(
     )
 
 
-async def read_page_async(
-    body: bytes,
+def read_fetched(
+    res: FetchResult,
     url: str,
-    *,
-    status: int = 200,
-    headers: Iterable[tuple[str, str]] = (),
     product_token: str,
-    header_directives: PageDirectives | None = None,
-    depth: int = 0,
-    score: bool = False,
+    depth: int,
+    *,
+    score: bool,
     keep_tree: bool = False,
 ) -> Page:
-    """``read_page``, in a thread when the body is over ``INLINE_MAX_BYTES``."""
-    if len(body) <= INLINE_MAX_BYTES:
-        return read_page(
-            body,
-            url,
-            status=status,
-            headers=headers,
-            product_token=product_token,
-            header_directives=header_directives,
-            depth=depth,
-            score=score,
-            keep_tree=keep_tree,
-        )
-    return await asyncio.to_thread(
-        read_page,
-        body,
-        url,
-        status=status,
-        headers=list(headers),
-        product_token=product_token,
-        header_directives=header_directives,
-        depth=depth,
-        score=score,
-        keep_tree=keep_tree,
-    )
-
-
-async def read_response(
-    res: FetchResult, url: str, product_token: str, depth: int, *, score: bool, keep_tree: bool
-) -> Page:
-    """The page of a fetched response (its X-Robots-Tag merged with its meta robots)."""
+    """The page of a fetched response, its X-Robots-Tag merged with its meta robots (on the
+    event loop, in a thread, or in a worker process: ``pagework``)."""
     xrt = res.header_all("x-robots-tag")
-    return await read_page_async(
+    return read_page(
         res.body,
         url,
         status=res.status or 0,
@@ -236,3 +205,15 @@ async def read_response(
         score=score,
         keep_tree=keep_tree,
     )
+
+
+async def read_response(
+    res: FetchResult, url: str, product_token: str, depth: int, *, score: bool, keep_tree: bool
+) -> Page:
+    """``read_fetched``, in a thread when the body is over ``INLINE_MAX_BYTES``."""
+    read = functools.partial(
+        read_fetched, res, url, product_token, depth, score=score, keep_tree=keep_tree
+    )
+    if len(res.body) <= INLINE_MAX_BYTES:
+        return read()
+    return await asyncio.to_thread(read)

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 from politecrawl.fetch import FetchResult
 from politecrawl.fingerprint import simhash
-from politecrawl.page import Page, read_page
-from politecrawl.page_directives import from_x_robots_tag
+from politecrawl.page import Page, read_fetched
 from politecrawl.storage.warc import PackedExchange, pack_exchange
 
 
@@ -24,7 +23,7 @@ from politecrawl.storage.warc import PackedExchange, pack_exchange
 class PageWork:
     page: Page
     simhash: int
-    exchange: PackedExchange | None  # None: the records were not built (a handler's page)
+    exchange: PackedExchange
     cpu_s: float = 0.0  # the CPU this job took where it ran
     pid: int = 0  # where it ran: another process's CPU is not in the crawler's own rusage
 
@@ -35,17 +34,7 @@ def do_page_work(
     """Everything costly about a stored page but the decisions. The page's decoded HTML and
     tree are not sent back (``Page.__getstate__``): the crawler needs neither."""
     started = time.process_time()
-    xrt = res.header_all("x-robots-tag")
-    page = read_page(
-        res.body,
-        url,
-        status=res.status or 0,
-        headers=res.headers,
-        product_token=product_token,
-        header_directives=from_x_robots_tag(xrt, product_token) if xrt else None,
-        depth=depth,
-        score=score,
-    )
+    page = read_fetched(res, url, product_token, depth, score=score)
     page.text = ""
     sim, exchange = simhash(page.visible_text), pack_exchange(res)
     return PageWork(page, sim, exchange, time.process_time() - started, os.getpid())
