@@ -235,10 +235,11 @@ class Crawler:
         with the OS, never the other way round."""
         ctx = self.ctx
         ctx.warc.flush()
-        delta = {k: v - self._flushed[k] for k, v in ctx.counters.items() if v != self._flushed[k]}
+        now = Counter(ctx.counters)  # before the await: what turns add meanwhile goes next time
+        delta = {k: v - self._flushed[k] for k, v in now.items() if v != self._flushed[k]}
         if delta:
             await ctx.frontier.add_counters(delta)
-            self._flushed = Counter(ctx.counters)
+            self._flushed = now
         await ctx.frontier.flush()
         ctx.continuity.flush()
 
