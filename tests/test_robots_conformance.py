@@ -25,13 +25,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from politecrawl.robots import (
-    RobotsRules,
-    Verdict,
-    _normalise_pattern,
-    _request_path,
-    product_token,
-)
+from politecrawl.robots import RobotsRules, product_token
+from politecrawl.robotsmatch import Verdict, normalise_pattern, request_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -578,7 +573,7 @@ def test_ID_NonStandardLineExample_Sitemap() -> None:
     ],
 )
 def test_TestGetPathParamsQuery(url: str, path: str) -> None:
-    assert _request_path(url) == path
+    assert request_path(url) == path
 
 
 @pytest.mark.parametrize(
@@ -591,7 +586,7 @@ def test_TestGetPathParamsQuery(url: str, path: str) -> None:
     ],
 )
 def test_TestMaybeEscapePattern(raw: str, escaped: str) -> None:
-    assert _normalise_pattern(raw) == escaped
+    assert normalise_pattern(raw) == escaped
 
 
 # --- RFC 9309 examples -------------------------------------------------------
