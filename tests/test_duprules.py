@@ -10,11 +10,12 @@ from dupweb import DupWeb, FakeClock, PageRef
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from politecrawl.duprules import Rule, RuleLearner, site_key
+from politecrawl.duprules import Rule, RuleLearner
 from politecrawl.fingerprint import exact_fingerprint, simhash
 from politecrawl.parse import parse_page
 from politecrawl.relevance import extract_document
 from politecrawl.urls import canonicalize
+from politecrawl.urlvariants import site_key
 
 H = "http://shop.example"
 

@@ -46,33 +46,41 @@ evidence; sites without rules are forgotten first.
 
 Cost (``bench/dedup.py``): ``apply`` takes 0.1 µs per URL while no site has rules, 1.3-1.5 µs
 when other sites have rules (host lookup), 5-6 µs when the URL's site has four.
+
+This module weighs evidence; the URL anatomy it works on (splitting a URL, how two URLs
+differ, the rewrite itself) is ``urlvariants``.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from politecrawl.errors import ConfigError
+from politecrawl.urlvariants import (
+    CASE,
+    INDEX,
+    PARAM,
+    WWW,
+    CompiledRules,
+    differences,
+    folded_path,
+    group_key,
+    rewrite,
+    section_of,
+    site_key,
+    split_url,
+    witness_of,
+)
 
-__all__ = ["INDEX_FILES", "Rule", "RuleKind", "RuleLearner", "site_key"]
+__all__ = ["Rule", "RuleKind", "RuleLearner"]
 
 RuleKind = Literal["drop_param", "www", "strip_index", "lower_path"]
 
-INDEX_FILES: frozenset[str] = frozenset(
-    {"index.html", "index.htm", "index.php", "index.asp", "index.shtml", "index.jsp",
-     "default.aspx", "default.asp", "default.htm", "default.html"}
-)  # fmt: skip
-"""File names that servers commonly serve for a directory URL."""
-
-_WWW, _CASE = "www", "case"
-_PARAM, _INDEX = "param:", "index:"
 _PENDING_PER_SITE = 32
 _GROUP_SIZE = 8
-_HEX_ESCAPE = re.compile(r"%[0-9a-f]{2}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,139 +109,11 @@ class Rule:
         return f"{self.host}: {what} ({pairs})"
 
 
-def site_key(host: str) -> str:
-    """The host with a leading ``www.`` removed: ``www.a.com`` and ``a.com`` are one site."""
-    return host[4:] if host.startswith("www.") else host
-
-
-@dataclass(slots=True)
-class _Parts:
-    prefix: str  # "http://"
-    host: str
-    port: str  # ":8080" or ""
-    path: str
-    query: str | None
-
-
-def _split(url: str) -> _Parts | None:
-    """A canonical absolute URL in parts, or None if it does not look like one."""
-    start = url.find("://")
-    if start <= 0:
-        return None
-    start += 3
-    end = len(url)
-    for mark in "/?#":
-        pos = url.find(mark, start)
-        if 0 <= pos < end:
-            end = pos
-    hostport = url[start:end]
-    if hostport.startswith("["):
-        close = hostport.find("]")
-        host, port = hostport[: close + 1], hostport[close + 1 :]
-    else:
-        host, colon, port = hostport.partition(":")
-        port = colon + port
-    rest = url[end:].partition("#")[0]
-    path, qmark, query = rest.partition("?")
-    return _Parts(url[:start], host.lower(), port, path or "/", query if qmark else None)
-
-
-def _params(query: str | None) -> dict[str, list[str]]:
-    """Parameter name -> its values (in order); a bare ``flag`` has the value ``""``."""
-    out: dict[str, list[str]] = {}
-    if query:
-        for item in query.split("&"):
-            if item:
-                name, _, value = item.partition("=")
-                out.setdefault(name, []).append(value)
-    return out
-
-
-def _strip_index(path: str) -> tuple[str, str | None]:
-    """(path without a trailing index file, the file) — the file matched in lower case only."""
-    slash = path.rfind("/")
-    last = path[slash + 1 :]
-    if last in INDEX_FILES:
-        return path[: slash + 1], last
-    return path, None
-
-
-def _lower_path(path: str) -> str:
-    """Lower-case a path but keep percent-escapes in canonical upper-case hex."""
-    low = path.lower()
-    if "%" in path:
-        low = _HEX_ESCAPE.sub(lambda m: m.group().upper(), low)
-    return low
-
-
-def _section(path: str) -> str:
-    """A path's section: its lower-cased first segment, "/articles/" (or "/item.php", "/")."""
-    slash = path.find("/", 1)
-    return (path if slash < 0 else path[: slash + 1]).lower()
-
-
-def _folded_path(path: str) -> str:
-    """Lower-cased, without a trailing index file: how variants of one path compare."""
-    low = path.lower()
-    slash = low.rfind("/")
-    return low[: slash + 1] if low[slash + 1 :] in INDEX_FILES else low
-
-
-def _group_key(parts: _Parts) -> str:
-    """Where variants of one page meet: site, lower-cased path without an index file."""
-    return site_key(parts.host) + parts.port + " " + _folded_path(parts.path)
-
-
-def _witness(a: _Parts, b: _Parts) -> str:
-    """What two URLs have in common (path, equal parameters): which page a pair is about."""
-    qa, qb = _params(a.query), _params(b.query)
-    common = sorted(f"{n}={v}" for n, vals in qa.items() if qb.get(n) == vals for v in vals)
-    return _folded_path(a.path) + "?" + "&".join(common)
-
-
-def _differences(a: _Parts, b: _Parts) -> frozenset[str] | None:
-    """How two URLs of one site differ, as dimension names; None if not by rule kinds."""
-    if a.prefix != b.prefix or a.port != b.port or site_key(a.host) != site_key(b.host):
-        return None
-    dims: set[str] = set()
-    if a.host != b.host:
-        dims.add(_WWW)
-    if a.path != b.path:
-        pa, fa = _strip_index(a.path)
-        pb, fb = _strip_index(b.path)
-        if fa != fb:
-            if fa is not None:
-                dims.add(_INDEX + fa)
-            if fb is not None:
-                dims.add(_INDEX + fb)
-        if pa != pb:
-            if pa.lower() != pb.lower():
-                return None  # different paths: not one page under two spellings
-            dims.add(_CASE)
-    if a.query != b.query:
-        qa, qb = _params(a.query), _params(b.query)
-        for name in qa.keys() | qb.keys():
-            if qa.get(name) != qb.get(name):
-                dims.add(_PARAM + name)
-    return frozenset(dims)
-
-
 @dataclass(slots=True)
 class _Evidence:
     support: int = 0
     contra: int = 0
     pages: list[str] = field(default_factory=list)  # distinct witnesses, up to min_support
-
-
-@dataclass(slots=True)
-class _Compiled:
-    """A site's active rules in the shape ``apply`` wants."""
-
-    www: str | None = None  # "www" / "bare"
-    lower: bool = False
-    index: frozenset[str] = frozenset()
-    params: frozenset[str] = frozenset()  # dropped everywhere on the site
-    section_params: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -278,7 +158,7 @@ class RuleLearner:
         self._rule_sites: Counter[str] = Counter()
         self._contra_sites: Counter[str] = Counter()
         self._sites: OrderedDict[str, _Site] = OrderedDict()  # least recently observed first
-        self._compiled: dict[str, _Compiled] = {}  # site key -> rules, only sites with rules
+        self._compiled: dict[str, CompiledRules] = {}  # site key -> rules, only sites with rules
         self._new: list[Rule] = []
         self._revoked: list[Rule] = []
         self._groups: OrderedDict[str, list[_Seen]] = OrderedDict()
@@ -305,10 +185,10 @@ class RuleLearner:
         that the current rules already rewrite to this URL (or the URL itself, refetched) is
         replaced rather than compared.
         """
-        parts = _split(url)
+        parts = split_url(url)
         if parts is None:
             return
-        key = _group_key(parts)
+        key = group_key(parts)
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = []
@@ -336,10 +216,10 @@ class RuleLearner:
         group[:] = kept[-_GROUP_SIZE:]
 
     def _observe(self, url_a: str, url_b: str, *, same: bool) -> None:
-        a, b = _split(url_a), _split(url_b)
+        a, b = split_url(url_a), split_url(url_b)
         if a is None or b is None:
             return
-        dims = _differences(a, b)
+        dims = differences(a, b)
         if not dims:
             return
         key = site_key(a.host)
@@ -350,11 +230,11 @@ class RuleLearner:
                 self._forget_sites()
         else:
             self._sites.move_to_end(key)
-        section = _section(_folded_path(a.path))
+        section = section_of(folded_path(a.path))
         if same:
-            if _WWW in dims:
+            if WWW in dims:
                 site.www_votes[1 if a.host.startswith("www.") else 0] += 1
-            self._support(key, site, dims, section, _witness(a, b))
+            self._support(key, site, dims, section, witness_of(a, b))
         else:
             self._contradict(key, site, dims, section)
 
@@ -368,11 +248,11 @@ class RuleLearner:
     @staticmethod
     def _evidence_dim(dim: str, section: str) -> str:
         """Parameters are judged per section ("param:sort@/news/"), the rest per site."""
-        return f"{dim}@{section}" if dim.startswith(_PARAM) else dim
+        return f"{dim}@{section}" if dim.startswith(PARAM) else dim
 
     @staticmethod
     def _explained(site: _Site, dim: str, section: str) -> bool:
-        return dim in site.active or (dim.startswith(_PARAM) and f"{dim}@{section}" in site.active)
+        return dim in site.active or (dim.startswith(PARAM) and f"{dim}@{section}" in site.active)
 
     def _support(
         self, key: str, site: _Site, dims: frozenset[str], section: str, page: str
@@ -458,13 +338,13 @@ class RuleLearner:
     def _rule(self, key: str, site: _Site, dim: str) -> Rule:
         ev = site.evidence.get(dim)
         support = 0 if ev is None else ev.support
-        if dim == _WWW:
+        if dim == WWW:
             return Rule(key, "www", site.www_keep or _www_keep(site.www_votes), support)
-        if dim == _CASE:
+        if dim == CASE:
             return Rule(key, "lower_path", None, support)
-        if dim.startswith(_INDEX):
-            return Rule(key, "strip_index", dim[len(_INDEX) :], support)
-        param, at, section = dim[len(_PARAM) :].partition("@")
+        if dim.startswith(INDEX):
+            return Rule(key, "strip_index", dim[len(INDEX) :], support)
+        param, at, section = dim[len(PARAM) :].partition("@")
         if not at:  # site-wide: the evidence is its sections'
             prefix = dim + "@"
             support = sum(e.support for d, e in site.evidence.items() if d.startswith(prefix))
@@ -474,21 +354,21 @@ class RuleLearner:
         if not site.active:
             self._compiled.pop(key, None)
             return
-        if _WWW in site.active and site.www_keep is None:
+        if WWW in site.active and site.www_keep is None:
             site.www_keep = _www_keep(site.www_votes)
         by_section: dict[str, set[str]] = {}
         site_params: set[str] = set()
         for dim in site.active:
-            if dim.startswith(_PARAM):
-                param, at, section = dim[len(_PARAM) :].partition("@")
+            if dim.startswith(PARAM):
+                param, at, section = dim[len(PARAM) :].partition("@")
                 if at:
                     by_section.setdefault(section, set()).add(param)
                 else:
                     site_params.add(param)
-        self._compiled[key] = _Compiled(
-            site.www_keep if _WWW in site.active else None,
-            _CASE in site.active,
-            frozenset(d[len(_INDEX) :] for d in site.active if d.startswith(_INDEX)),
+        self._compiled[key] = CompiledRules(
+            site.www_keep if WWW in site.active else None,
+            CASE in site.active,
+            frozenset(d[len(INDEX) :] for d in site.active if d.startswith(INDEX)),
             frozenset(site_params),
             {
                 sec: frozenset(ps - site_params)
@@ -541,7 +421,7 @@ class RuleLearner:
         rules = compiled.get(host[4:] if host.startswith("www.") else host)
         if rules is None or "?" in host or "#" in host:
             return url
-        return _rewrite(url, start, end, rules)
+        return rewrite(url, start, end, rules)
 
     # -- persistence ---------------------------------------------------------------------------
 
@@ -593,37 +473,3 @@ def _www_keep(votes: list[int]) -> str:
     """The host form kept: the one fetched first in most pairs (ties: the bare host)."""
     bare, www = votes
     return "www" if www > bare else "bare"
-
-
-def _rewrite(url: str, start: int, end: int, rules: _Compiled) -> str:
-    """Apply a site's rules; ``url[start:end]`` is the authority."""
-    hostport = url[start:end]
-    if rules.www == "bare":
-        if hostport.startswith("www."):
-            hostport = hostport[4:]
-    elif rules.www == "www" and not hostport.startswith("www."):
-        hostport = "www." + hostport
-    rest = url[end:]
-    qmark = rest.find("?")
-    if qmark < 0:
-        path, query = rest, None
-    else:
-        path, query = rest[:qmark], rest[qmark + 1 :]
-    if rules.lower:
-        path = _lower_path(path)
-    if rules.index:
-        slash = path.rfind("/")
-        if path[slash + 1 :] in rules.index:
-            path = path[: slash + 1]
-    if query:
-        params = rules.params
-        if rules.section_params:
-            extra = rules.section_params.get(_section(path))
-            if extra:
-                params = params | extra
-        if params:
-            kept = "&".join(i for i in query.split("&") if i.partition("=")[0] not in params)
-            query = kept or None  # as canonicalize does: no "?" before an empty query
-    if query is None:
-        return url[:start] + hostport + path
-    return url[:start] + hostport + path + "?" + query
