@@ -133,8 +133,8 @@ def load_targets() -> dict[str, Target]:
     from politecrawl import outcome, page_directives, sitemaps, textdecode
     from politecrawl import parse as parse_module
     from politecrawl.config import validate_user_agent
+    from politecrawl.contentcoding import decompress
     from politecrawl.errors import ConfigError, UrlError
-    from politecrawl.fetch import decompress
     from politecrawl.parse import parse_page
     from politecrawl.robots import RobotsRules
     from politecrawl.urls import canonicalize, join

@@ -21,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from politecrawl.config import FetchConfig
-from politecrawl.fetch import Fetcher, FetchResult, _classify_error, _Decoder, decompress
+from politecrawl.contentcoding import Decoder, decompress
+from politecrawl.fetch import Fetcher, FetchResult, _classify_error
 from politecrawl.outcome import Drop, DropReason, Redirect, Retry, classify
 
 UA = "testbot/1.0 (+http://bot.example/info)"
@@ -177,7 +178,7 @@ def test_decoder_equals_plain_cut(data: bytes, cap: int, encoding: str, cuts: li
     header = "deflate" if encoding == "deflate-raw" else encoding
     assert decompress(raw, header, cap) == (data[:cap], len(data) > cap)
     # fed in arbitrary pieces, as it is while streaming, it says the same
-    dec = _Decoder(header, cap)
+    dec = Decoder(header, cap)
     prev = 0
     for cut in [*sorted(c % (len(raw) + 1) for c in cuts), len(raw)]:
         dec.feed(raw[prev:cut])
@@ -230,7 +231,7 @@ def test_decompress_identity_and_empty() -> None:
 
 async def test_failed_lookups_are_cached() -> None:
     """A fake at the system-resolver seam: a real failing lookup would need a DNS server."""
-    from politecrawl.fetch import GuardedResolver
+    from politecrawl.resolver import GuardedResolver
 
     r = GuardedResolver((), allow_private=False)
     calls = 0

@@ -22,9 +22,10 @@ from test_hostile import hostile_crawl_config
 from politecrawl import Crawler
 from politecrawl.config import FetchConfig
 from politecrawl.errors import UrlError
-from politecrawl.fetch import Fetcher, FetchResult, GuardedResolver, _Refused, is_public_address
+from politecrawl.fetch import Fetcher, FetchResult
 from politecrawl.outcome import Drop, DropReason, classify
 from politecrawl.parse import parse_page
+from politecrawl.resolver import GuardedResolver, Refused, is_public_address
 from politecrawl.storage.logs import read_jsonl
 from politecrawl.urls import canonicalize, join
 
@@ -106,7 +107,7 @@ def test_private_addresses(addr: str) -> None:
 def test_resolver_check_refuses_unless_allowed() -> None:
     guarded = GuardedResolver((), allow_private=False)
     for addr in ("127.0.0.1", "10.1.2.3", "::ffff:127.0.0.1", "169.254.169.254"):
-        with pytest.raises(_Refused):
+        with pytest.raises(Refused):
             guarded.check(addr)
     guarded.check("8.8.8.8")
     GuardedResolver((), allow_private=True).check("127.0.0.1")
@@ -118,7 +119,7 @@ def test_resolver_check_refuses_unless_allowed() -> None:
 async def test_resolver_refuses_names_pinned_to_private(addr: str) -> None:
     guarded = GuardedResolver((f"evil.test:80:{addr}", "*.evil.test:80:" + addr), False)
     for host in ("evil.test", "a.b.evil.test"):
-        with pytest.raises(_Refused):
+        with pytest.raises(Refused):
             await guarded.resolve(host, 80)
     await guarded.close()
 

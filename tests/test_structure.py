@@ -57,10 +57,11 @@ def test_one_exception_root_and_every_error_is_raised() -> None:
 
 def test_constructors_refuse_user_input_with_config_error() -> None:
     """No ``raise ValueError`` for a bad argument: ConfigError (also a ValueError) instead.
-    (fetch's decoders refuse a server's Content-Encoding, not a user's input: that error
-    stays inside the fetch boundary and becomes a ``FetchResult`` value.)"""
+    (contentcoding's decoder, used by fetch, refuses a server's Content-Encoding, not a
+    user's input: that error stays inside the fetch boundary and becomes a ``FetchResult``
+    value.)"""
     for path, text in _all_sources().items():
-        if path.name == "fetch.py":
+        if path.name == "contentcoding.py":
             continue
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef) and node.name in ("__init__", "__post_init__"):

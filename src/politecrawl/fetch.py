@@ -5,26 +5,26 @@ the body with a size cap, abandons non-HTML bodies after the headers, and connec
 addresses the guard approved (the check happens inside the resolver aiohttp connects with,
 so DNS cannot be re-bound between check and connect). aiohttp's exceptions are mapped to
 politecrawl's here and nowhere else; the caller always gets a ``FetchResult``.
+
+The address guard is ``resolver`` (``GuardedResolver``) and the bounded Content-Encoding
+decoder ``contentcoding``; this module makes the request and reads the answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import ipaddress
 import logging
-import socket
 import time
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-import brotli
-from aiohttp.abc import AbstractResolver, ResolveResult
 
-from politecrawl.config import FetchConfig, parse_resolve_rule
+from politecrawl.config import FetchConfig
+from politecrawl.contentcoding import Decoder
 from politecrawl.errors import AddressRefused, FetchError
+from politecrawl.resolver import GuardedResolver, Refused, ip_literal
 
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 _ACCEPT_ENCODING = "gzip, deflate, br"
@@ -93,53 +93,6 @@ class FetchResult:
         return len(self.raw_body)
 
 
-def is_public_address(addr: str) -> bool:
-    """False for loopback, private, link-local, multicast, reserved, unspecified addresses.
-
-    IPv6 addresses that carry an IPv4 address are judged by it too: IPv4-mapped
-    (``::ffff:127.0.0.1``) and 6to4 (``2002:7f00:1::``, routed towards the embedded address);
-    deprecated site-local ``fec0::/10`` counts as private (Python calls it global).
-    """
-    try:
-        ip = ipaddress.ip_address(addr.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return _is_public(ip.ipv4_mapped)
-        if ip.is_site_local:
-            return False
-        if ip.sixtofour is not None and not _is_public(ip.sixtofour):
-            return False
-    return _is_public(ip)
-
-
-def _is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_link_local)
-
-
-def _ip_literal(host: str) -> str | None:
-    """The address a host names by itself, or None for a name to resolve.
-
-    Besides ``1.2.3.4`` and ``[::1]`` this catches what ``getaddrinfo`` would read as an
-    address without any lookup (``127.1``, ``2130706433``, ``0x7f.0.0.1``, a trailing dot),
-    so every address literal is checked here, never resolved.
-    """
-    host = host.strip("[]").rstrip(".")
-    try:
-        return str(ipaddress.ip_address(host))
-    except ValueError:
-        pass
-    if host and all(c in "0123456789abcdefxABCDEFX." for c in host) and host[0].isdigit():
-        try:
-            return socket.inet_ntoa(socket.inet_aton(host))
-        except OSError:
-            return None
-    return None
-
-
-_NEGATIVE_DNS_TTL_S = 300.0
-
 # the peer address of the connection a request got, read when the connection is handed out:
 # by the time ``session.get`` returns, aiohttp may already have released a connection whose
 # body arrived with the headers, and the address can no longer be asked for
@@ -158,212 +111,6 @@ class _PeerConnector(aiohttp.TCPConnector):
             if peer:
                 sink.append(str(peer[0]))
         return conn
-
-
-class _Refused(OSError):
-    """Raised inside the resolver so aiohttp wraps it; unwrapped to AddressRefused."""
-
-
-class GuardedResolver(AbstractResolver):
-    """Resolver with curl-style ``--resolve`` overrides and the private-address guard."""
-
-    def __init__(self, rules: tuple[str, ...], allow_private: bool) -> None:
-        self._exact: dict[tuple[str, int], str] = {}
-        self._wild: list[tuple[str, int, str]] = []
-        for rule in rules:
-            host, port, addr = parse_resolve_rule(rule)
-            if host.startswith("*."):
-                self._wild.append((host[1:], port, addr))
-            else:
-                self._exact[(host, port)] = addr
-        self._allow_private = allow_private
-        self._inner: AbstractResolver | None = None  # made on first use (needs a loop)
-        # aiohttp caches answers (ttl_dns_cache) but not failures: a dead domain linked from
-        # a thousand pages would cost a thousand lookups without this negative cache
-        self._failed: dict[str, tuple[float, OSError]] = {}
-        self.negative_ttl_s = _NEGATIVE_DNS_TTL_S
-
-    def override(self, host: str, port: int) -> str | None:
-        addr = self._exact.get((host, port))
-        if addr is None:
-            for suffix, p, a in self._wild:
-                if p == port and host.endswith(suffix):
-                    return a
-        return addr
-
-    def check(self, addr: str) -> None:
-        if not self._allow_private and not is_public_address(addr):
-            raise _Refused(f"address {addr} is private, loopback or reserved")
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        addr = self.override(host.lower(), port)
-        if addr is not None:
-            fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
-            results: list[ResolveResult] = [
-                {
-                    "hostname": host,
-                    "host": addr,
-                    "port": port,
-                    "family": fam,
-                    "proto": 0,
-                    "flags": socket.AI_NUMERICHOST,
-                }
-            ]
-        else:
-            failed = self._failed.get(host)
-            if failed is not None and failed[0] > time.monotonic():
-                raise failed[1]
-            if self._inner is None:
-                self._inner = aiohttp.ThreadedResolver()
-            try:
-                results = await self._inner.resolve(host, port, family)
-            except OSError as exc:
-                if len(self._failed) > 100_000:
-                    self._failed.clear()
-                self._failed[host] = (time.monotonic() + self.negative_ttl_s, exc)
-                raise
-        allowed = []
-        for r in results:
-            try:
-                self.check(r["host"])
-            except _Refused:
-                continue
-            allowed.append(r)
-        if not allowed:
-            raise _Refused(
-                f"{host} resolves only to refused addresses "
-                f"({', '.join(r['host'] for r in results)})"
-            )
-        return allowed
-
-    async def close(self) -> None:
-        if self._inner is not None:
-            await self._inner.close()
-
-
-_ZLIB_KINDS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": 0}
-_ENCODINGS = frozenset({"", "identity", "br", *_ZLIB_KINDS})
-
-
-def _has_zlib_header(data: bytes) -> bool:
-    """RFC 1950 wrapper present? (``deflate`` is often sent raw, without it.)"""
-    return len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
-
-
-class _Decoder:
-    """Undoes a Content-Encoding piece by piece, never producing more than ``limit`` bytes.
-
-    Each piece is asked for at most one byte more than the room left, so ``overflow`` says
-    exactly whether the decoded body is longer than ``limit`` without inflating the rest: a
-    10 GB gzip bomb costs ``limit`` bytes of output and the input that produced them.
-    Raises ValueError on an unsupported encoding or a corrupt stream.
-    """
-
-    __slots__ = (
-        "_br",
-        "_done",
-        "_fed",
-        "_out",
-        "_pending",
-        "_z",
-        "kind",
-        "limit",
-        "overflow",
-        "size",
-    )
-
-    def __init__(self, encoding: str, limit: int) -> None:
-        kind = encoding.strip().lower()
-        if kind not in _ENCODINGS:
-            raise ValueError(f"unsupported Content-Encoding {encoding.strip()[:40]!r}")
-        self.kind = "identity" if kind == "" else kind
-        self.limit = limit
-        self.size = 0
-        self.overflow = False  # there is more decoded body than ``limit``
-        self._out: list[bytes] = []
-        self._z: Any = None  # zlib.Decompress of the current gzip member / deflate stream
-        self._br: Any = brotli.Decompressor() if kind == "br" else None
-        self._pending = b""  # bytes held back until a stream's first two bytes are known
-        self._done = False  # a stream ended; what follows is ignored (trailing garbage)
-        self._fed = False
-
-    @property
-    def finished(self) -> bool:
-        """The encoded stream ended properly (or there was no body at all)."""
-        if self.kind == "identity" or not self._fed or self._done:
-            return True
-        if self.kind == "br":
-            return bool(self._br.is_finished())
-        return self._z is not None and bool(self._z.eof)
-
-    def body(self) -> bytes:
-        return b"".join(self._out)
-
-    def _emit(self, data: bytes) -> None:
-        room = self.limit - self.size
-        if len(data) > room:
-            data = data[:room]
-            self.overflow = True
-        if data:
-            self._out.append(data)
-            self.size += len(data)
-
-    def feed(self, data: bytes) -> None:
-        if self.overflow or self._done or not data:
-            return
-        self._fed = True
-        if self.kind == "identity":
-            self._emit(data)
-        elif self.kind == "br":
-            self._feed_br(data)
-        else:
-            self._feed_zlib(data)
-
-    def _feed_br(self, data: bytes) -> None:
-        if self._br.is_finished():
-            self._done = True
-            return
-        try:
-            out = self._br.process(data, output_buffer_limit=self.limit - self.size + 1)
-        except brotli.error:
-            raise ValueError("corrupt brotli body") from None
-        self._emit(out)
-
-    def _feed_zlib(self, data: bytes) -> None:
-        while data and not self.overflow:
-            z = self._z
-            if z is None or z.eof:
-                data, self._pending = self._pending + data, b""
-                if len(data) < 2:
-                    self._pending = data
-                    return
-                if z is not None and not (self.kind != "deflate" and data[:2] == b"\x1f\x8b"):
-                    self._done = True  # bytes after the end of the stream: ignored
-                    return
-                wbits = _ZLIB_KINDS[self.kind] or (
-                    zlib.MAX_WBITS if _has_zlib_header(data) else -zlib.MAX_WBITS
-                )
-                z = self._z = zlib.decompressobj(wbits)
-            try:
-                out = z.decompress(data, self.limit - self.size + 1)
-            except zlib.error:
-                raise ValueError(f"corrupt {self.kind} body") from None
-            self._emit(out)
-            data = z.unused_data if z.eof else b""  # gzip allows several members
-
-
-def decompress(raw: bytes, encoding: str, max_bytes: int) -> tuple[bytes, bool]:
-    """Undo Content-Encoding, never producing more than ``max_bytes`` (bomb-proof).
-
-    Returns (body, truncated): truncated when the decoded body is longer than ``max_bytes``
-    or the encoded stream stops before its end. Raises ValueError on a corrupt stream or an
-    unsupported encoding. ``deflate`` is accepted with and without the zlib wrapper.
-    """
-    dec = _Decoder(encoding, max_bytes)
-    dec.feed(raw)
-    return dec.body(), dec.overflow or not dec.finished
 
 
 class InvalidTarget(FetchError):
@@ -497,12 +244,12 @@ class Fetcher:
         u = URL(url)
         if u.scheme not in ("http", "https"):
             raise InvalidTarget(f"scheme {u.scheme[:20]!r} is never fetched")
-        addr = _ip_literal(u.host or "")
+        addr = ip_literal(u.host or "")
         if addr is None:
             return
         try:
             self.resolver.check(addr)
-        except _Refused as exc:
+        except Refused as exc:
             raise AddressRefused(str(exc)) from None
 
     def _is_html(self, res: FetchResult) -> bool:
@@ -519,9 +266,9 @@ class Fetcher:
         what the server sent, only the decoded ``body`` stops at the error.
         """
         cap = self.cfg.max_size_bytes
-        decoder: _Decoder | None
+        decoder: Decoder | None
         try:
-            decoder = _Decoder(res.header("content-encoding") or "", cap)
+            decoder = Decoder(res.header("content-encoding") or "", cap)
         except ValueError as exc:
             decoder = None
             res.error, res.error_detail = "bad_encoding", str(exc)
@@ -621,12 +368,12 @@ def _classify_error(exc: BaseException) -> tuple[str, str]:
     detail = f"{type(exc).__name__}: {exc}"[:300]
     if isinstance(exc, aiohttp.ClientConnectorError):
         inner: Any = getattr(exc, "os_error", None)
-        if isinstance(inner, _Refused):
+        if isinstance(inner, Refused):
             return "address_refused", str(inner)
         if isinstance(exc, aiohttp.ClientConnectorDNSError):
             return "dns", detail
         return "connect", detail
-    if isinstance(exc, _Refused):
+    if isinstance(exc, Refused):
         return "address_refused", str(exc)
     if isinstance(exc, TimeoutError):  # includes aiohttp.ServerTimeoutError
         return "timeout", detail

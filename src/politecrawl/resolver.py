@@ -1,0 +1,154 @@
+"""Which addresses the crawler may connect to: the guarded resolver aiohttp connects with.
+
+The check is made inside the resolver, so the address that was approved is the address that
+is connected to (DNS cannot be re-bound between check and connect). Here too: curl-style
+``--resolve`` overrides, a negative cache for names that do not resolve, and the reading of
+host names that are addresses by themselves (``ip_literal``: ``127.1``, ``0x7f.0.0.1``...),
+which ``fetch.Fetcher`` checks itself because aiohttp skips the resolver for them.
+Kept apart from ``fetch`` because it is the security boundary of every request and is
+tested on its own (tests/test_security.py).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from politecrawl.config import parse_resolve_rule
+
+__all__ = ["GuardedResolver", "Refused", "ip_literal", "is_public_address"]
+
+
+def is_public_address(addr: str) -> bool:
+    """False for loopback, private, link-local, multicast, reserved, unspecified addresses.
+
+    IPv6 addresses that carry an IPv4 address are judged by it too: IPv4-mapped
+    (``::ffff:127.0.0.1``) and 6to4 (``2002:7f00:1::``, routed towards the embedded address);
+    deprecated site-local ``fec0::/10`` counts as private (Python calls it global).
+    """
+    try:
+        ip = ipaddress.ip_address(addr.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return _is_public(ip.ipv4_mapped)
+        if ip.is_site_local:
+            return False
+        if ip.sixtofour is not None and not _is_public(ip.sixtofour):
+            return False
+    return _is_public(ip)
+
+
+def _is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_link_local)
+
+
+def ip_literal(host: str) -> str | None:
+    """The address a host names by itself, or None for a name to resolve.
+
+    Besides ``1.2.3.4`` and ``[::1]`` this catches what ``getaddrinfo`` would read as an
+    address without any lookup (``127.1``, ``2130706433``, ``0x7f.0.0.1``, a trailing dot),
+    so every address literal is checked here, never resolved.
+    """
+    host = host.strip("[]").rstrip(".")
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    if host and all(c in "0123456789abcdefxABCDEFX." for c in host) and host[0].isdigit():
+        try:
+            return socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
+
+
+_NEGATIVE_DNS_TTL_S = 300.0
+
+
+class Refused(OSError):
+    """Raised inside the resolver so aiohttp wraps it; unwrapped to AddressRefused."""
+
+
+class GuardedResolver(AbstractResolver):
+    """Resolver with curl-style ``--resolve`` overrides and the private-address guard."""
+
+    def __init__(self, rules: tuple[str, ...], allow_private: bool) -> None:
+        self._exact: dict[tuple[str, int], str] = {}
+        self._wild: list[tuple[str, int, str]] = []
+        for rule in rules:
+            host, port, addr = parse_resolve_rule(rule)
+            if host.startswith("*."):
+                self._wild.append((host[1:], port, addr))
+            else:
+                self._exact[(host, port)] = addr
+        self._allow_private = allow_private
+        self._inner: AbstractResolver | None = None  # made on first use (needs a loop)
+        # aiohttp caches answers (ttl_dns_cache) but not failures: a dead domain linked from
+        # a thousand pages would cost a thousand lookups without this negative cache
+        self._failed: dict[str, tuple[float, OSError]] = {}
+        self.negative_ttl_s = _NEGATIVE_DNS_TTL_S
+
+    def override(self, host: str, port: int) -> str | None:
+        addr = self._exact.get((host, port))
+        if addr is None:
+            for suffix, p, a in self._wild:
+                if p == port and host.endswith(suffix):
+                    return a
+        return addr
+
+    def check(self, addr: str) -> None:
+        if not self._allow_private and not is_public_address(addr):
+            raise Refused(f"address {addr} is private, loopback or reserved")
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        addr = self.override(host.lower(), port)
+        if addr is not None:
+            fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+            results: list[ResolveResult] = [
+                {
+                    "hostname": host,
+                    "host": addr,
+                    "port": port,
+                    "family": fam,
+                    "proto": 0,
+                    "flags": socket.AI_NUMERICHOST,
+                }
+            ]
+        else:
+            failed = self._failed.get(host)
+            if failed is not None and failed[0] > time.monotonic():
+                raise failed[1]
+            if self._inner is None:
+                self._inner = aiohttp.ThreadedResolver()
+            try:
+                results = await self._inner.resolve(host, port, family)
+            except OSError as exc:
+                if len(self._failed) > 100_000:
+                    self._failed.clear()
+                self._failed[host] = (time.monotonic() + self.negative_ttl_s, exc)
+                raise
+        allowed = []
+        for r in results:
+            try:
+                self.check(r["host"])
+            except Refused:
+                continue
+            allowed.append(r)
+        if not allowed:
+            raise Refused(
+                f"{host} resolves only to refused addresses "
+                f"({', '.join(r['host'] for r in results)})"
+            )
+        return allowed
+
+    async def close(self) -> None:
+        if self._inner is not None:
+            await self._inner.close()
