@@ -1,4 +1,5 @@
-"""Tests for politecrawl.urls: normalisation table, RFC 3986 resolution, filters, scope."""
+"""Tests for politecrawl.urls and urlfilters: normalisation table, RFC 3986 resolution, filters,
+scope."""
 
 from __future__ import annotations
 
@@ -7,23 +8,25 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from politecrawl.errors import ConfigError, UrlError
-from politecrawl.urls import (
+from politecrawl.urlfilters import (
     DEFAULT_BLOCKED_EXTENSIONS,
     ExtensionFilter,
     Scope,
     TrapLimits,
+    parse_allow_file,
+    parse_domain_list,
+    path_extension,
+    trap_reason,
+)
+from politecrawl.urls import (
     canonicalize,
     host_of,
     is_subdomain_of,
     join,
     origin_of,
-    parse_allow_file,
-    parse_domain_list,
-    path_extension,
     politeness_key,
     registered_domain,
     robots_url,
-    trap_reason,
 )
 
 # --------------------------------------------------------------------------- canonicalize

@@ -24,17 +24,14 @@ from politecrawl.exclusions import NeverCrawlList
 from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
 from politecrawl.outcome import DropReason
 from politecrawl.traps import UrlSpaces
-from politecrawl.urls import (
+from politecrawl.urlfilters import (
     DEFAULT_BLOCKED_EXTENSIONS,
     ExtensionFilter,
     Scope,
     TrapLimits,
-    canonicalize,
-    host_of,
-    origin_of,
-    politeness_key,
     trap_reason,
 )
+from politecrawl.urls import canonicalize, host_of, origin_of, politeness_key
 
 HOST_URLS = "host_urls:"  # counter prefix: URLs admitted per host (--max-urls-per-host)
 

@@ -235,7 +235,12 @@ def cmd_segment(args: argparse.Namespace) -> int:
     from politecrawl.admission import Gate
     from politecrawl.exclusions import NeverCrawlList
     from politecrawl.segments import build
-    from politecrawl.urls import DEFAULT_BLOCKED_EXTENSIONS, ExtensionFilter, Scope, TrapLimits
+    from politecrawl.urlfilters import (
+        DEFAULT_BLOCKED_EXTENSIONS,
+        ExtensionFilter,
+        Scope,
+        TrapLimits,
+    )
 
     if args.scope not in ("host", "domain", "any"):
         raise ConfigError(f"--scope must be host, domain or any, got {args.scope!r}")

@@ -12,7 +12,7 @@ import logging
 import os
 from pathlib import Path
 
-from politecrawl.urls import parse_domain_list
+from politecrawl.urlfilters import parse_domain_list
 
 log = logging.getLogger("politecrawl.exclusions")
 
