@@ -130,7 +130,7 @@ class Target:
 
 def load_targets() -> dict[str, Target]:
     """Import the modules under test (late: the atheris child instruments them first)."""
-    from politecrawl import outcome, page_directives, sitemaps, textdecode
+    from politecrawl import outcome, page_directives, sitemapresult, sitemaps, textdecode
     from politecrawl import parse as parse_module
     from politecrawl.config import validate_user_agent
     from politecrawl.contentcoding import decompress
@@ -271,7 +271,7 @@ def load_targets() -> dict[str, Target]:
         sm = sitemaps.parse_sitemap(
             body, url=text(url), content_type=text(ctype), max_urls=max_urls
         )
-        check(sm.error is None or sm.error in sitemaps._ERROR_RANK, f"error {sm.error!r}")
+        check(sm.error is None or sm.error in sitemapresult.ERROR_RANK, f"error {sm.error!r}")
         check(len(sm.pages) + len(sm.children) <= max_urls, "max_urls exceeded")
         for e in sm.pages + sm.children:
             check(canonicalize(e.url) == e.url, f"entry URL not canonical: {e.url!r}")

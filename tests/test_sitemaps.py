@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from politecrawl import sitemaps
-from politecrawl.sitemaps import MAX_UNCOMPRESSED, Sitemap, SitemapEntry, parse_sitemap
+from politecrawl.sitemapresult import Sitemap, SitemapEntry
+from politecrawl.sitemaps import MAX_UNCOMPRESSED, parse_sitemap
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 
