@@ -52,6 +52,7 @@ from politecrawl.fingerprint import (
 from politecrawl.parse import parse_page
 from politecrawl.relevance import extract_document
 from politecrawl.testweb import TestWeb
+from politecrawl.testwebpages import render_page
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test webs
 from dupweb import DupWeb, FakeClock, PageRef
@@ -118,7 +119,7 @@ def testweb_texts(n: int, seed: int = 2) -> list[str]:
             if len(out) >= n:
                 return out
             path = "/" if num == 0 else f"/p/{num}.html"
-            out.append(text_of(tw._render(i, num).encode(), tw.url(host, path)))
+            out.append(text_of(render_page(tw, i, num).encode(), tw.url(host, path)))
     return out
 
 

@@ -11,7 +11,7 @@ request it answers to an access log; this process runs ``politecrawl.Crawler`` a
 
 Reported:
 
-* politeness violations (``testweb.politeness_violations`` on the server's log with the
+* politeness violations (``testweblog.politeness_violations`` on the server's log with the
   configured delay as the minimum gap: overlapping requests to one host, or starts closer
   than the delay); must be 0;
 * starvation: for every request of a host, ``actual start - allowed start``, where the allowed
@@ -55,7 +55,7 @@ from benchlib import cpu_s, rss_mb, start_testweb, testweb_config
 
 from politecrawl import Crawler
 from politecrawl.storage.logs import iter_log_records
-from politecrawl.testweb import AccessEntry, load_access_log, politeness_violations
+from politecrawl.testweblog import AccessEntry, load_access_log, politeness_violations
 
 UA = "loadbot/1.0 (+http://bench.example/bot)"
 RETRY_AFTER_S = 1.0  # what the test web's 429 and 503 answers carry

@@ -38,7 +38,7 @@ import aiohttp
 from benchlib import cpu_s, start_testweb
 
 from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
-from politecrawl.testweb import load_access_log
+from politecrawl.testweblog import load_access_log
 
 UA = "benchbot/1.0 (+http://bench.example/bot)"
 SCRAPY_CPU_PER_1000 = 12.5

@@ -55,7 +55,8 @@ from typing import Literal, Self
 
 from aiohttp import web
 
-from politecrawl.testweb import AccessEntry, serve_loopback
+from politecrawl.testweb import serve_loopback
+from politecrawl.testweblog import AccessEntry
 
 __all__ = ["EPOCH", "ChangeKind", "DupWeb", "FakeClock", "PageRef", "SiteKind", "main"]
 

@@ -13,7 +13,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl import Crawler
 from politecrawl.storage.logs import read_jsonl
-from politecrawl.testweb import politeness_violations
+from politecrawl.testweblog import politeness_violations
 
 NEVER_FETCHED = (
     "/hidden-comment.html",

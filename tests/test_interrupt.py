@@ -12,7 +12,8 @@ from pathlib import Path
 from conftest import UA
 
 from politecrawl.storage.logs import read_jsonl
-from politecrawl.testweb import TestWeb, politeness_violations
+from politecrawl.testweb import TestWeb
+from politecrawl.testweblog import politeness_violations
 
 
 async def _crawl(cfg: Path, out: Path) -> asyncio.subprocess.Process:

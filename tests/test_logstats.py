@@ -17,7 +17,8 @@ from politecrawl import Crawler
 from politecrawl.errors import ConfigError
 from politecrawl.logstats import compute, format_text, main_args, url_extension
 from politecrawl.storage.logs import JsonlLog, iter_log_records
-from politecrawl.testweb import AccessEntry, TestWeb
+from politecrawl.testweb import TestWeb
+from politecrawl.testweblog import AccessEntry
 
 
 @pytest.fixture(scope="module")

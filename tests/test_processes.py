@@ -14,7 +14,8 @@ from pathlib import Path
 from conftest import LOOP_LAG_S, UA
 from warcio.archiveiterator import ArchiveIterator
 
-from politecrawl.testweb import TestWeb, politeness_violations
+from politecrawl.testweb import TestWeb
+from politecrawl.testweblog import politeness_violations
 
 DELAY = 0.1
 

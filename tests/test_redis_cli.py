@@ -12,7 +12,8 @@ from pathlib import Path
 from conftest import UA
 from redis_server import redis_url  # noqa: F401  (fixture)
 
-from politecrawl.testweb import TestWeb, politeness_violations
+from politecrawl.testweb import TestWeb
+from politecrawl.testweblog import politeness_violations
 
 
 async def _cli(*args: str, timeout: float = 120) -> tuple[int, str, str]:

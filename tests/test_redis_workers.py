@@ -29,7 +29,8 @@ from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.redis import RedisFrontier, status
 from politecrawl.politeness import HostState
 from politecrawl.storage.logs import read_jsonl
-from politecrawl.testweb import AccessEntry, TestWeb, politeness_violations
+from politecrawl.testweb import TestWeb
+from politecrawl.testweblog import AccessEntry, politeness_violations
 
 WEB = {"n_hosts": 8, "pages_per_host": 6, "seed": 3}
 # The delay is the floor (factor 1, not 30 x response time: seconds, not minutes, a crawl).

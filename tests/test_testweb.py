@@ -17,14 +17,10 @@ import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 from multidict import CIMultiDict
 
-from politecrawl.testweb import (
-    NEVER_FETCH,
-    ROBOTS_VARIANTS,
-    AccessEntry,
-    TestWeb,
-    load_access_log,
-    politeness_violations,
-)
+from politecrawl.testweb import TestWeb
+from politecrawl.testweblog import AccessEntry, load_access_log, politeness_violations
+from politecrawl.testwebpages import render_page
+from politecrawl.testwebsite import NEVER_FETCH, ROBOTS_VARIANTS
 
 
 class _LocalResolver(AbstractResolver):
@@ -88,10 +84,10 @@ async def test_pages_served_and_deterministic(tw: TestWeb, session: aiohttp.Clie
     first = (await _get(session, tw.url("h5.test", "/p/4.html")))[2]
     second = TestWeb(n_hosts=12, pages_per_host=8)
     second.port = tw.port
-    assert second._render(5, 4).encode() == first  # same seed, same bytes
+    assert render_page(second, 5, 4).encode() == first  # same seed, same bytes
     other = TestWeb(n_hosts=12, pages_per_host=8, seed=2)
     other.port = tw.port
-    assert other._render(5, 4).encode() != first
+    assert render_page(other, 5, 4).encode() != first
 
 
 async def test_links_and_traps_present(tw: TestWeb, session: aiohttp.ClientSession) -> None:

@@ -21,7 +21,8 @@ from aiohttp import web
 from redis_server import redis_url  # noqa: F401  (fixture)
 
 from politecrawl import ConfigError, Crawler
-from politecrawl.testweb import TestWeb, load_access_log
+from politecrawl.testweb import TestWeb
+from politecrawl.testweblog import load_access_log
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 FAST = [

@@ -22,7 +22,8 @@ from politecrawl.cli import DEMO_UA
 from politecrawl.config import CrawlConfig, FetchConfig, PolitenessConfig
 from politecrawl.crawler import Crawler
 from politecrawl.errors import PolitecrawlError
-from politecrawl.testweb import TestWeb, load_access_log, politeness_violations
+from politecrawl.testweb import TestWeb
+from politecrawl.testweblog import load_access_log, politeness_violations
 
 _SEED = 7
 

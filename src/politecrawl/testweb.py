@@ -65,6 +65,11 @@ measuring how close the crawler comes to the rate its politeness allows.
 
 ``latency_s`` sleeps before each response. Unknown hosts and paths answer 404 (and are logged).
 Every request is recorded in ``access_log`` (and as a JSON line in ``access_log_path``).
+
+The server is this module (``TestWeb``: serving, latency, conditional requests, the access
+log, ``python -m politecrawl.testweb``); what each path answers is ``testwebsite``, the
+normal pages' HTML ``testwebpages``, and the access log's entries and politeness check
+``testweblog``.
 """
 
 from __future__ import annotations
@@ -72,222 +77,38 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gzip
-import itertools
-import json
-import random
 import signal
 import sys
 import time
-import zlib
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import IO, Self
 
 from aiohttp import web
 
 from politecrawl.errors import ConfigError
-
-__all__ = [
-    "NEVER_FETCH",
-    "ROBOTS_VARIANTS",
-    "SPECIAL_BUNDLES",
-    "AccessEntry",
-    "SiteSpec",
-    "TestWeb",
-    "load_access_log",
-    "main",
-    "politeness_violations",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class AccessEntry:
-    """One request as the server saw it."""
-
-    host: str
-    path: str
-    method: str
-    status: int
-    start: float
-    end: float
-    user_agent: str
-    headers: dict[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class SiteSpec:
-    """What one host is, so tests can compute ground truth."""
-
-    host: str
-    robots: str | None
-    robots_status: int
-    robots_content_type: str
-    pages: list[str]
-
-
-_STANDARD = "User-agent: *\nDisallow: /private/\n"
-
-ROBOTS_VARIANTS: dict[int, str] = {
-    1: "crawl-delay",
-    2: "testbot",
-    3: "404",
-    4: "500",
-    5: "text-html",
-    6: "redirect",
-    7: "disallow-all",
-    8: "longest-match",
-    9: "bom",
-    10: "503",
-}
-"""Host index -> robots.txt variant name; every other index is ``standard``."""
-
-# variant -> (body or None, status, content type)
-_ROBOTS: dict[str, tuple[str | None, int, str]] = {
-    "standard": (_STANDARD, 200, "text/plain"),
-    "crawl-delay": ("User-agent: *\nCrawl-delay: 0.3\nDisallow: /private/\n", 200, "text/plain"),
-    "testbot": (
-        "# testbot may not see page 2; everyone else sees everything\n"
-        "User-agent: testbot\nDisallow: /p/2.html\n\nUser-agent: *\nDisallow:\n",
-        200,
-        "text/plain",
-    ),
-    "404": (None, 404, "text/plain"),
-    "500": (None, 500, "text/plain"),
-    "text-html": (_STANDARD, 200, "text/html"),
-    "redirect": (_STANDARD, 301, "text/plain"),
-    "disallow-all": ("User-agent: *\nDisallow: /\n", 200, "text/plain"),
-    "longest-match": (
-        "User-agent: *\nDisallow: /p/\nAllow: /p/1.html\nDisallow: /private/\n",
-        200,
-        "text/plain",
-    ),
-    "bom": ("\ufeff" + _STANDARD + "Crawl-delay: 0.3\n", 200, "text/plain"),
-    "503": (None, 503, "text/plain"),
-}
-
-SPECIAL_BUNDLES: tuple[tuple[str, ...], ...] = (
-    ("/redirect/2", "/gz.html", "/noindex.html", "/img/photo.jpg", "/files/doc.pdf"),
-    ("/status/404", "/status/410", "/status/403", "/status/500", "/loop", "/cross",
-     "/private/secret.html"),
-    ("/status/503", "/status/429", "/redirect/5", "/meta-nofollow.html", "/xrobots.html",
-     "/bin/data", "/private/x.html"),
-)  # fmt: skip
-"""Special links, by bundle; bundle k sits on page ``/p/{2k+1}.html`` (wrapped)."""
-
-NEVER_FETCH: frozenset[str] = frozenset(
-    {
-        "/nofollow-target.html",
-        "/hidden-comment.html",
-        "/hidden-script.html",
-        "/hidden-form.html",
-        "/img/photo.jpg",
-        "/files/doc.pdf",
-        "/only-from-meta-nofollow.html",
-        "/only-from-xrobots.html",
-    }
+from politecrawl.testweblog import AccessEntry, entry_json
+from politecrawl.testwebsite import (
+    NOT_FOUND,
+    ROBOTS_FILES,
+    ROBOTS_VARIANTS,
+    UNKNOWN_HOST,
+    Reply,
+    SiteSpec,
+    build_reply,
+    not_modified,
+    redirect_to,
+    status_reply,
 )
-"""Paths present on every host that a correct crawler never requests."""
 
-_LAST_MODIFIED = "Mon, 01 Jan 2024 00:00:00 GMT"
-_LAST_MODIFIED_TS = 1704067200.0
-_HTML = "text/html; charset=utf-8"
+__all__ = ["TestWeb", "main", "serve_loopback"]
+
+
 _BIN_SIZE = 200 * 1024
 _BIN_CHUNK = 16 * 1024
 _MAX_REDIRECT = 50
 
-_WORD_TEXT = (
-    "garden river harbor lantern meadow orchard pebble quarry ribbon saddle timber valley "
-    "willow anchor beacon canyon delta ember falcon glacier hollow island jasmine kettle "
-    "ledger marble nectar oasis prairie quill raven summit thicket umber velvet wander "
-    "yonder zephyr bridge candle drift echo fable grove heron inlet juniper kiln lagoon "
-    "mosaic north ochre pillar quiet ridge spruce tide upland vessel wharf amber basalt "
-    "cedar dune estuary fern granite heath ivory jetty kelp lichen mill nook osprey "
-    "the a of and to in is was for on with as by at from that this which their our"
-)
-_WORDS = _WORD_TEXT.split()
-
-_TOPICS = (
-    "Gardening", "Rivers", "Lighthouses", "Orchards", "Quarries", "Timber", "Glaciers",
-    "Islands", "Harbors", "Meadows", "Canyons", "Falcons", "Lagoons", "Mosaics", "Basalt",
-)  # fmt: skip
-
-_JPEG = (
-    b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
-    + bytes(range(256)) * 4
-    + b"\xff\xd9"
-)
-_PDF = (
-    b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
-    b"2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\n"
-    b"trailer << /Root 1 0 R >>\n%%EOF\n"
-)
 _BIN = bytes((i * 7919 + 13) % 251 for i in range(_BIN_SIZE))
-
-
-@dataclass(frozen=True, slots=True)
-class _Reply:
-    """A pre-rendered response."""
-
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    gz_body: bytes | None = None
-    etag: str | None = None
-
-
-def _page(title: str, body: str, head: str = "") -> str:
-    """A small complete HTML document."""
-    return (
-        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{title}</title>\n{head}</head>\n<body>\n<h1>{title}</h1>\n{body}\n"
-        "</body>\n</html>\n"
-    )
-
-
-def _html_reply(text: str, extra: dict[str, str] | None = None, status: int = 200) -> _Reply:
-    """An HTML reply with validators."""
-    body = text.encode("utf-8")
-    etag = f'"{zlib.crc32(body):08x}-{len(body):x}"'
-    headers = {"Content-Type": _HTML, "ETag": etag, "Last-Modified": _LAST_MODIFIED}
-    if extra:
-        headers.update(extra)
-    return _Reply(status, headers, body, etag=etag)
-
-
-def _tiny_status(code: int) -> _Reply:
-    """A tiny HTML body for ``/status/{code}``."""
-    headers = {"Content-Type": _HTML}
-    if code in (429, 503):
-        headers["Retry-After"] = "1"
-    return _Reply(code, headers, f"<html><body><p>status {code}</p></body></html>\n".encode())
-
-
-def _redirect(status: int, location: str) -> _Reply:
-    """A redirect with a tiny body."""
-    body = f'<html><body><a href="{location}">moved</a></body></html>\n'.encode()
-    return _Reply(status, {"Content-Type": _HTML, "Location": location}, body)
-
-
-_NOT_FOUND = _Reply(404, {"Content-Type": _HTML}, b"<html><body>not found</body></html>\n")
-_UNKNOWN_HOST = _Reply(404, {"Content-Type": "text/plain"}, b"unknown host\n")
-
-
-def _not_modified(reply: _Reply, req_headers: Mapping[str, str]) -> bool:
-    """Whether a conditional request matches ``reply``'s validators."""
-    inm = req_headers.get("If-None-Match")
-    if inm is not None:
-        tags = {t.strip().removeprefix("W/") for t in inm.split(",")}
-        return "*" in tags or reply.etag in tags
-    ims = req_headers.get("If-Modified-Since")
-    if ims is not None:
-        try:
-            return parsedate_to_datetime(ims).timestamp() >= _LAST_MODIFIED_TS
-        except (TypeError, ValueError, IndexError):
-            return False
-    return False
 
 
 async def serve_loopback(
@@ -341,10 +162,10 @@ class TestWeb:
         self.sites: dict[str, SiteSpec] = {}
         for i, h in enumerate(self.hosts):
             variant = "standard" if plain else ROBOTS_VARIANTS.get(i, "standard")
-            body, status, ctype = _ROBOTS[variant]
+            body, status, ctype = ROBOTS_FILES[variant]
             self.sites[h] = SiteSpec(h, body, status, ctype, list(pages))
         self.access_log: list[AccessEntry] = []
-        self._cache: dict[tuple[int, str], _Reply] = {}
+        self._cache: dict[tuple[int, str], Reply] = {}
         self._log_file: IO[str] | None = None
         self._runner: web.ServerRunner | None = None
 
@@ -412,7 +233,7 @@ class TestWeb:
                 await asyncio.sleep(self.latency_s)
             idx = self._index.get(host)
             if idx is None:
-                reply = _UNKNOWN_HOST
+                reply = UNKNOWN_HOST
             elif request.path == "/bin/data":
                 status = 200
                 resp = await self._stream_bin(request)
@@ -421,7 +242,7 @@ class TestWeb:
                 reply = self._lookup(idx, request.path)
             body = reply.body
             headers = reply.headers
-            if reply.etag is not None and _not_modified(reply, request.headers):
+            if reply.etag is not None and not_modified(reply, request.headers):
                 resp = web.Response(status=304, headers={"ETag": reply.etag})
             else:
                 if reply.gz_body is not None:
@@ -472,9 +293,9 @@ class TestWeb:
         )
         self.access_log.append(entry)
         if self._log_file is not None:
-            self._log_file.write(_entry_json(entry) + "\n")
+            self._log_file.write(entry_json(entry) + "\n")
 
-    def _lookup(self, idx: int, path: str) -> _Reply:
+    def _lookup(self, idx: int, path: str) -> Reply:
         """The reply for ``path`` on host ``idx`` (cached when static)."""
         key = (idx, path)
         reply = self._cache.get(key)
@@ -486,366 +307,25 @@ class TestWeb:
             try:
                 code = int(path[8:])
             except ValueError:
-                return _NOT_FOUND
+                return NOT_FOUND
             ok = 200 <= code < 300 or 400 <= code < 600
-            return _tiny_status(code) if ok else _NOT_FOUND
-        made = self._build(idx, path)
+            return status_reply(code) if ok else NOT_FOUND
+        made = build_reply(self, idx, path)
         if made is None:
-            return _NOT_FOUND
+            return NOT_FOUND
         self._cache[key] = made
         return made
 
-    def _redirect_reply(self, path: str) -> _Reply:
+    def _redirect_reply(self, path: str) -> Reply:
         try:
             n = int(path[10:])
         except ValueError:
-            return _NOT_FOUND
+            return NOT_FOUND
         if n < 0 or n > _MAX_REDIRECT or path[10:] != str(n):
-            return _NOT_FOUND
+            return NOT_FOUND
         if n == 0:
-            return _redirect(302, "/p/1.html" if self.pages_per_host > 1 else "/")
-        return _redirect(301, f"/redirect/{n - 1}")
-
-    # -- content ---------------------------------------------------------------------------
-
-    def _build(self, idx: int, path: str) -> _Reply | None:
-        """Render a static path of host ``idx``, or None if it does not exist."""
-        host = self.hosts[idx]
-        if path == "/":
-            return _html_reply(self._render(idx, 0))
-        if path.startswith("/p/") and path.endswith(".html"):
-            num = path[3:-5]
-            if num.isdigit() and num == str(int(num)) and 1 <= int(num) < self.pages_per_host:
-                return _html_reply(self._render(idx, int(num)))
-            return None
-        if path == "/robots.txt":
-            return self._robots_reply(idx)
-        if path == "/robots-real.txt":
-            spec = self.sites[host]
-            if spec.robots_status != 301 or spec.robots is None:
-                return None
-            return _Reply(200, {"Content-Type": "text/plain; charset=utf-8"},
-                          spec.robots.encode("utf-8"))  # fmt: skip
-        home = '<p><a href="/">Home</a></p>'
-        if path == "/gz.html":
-            text = _page(
-                f"Compressed page of {host}",
-                "<p>This page travels gzip-encoded.</p>\n"
-                '<p><a href="/only-from-gz.html">Only linked from the gzip page</a></p>\n' + home,
-            )
-            reply = _html_reply(text)
-            gz = gzip.compress(reply.body, mtime=0)
-            return _Reply(reply.status, reply.headers, reply.body, gz, reply.etag)
-        if path == "/cross":
-            other = self.hosts[(idx + 1) % len(self.hosts)]
-            return _redirect(301, self.url(other, "/"))
-        if path == "/loop":
-            return _redirect(302, "/loop2")
-        if path == "/loop2":
-            return _redirect(302, "/loop")
-        if path == "/meta-nofollow.html":
-            return _html_reply(_page(
-                "Meta nofollow",
-                '<p><a href="/only-from-meta-nofollow.html">Not to be followed</a></p>',
-                '<meta name="robots" content="nofollow">\n',
-            ))  # fmt: skip
-        if path == "/noindex.html":
-            return _html_reply(_page(
-                "Noindex",
-                '<p><a href="/only-from-noindex.html">Followable link</a></p>\n' + home,
-                '<meta name="robots" content="noindex">\n',
-            ))  # fmt: skip
-        if path == "/xrobots.html":
-            return _html_reply(
-                _page("X-Robots-Tag", '<p><a href="/only-from-xrobots.html">Not followed</a></p>'),
-                {"X-Robots-Tag": "noindex, nofollow"},
-            )
-        if path == "/sitemap-index.xml":
-            loc = self.url(host, "/sitemap-pages.xml.gz")
-            xml = (
-                '<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns='
-                '"http://www.sitemaps.org/schemas/sitemap/0.9">\n'
-                f"<sitemap><loc>{loc}</loc></sitemap>\n</sitemapindex>\n"
-            )
-            return _Reply(200, {"Content-Type": "application/xml"}, xml.encode())
-        if path == "/sitemap-pages.xml.gz":
-            locs = [*self.sites[host].pages, "/orphan.html"]
-            xml = (
-                '<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns='
-                '"http://www.sitemaps.org/schemas/sitemap/0.9">\n'
-                + "".join(
-                    f"<url><loc>{self.url(host, p)}</loc><changefreq>daily</changefreq></url>\n"
-                    for p in locs
-                )
-                + "</urlset>\n"
-            )
-            return _Reply(
-                200, {"Content-Type": "application/x-gzip"}, gzip.compress(xml.encode(), mtime=0)
-            )
-        if path == "/orphan.html":
-            return _html_reply(_page("Orphan", f"<p>Only listed in the sitemap of {host}</p>"))
-        if path == "/img/photo.jpg":
-            return _Reply(200, {"Content-Type": "image/jpeg"}, _JPEG)
-        if path == "/files/doc.pdf":
-            return _Reply(200, {"Content-Type": "application/pdf"}, _PDF)
-        if path in _SIMPLE_PAGES:
-            return _html_reply(_page(_SIMPLE_PAGES[path], f"<p>{host}{path}</p>\n{home}"))
-        return None
-
-    def _robots_reply(self, idx: int) -> _Reply:
-        spec = self.sites[self.hosts[idx]]
-        if spec.robots_status == 301:
-            return _redirect(301, "/robots-real.txt")
-        if spec.robots is None:
-            return _Reply(spec.robots_status, {"Content-Type": "text/plain"},
-                          f"error {spec.robots_status}\n".encode())  # fmt: skip
-        ctype = f"{spec.robots_content_type}; charset=utf-8"
-        body = spec.robots
-        if self.plain or ROBOTS_VARIANTS.get(idx, "standard") == "standard":
-            body += f"Sitemap: {self.url(spec.host, '/sitemap-index.xml')}\n"
-        return _Reply(spec.robots_status, {"Content-Type": ctype}, body.encode("utf-8"))
-
-    def _page_href(self, idx: int, target: int, style: int, root_dir: bool) -> str:
-        """A link to page ``target`` in one of four forms, relative to the effective base."""
-        path = "/" if target == 0 else f"/p/{target}.html"
-        if style == 0:
-            return self.url(self.hosts[idx], path)
-        if style == 1:
-            return path
-        if root_dir:
-            return "./" if target == 0 else ("p/" if style == 2 else "./p/") + f"{target}.html"
-        if target == 0:
-            return "../"
-        return f"{target}.html" if style == 2 else f"../p/{target}.html"
-
-    def _render_rich(self, idx: int, num: int) -> str:
-        """A page the size and shape of a real one: styles, scripts, a menu, 30-100 links
-        (three in five to the same site), a dozen paragraphs; 30-38 KB of markup (about the
-        median HTML document of the HTTP Archive's crawls)."""
-        rng = random.Random(f"rich/{self.seed}/{idx}/{num}")
-        host, n, total = self.hosts[idx], self.pages_per_host, len(self.hosts)
-        topic = _TOPICS[(idx * 7 + num + self.seed) % len(_TOPICS)]
-        title = f"{topic}, part {num} ({host})"
-        links: list[str] = []
-        for _ in range(rng.randint(30, 100)):
-            if rng.random() < 0.6 or total == 1:
-                t = rng.randrange(n)
-                links.append("/" if t == 0 else f"/p/{t}.html")
-            else:
-                j, t = rng.randrange(total), rng.randrange(n)
-                links.append(self.url(self.hosts[j], "/" if t == 0 else f"/p/{t}.html"))
-        menu = "".join(
-            f'<li class="menu-item"><a class="menu-link" href="{href}">'
-            f"{_TOPICS[k % len(_TOPICS)]}</a></li>\n"
-            for k, href in enumerate(links[: len(links) // 3])
-        )
-        paras = []
-        pending = links[len(links) // 3 :]
-        for _ in range(rng.randint(10, 16)):
-            words = rng.choices(_WORDS, k=rng.randint(60, 120))
-            if pending:
-                href = pending.pop()
-                k = rng.randrange(len(words))
-                words[k] = f'<a href="{href}" title="{words[k]}">{words[k]}</a>'
-            paras.append('<p class="body-text">' + " ".join(words) + ".</p>")
-        rest = "".join(f'<li><a href="{h}">{_WORDS[i % len(_WORDS)]}</a></li>' for i, h in
-                       enumerate(pending))  # fmt: skip
-        body = (
-            f'<header class="site-header"><nav aria-label="main"><ul class="menu">\n{menu}</ul>'
-            f"</nav></header>\n<main><article>\n{''.join(paras)}\n</article>\n"
-            f'<aside><h2>Read more</h2><ul class="related">{rest}</ul></aside></main>\n'
-            f'<footer class="site-footer"><p>&copy; {host}</p></footer>\n'
-            f"<script>{_RICH_JS}</script>"
-        )
-        return _page(title, body, f"<style>{_RICH_CSS}</style>\n")
-
-    def _render(self, idx: int, num: int) -> str:
-        """The HTML of page ``num`` (0 = home) of host ``idx``."""
-        if self.rich:
-            return self._render_rich(idx, num)
-        rng = random.Random(f"{self.seed}/{idx}/{num}")
-        host = self.hosts[idx]
-        n = self.pages_per_host
-        total = len(self.hosts)
-        topic = _TOPICS[(idx * 7 + num + self.seed) % len(_TOPICS)]
-        title = f"{topic} on {host}" if num == 0 else f"{topic}, part {num} ({host})"
-
-        head = ""
-        root_dir = num == 0
-        if num == 0 and idx % 2 == 1:
-            head = '<base href="/p/">\n'
-            root_dir = False
-        elif num % 4 == 3:
-            head = f'<base href="{self.url(host, "/p/")}">\n'
-
-        links: list[tuple[str, str, str]] = []  # (href, text, extra attributes)
-        if n > 1:
-            targets = [(num + 1) % n, (num + 2) % n]
-            targets += [rng.randrange(n) for _ in range(rng.randint(3, 8))]
-            for t in targets:
-                href = self._page_href(idx, t, rng.randrange(4), root_dir)
-                if rng.random() < 0.1 and href.endswith(".html"):
-                    href += "#section-2"
-                label = "the home page" if t == 0 else f"{_TOPICS[t % len(_TOPICS)].lower()} {t}"
-                links.append((href, label, ""))
-        if total > 1:
-            for _ in range(rng.randint(1, 3)):
-                j = rng.randrange(total - 1)
-                j = j + 1 if j >= idx else j
-                t = rng.randrange(n) if rng.random() < 0.5 else 0
-                tpath = "/" if t == 0 else f"/p/{t}.html"
-                links.append((self.url(self.hosts[j], tpath), f"a friend at h{j}", ""))
-        for k, bundle in enumerate(() if self.plain else SPECIAL_BUNDLES):
-            if num == (2 * k + 1) % n:
-                links.extend((p, p.strip("/").replace("/", " "), "") for p in bundle)
-                if k == 0:
-                    links.append(("/nofollow-target.html", "sponsored", ' rel="nofollow"'))
-        rng.shuffle(links)
-
-        paras: list[str] = []
-        pending = list(links)
-        inline = max(1, len(pending) // 5)  # links per paragraph; the rest go to a list
-        for _ in range(rng.randint(3, 4)):
-            words = rng.choices(_WORDS, k=rng.randint(25, 50))
-            parts: list[str] = []
-            for w_i in range(0, len(words), 10):
-                sentence = " ".join(words[w_i : w_i + 10])
-                parts.append(sentence[:1].upper() + sentence[1:] + ".")
-                if pending and w_i // 10 < inline:
-                    href, text, attrs = pending.pop()
-                    parts.append(f'See <a href="{href}"{attrs}>{text}</a>.')
-            paras.append("<p>" + " ".join(parts) + "</p>")
-        related = "".join(
-            f'<li><a href="{href}"{attrs}>{text}</a></li>\n' for href, text, attrs in pending
-        )
-        top = "" if head else ' | <a href="#top">Top</a>'  # "#top" would resolve via <base>
-        nav = f'<nav><a href="/">Home</a>{top} | <a href="mailto:info@{host}">Contact</a></nav>'
-        body = [nav, *paras]
-        if related:
-            body.append(f'<h2>Related</h2>\n<ul class="related">\n{related}</ul>')
-        if num % 5 == 2 and not self.plain:
-            body.append(
-                '<img src="/img/map.png" usemap="#m" alt="map">\n<map name="m">'
-                '<area shape="rect" coords="0,0,10,10" href="/only-from-area.html" alt="area">'
-                "</map>"
-            )
-        body.append(
-            '<!-- old navigation: <a href="/hidden-comment.html">archive</a> -->\n'
-            '<script>var next = "/hidden-script.html";'
-            " document.write('<a href=\"/hidden-script.html\">more</a>');</script>\n"
-            '<form action="/hidden-form.html" method="get"><input name="q">'
-            '<button type="submit">Search</button></form>'
-        )
-        body.append(f"<footer><p>&copy; {host}, seed {self.seed}.</p></footer>")
-        return _page(title, "\n".join(body), head)
-
-
-# Static weight of a real page: a stylesheet and a script inline (about 6 KB and 14 KB).
-_RICH_CSS = "".join(
-    f".c{i} {{ margin: {i % 7}px {i % 5}px; padding: 0 {i % 3}em;"
-    f" color: #{i * 2654435761 % 0xFFFFFF:06x}; font: {12 + i % 6}px/1.{i % 9} sans-serif; }}\n"
-    for i in range(60)
-)
-_RICH_JS = "".join(
-    f"function f{i}(a, b) {{ var x = a * {i} + b; if (x > {i * 7}) {{ return document"
-    f'.querySelectorAll(".c{i}").length + x; }} return window.innerWidth - x; }}\n'
-    for i in range(120)
-)
-
-_SIMPLE_PAGES: dict[str, str] = {
-    "/nofollow-target.html": "Nofollow target",
-    "/hidden-comment.html": "Hidden in a comment",
-    "/hidden-script.html": "Hidden in a script",
-    "/hidden-form.html": "Hidden form target",
-    "/private/secret.html": "Secret",
-    "/private/x.html": "Private X",
-    "/only-from-meta-nofollow.html": "Only from meta nofollow",
-    "/only-from-noindex.html": "Only from noindex",
-    "/only-from-xrobots.html": "Only from X-Robots-Tag",
-    "/only-from-gz.html": "Only from the gzip page",
-    "/only-from-area.html": "Only from an area link",
-}
-
-
-def _entry_json(entry: AccessEntry) -> str:
-    return json.dumps(
-        {
-            "host": entry.host,
-            "path": entry.path,
-            "method": entry.method,
-            "status": entry.status,
-            "start": entry.start,
-            "end": entry.end,
-            "user_agent": entry.user_agent,
-            "headers": entry.headers,
-        },
-        separators=(",", ":"),
-    )
-
-
-def load_access_log(path: str) -> list[AccessEntry]:
-    """Read a JSON-lines access log; an incomplete last line (writer killed) is skipped."""
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    entries: list[AccessEntry] = []
-    last = len(lines) - 1
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError:
-            if i == last:
-                break
-            raise
-        entries.append(
-            AccessEntry(
-                host=str(d["host"]),
-                path=str(d["path"]),
-                method=str(d["method"]),
-                status=int(d["status"]),
-                start=float(d["start"]),
-                end=float(d["end"]),
-                user_agent=str(d.get("user_agent", "")),
-                headers={str(k): str(v) for k, v in d.get("headers", {}).items()},
-            )
-        )
-    return entries
-
-
-_TOLERANCE_S = 0.005
-
-
-def politeness_violations(
-    entries: list[AccessEntry], min_gap_s: float, tolerance_s: float = _TOLERANCE_S
-) -> list[str]:
-    """Per host: overlapping requests ("concurrent ...") and too-close starts ("gap ...").
-
-    ``tolerance_s`` absorbs clock granularity; a server sharing the crawler's event loop (the
-    in-process tests) needs more, since its handler starts late when the loop is busy.
-    """
-    by_host: dict[str, list[AccessEntry]] = {}
-    for e in entries:
-        by_host.setdefault(e.host, []).append(e)
-    problems: list[str] = []
-    for host in sorted(by_host):
-        seq = sorted(by_host[host], key=lambda e: (e.start, e.end))
-        busy = seq[0]  # the earlier request that ends last
-        for prev, cur in itertools.pairwise(seq):
-            if cur.start < busy.end:
-                problems.append(
-                    f"concurrent {host}: {cur.method} {cur.path} started at {cur.start:.6f} "
-                    f"before {busy.method} {busy.path} ended at {busy.end:.6f}"
-                )
-            gap = cur.start - prev.start
-            if gap < min_gap_s - tolerance_s:
-                problems.append(
-                    f"gap {host}: {cur.method} {cur.path} started {gap:.3f} s after "
-                    f"{prev.method} {prev.path} (min {min_gap_s:.3f} s)"
-                )
-            if cur.end > busy.end:
-                busy = cur
-    return problems
+            return redirect_to(302, "/p/1.html" if self.pages_per_host > 1 else "/")
+        return redirect_to(301, f"/redirect/{n - 1}")
 
 
 async def _serve(args: argparse.Namespace) -> None:
