@@ -39,6 +39,23 @@ def test_the_engine_is_small_and_the_turn_reads_in_one_function() -> None:
     assert take.index("_step(") < take.index("schedule_next(") < take.index("frontier.release(")
 
 
+# Over the limit for now: both are being split in another branch (the frontier rewrite).
+LONG_MODULES_EXEMPT = ("frontier/sqlite.py", "frontier/redis/__init__.py")
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """A module that long does several jobs: split it by job (a data table may be exempt,
+    with its reason next to its name in ``LONG_MODULES_EXEMPT``)."""
+    too_long = {}
+    for path, text in _all_sources().items():
+        name = path.relative_to(SRC).as_posix()
+        lines = len(text.splitlines())
+        if lines > MAX_MODULE_LINES and name not in LONG_MODULES_EXEMPT:
+            too_long[name] = lines
+    assert not too_long, too_long
+
+
 def test_one_exception_root_and_every_error_is_raised() -> None:
     declared = [
         c
