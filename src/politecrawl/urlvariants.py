@@ -6,7 +6,7 @@ change nothing. This module only knows that anatomy: it splits canonical URLs, n
 ways two of them differ (``differences``: the dimensions a rule may cover) and rewrites a
 URL by a site's active rules (``rewrite``). Deciding *which* differences are harmless, from
 evidence, is ``duprules.RuleLearner``'s job; keeping the string work here lets the learner
-read as bookkeeping and keeps ``apply``'s hot path in one place.
+read as bookkeeping, and the rewrite ``RuleLearner.apply`` runs on every URL sits in one place.
 
 Dimensions are strings: ``WWW``, ``CASE``, ``INDEX + file`` and ``PARAM + name``.
 """
