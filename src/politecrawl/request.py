@@ -55,7 +55,7 @@ async def fetch_page(
 ) -> tuple[FetchResult, bool]:
     """Fetch a queued URL, conditionally when its validators are known (an unchanged page
     costs the site a 304). Returns the result and whether the request was a revisit."""
-    known = await ctx.frontier.validators(entry.url) if entry.kind == PAGE else None
+    known = await ctx.store.validators(entry.url) if entry.kind == PAGE else None
     conditional = {}
     if known is not None:
         if known[0]:
