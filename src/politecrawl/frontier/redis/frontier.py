@@ -60,7 +60,10 @@ class RedisFrontier:
         self._clock = clock
         self.worker_id = worker_id or f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(3)}"
         self._tokens = itertools.count(1)
-        self._flight: dict[str, int] = {}  # URL popped here -> its shard
+        self._flight: dict[str, tuple[int, str]] = {}  # URL popped here -> (shard, key)
+        # per held key: (url, outcome) pairs finished this turn, sent with its release (one
+        # script instead of one per URL; a crash before it re-fetches them, as mid-turn)
+        self._done: dict[str, list[str]] = {}
         self._held: dict[str, tuple[str, int]] = {}  # key -> (lease token, shard)
         self._last_now = 0.0
         self._beat: asyncio.Task[None] | None = None
@@ -155,6 +158,7 @@ class RedisFrontier:
         res = await self.store.run("pop", shard, args, touch=False)
         if res == -1:
             self._lost(key)
+            await self._finish_now(key, shard)
             return None
         if res is None:
             return None
@@ -162,14 +166,28 @@ class RedisFrontier:
         entry = entry_from(text(url), meta, bool(int(refetch)))
         if len(self._flight) > 100_000:
             self._flight.clear()
-        self._flight[entry.url] = shard
+        self._flight[entry.url] = (shard, key)
         return entry
 
     async def finish(self, url: str, outcome: str) -> None:
-        shard = self._flight.pop(url, None)
-        if shard is None:
-            shard = (await self.store.url_shards([url]))[0]
+        """Done with a popped URL. While its key is held here, the finish goes with the
+        key's release (the turn's last call); else at once."""
+        flight = self._flight.pop(url, None)
+        if flight is not None and flight[1] in self._held:
+            self._done.setdefault(flight[1], []).extend([url, outcome])
+            return
+        shard = flight[0] if flight is not None else (await self.store.url_shards([url]))[0]
         await self.store.run("finish", shard, [url, outcome, self._outcome_cap], touch=False)
+
+    async def _finish_now(self, key: str, shard: int) -> None:
+        """The key's deferred finishes sent at once (its lease was lost: no release follows)."""
+        done = self._done.pop(key, [])
+        calls = [
+            self.store.run("finish", shard, [url, outcome, self._outcome_cap], touch=False)
+            for url, outcome in zip(done[::2], done[1::2], strict=True)
+        ]
+        if calls:
+            await self.store.gather("finish", calls)
 
     async def drop_queued(self, key: str, outcome: str) -> int:
         """Finish every queued URL of a key (the site became excluded or unreachable)."""
@@ -319,6 +337,7 @@ class RedisFrontier:
         ok = await self.store.run("begin", shard, args, touch=False)
         if not int(ok):
             self._lost(key)
+            await self._finish_now(key, shard)
             raise LeaseLost(f"lease on {key} expired: request not sent")
 
     async def release(self, key: str, state: HostState) -> None:
@@ -332,6 +351,8 @@ class RedisFrontier:
             fnum(state.next_allowed),
             fnum(state.last_start),
             fnum(state.ip_next),
+            self._outcome_cap,
+            *self._done.pop(key, ()),
         ]
         ok = await self.store.run("release", shard, args, touch=False)
         cached = self._peeks.get(shard)
@@ -436,6 +457,8 @@ class RedisFrontier:
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
         if self._held and self.store.r is not None:
+            for key, (_, s) in self._held.items():
+                await self._finish_now(key, s)
             groups: dict[int, list[Any]] = {}
             for key, (token, s) in self._held.items():
                 groups.setdefault(s, [fnum(self._last_now), fnum(self._reclaim_s)])
