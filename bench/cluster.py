@@ -194,7 +194,7 @@ def shared_crawl(
 
 async def memory(servers: Servers, n_queued: int, n_seen: int) -> dict[str, float]:
     """Bytes of Redis memory per queued URL and per seen-only URL."""
-    f = RedisFrontier(servers.url, f"mem-{uuid.uuid4().hex[:8]}", heartbeat=False)
+    f = RedisFrontier.open(servers.url, f"mem-{uuid.uuid4().hex[:8]}", heartbeat=False)
     base = servers.totals()["memory"]
     batch = []
     for i in range(n_queued):
@@ -206,9 +206,9 @@ async def memory(servers: Servers, n_queued: int, n_seen: int) -> dict[str, floa
     queued = servers.totals()["memory"]
     urls = [f"https://seen{i % 997}.example.org/path/to/{i:09d}/page.html" for i in range(n_seen)]
     for i in range(0, n_seen, 5000):
-        await f.mark_seen(urls[i : i + 5000])
+        await f.store.mark_seen(urls[i : i + 5000])
     seen = servers.totals()["memory"]
-    await f.close()
+    await f.store.close()
     return {
         "bytes_per_queued_url": (queued - base) / n_queued,
         "bytes_per_seen_url": (seen - queued) / n_seen,

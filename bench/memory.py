@@ -38,7 +38,7 @@ def url(i: int, keys: int) -> tuple[str, str]:
 async def frontier_run(n: int, keys: int, batch: int, steps: list[int]) -> None:
     d = Path(tempfile.mkdtemp(prefix="pc-mem-"))
     try:
-        f = SqliteFrontier(
+        f = SqliteFrontier.open(
             d / "state.sqlite", seen_mode="bloom", expected_urls=n, seen_fp_rate=0.01
         )
         base = rss_mib()
@@ -54,23 +54,23 @@ async def frontier_run(n: int, keys: int, batch: int, steps: list[int]) -> None:
                 await f.add(entries)
                 i += len(entries)
                 if i % (batch * 50) == 0:
-                    await f.flush()
-            await f.flush()
+                    await f.store.flush()
+            await f.store.flush()
             gc.collect()
-            stats = await f.stats()
+            stats = await f.store.stats()
             print(
                 f"queued {stats['queued']:>10,}  RSS {rss_mib():7.0f} MiB  "
                 f"(+{rss_mib() - base:.0f})  {i / (time.perf_counter() - t0):,.0f} URLs/s"
             )
-        stats = await f.stats()
+        stats = await f.store.stats()
         print(
             f"bloom seen-set: {stats['seen_bytes']:,} bytes for {stats['seen']:,} URLs = "
             f"{stats['seen_bytes'] / stats['seen']:.2f} bytes per seen URL (1% fp)"
         )
-        key = await f.lease(time.time())
+        key = (await f.lease(time.time())).key
         got = await f.pop_url(key, time.time()) if key else None
         print(f"lease after {n:,}: key {key} url {got.url if got else None}")
-        await f.close()
+        await f.store.close()
         print(f"state on disk: {(d / 'state.sqlite').stat().st_size / 2**20:.0f} MiB")
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -61,7 +61,7 @@ async def sample(crawler: Crawler, every: float, rows: list[dict[str, Any]]) -> 
     while True:
         await asyncio.sleep(every)
         now = time.monotonic()
-        stats = await crawler.frontier.stats()
+        stats = await crawler.frontier.store.stats()
         c = crawler.counters
         row = {
             "t_s": round(now - t0, 1),

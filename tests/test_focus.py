@@ -139,26 +139,27 @@ def test_keyword_match_is_loose_on_word_forms_and_url_words() -> None:
 async def test_defer_ratio_keeps_poor_sites_waiting_for_a_better_one(tmp_path: Path) -> None:
     t0 = 1000.0
     for ratio, expected in ((0.0, "poor.test"), (0.5, None)):
-        f = SqliteFrontier(tmp_path / f"s{ratio}.sqlite", defer_ratio=ratio)
+        f = SqliteFrontier.open(tmp_path / f"s{ratio}.sqlite", defer_ratio=ratio)
         await f.add([
             UrlEntry("http://good.test/a", "good.test", priority=0.9),
             UrlEntry("http://good.test/b", "good.test", priority=0.8),
             UrlEntry("http://poor.test/a", "poor.test", priority=0.1),
         ])  # fmt: skip
-        assert await f.lease(t0) == "good.test"
+        assert (await f.lease(t0)).key == "good.test"
         entry = await f.pop_url("good.test", t0)
         assert entry is not None and entry.url.endswith("/a")
         await f.finish(entry.url, "stored")
         await f.release("good.test", HostState("good.test", last_start=t0, next_allowed=t0 + 5))
         # good.test waits 5 s on its delay with a 0.8 URL; poor.test is free with 0.1
-        assert await f.lease(t0 + 1) == expected
+        got = await f.lease(t0 + 1)
+        assert got.key == expected
         if expected is None:
-            assert await f.next_wake() == t0 + 5  # no busy loop: woken when good.test is due
-            assert await f.lease(t0 + 5) == "good.test"
+            assert got.wake == t0 + 5  # no busy loop: woken when good.test is due
+            assert (await f.lease(t0 + 5)).key == "good.test"
             assert await drain_one(f, "good.test", t0 + 5)
             # nothing better left anywhere: the poor site is served
-            assert await f.lease(t0 + 5) == "poor.test"
-        await f.close()
+            assert (await f.lease(t0 + 5)).key == "poor.test"
+        await f.store.close()
 
 
 async def drain_one(f: SqliteFrontier, key: str, now: float) -> bool:
@@ -187,10 +188,10 @@ def test_defer_ratio_defaults_to_focused_crawls_only(tmp_path: Path) -> None:
 async def test_best_tracking_pops_every_url_once(tmp_path: Path) -> None:
     """Keeping a key's best exact (window refilled as it empties, better URLs joining it)
     never hands a URL out twice nor loses one, across several windows."""
-    f = SqliteFrontier(tmp_path / "s.sqlite", defer_ratio=0.5)
+    f = SqliteFrontier.open(tmp_path / "s.sqlite", defer_ratio=0.5)
     n = 3 * WINDOW + 5
     await f.add([UrlEntry(f"http://a.test/{i}", "a.test", priority=i / n) for i in range(n)])
-    assert await f.lease(1000.0) == "a.test"
+    assert (await f.lease(1000.0)).key == "a.test"
     popped = []
     while (entry := await f.pop_url("a.test", 1000.0)) is not None:
         popped.append(entry.url)
@@ -199,4 +200,4 @@ async def test_best_tracking_pops_every_url_once(tmp_path: Path) -> None:
             await f.add([UrlEntry("http://a.test/late", "a.test", priority=2.0)])
     assert len(popped) == len(set(popped)) == n + 1
     assert popped[40] == "http://a.test/late"
-    await f.close()
+    await f.store.close()

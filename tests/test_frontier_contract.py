@@ -22,10 +22,19 @@ from typing import Any
 import pytest
 from redis_server import redis_cluster, redis_cluster_url, redis_url  # noqa: F401  (fixtures)
 
-from politecrawl.frontier import SITEMAP, Frontier, RobotsRecord, UrlEntry
+from politecrawl.frontier import (
+    SITEMAP,
+    CrawlStore,
+    Frontier,
+    QueueUpkeep,
+    RobotsRecord,
+    UrlEntry,
+)
 from politecrawl.frontier import redis as redis_frontier
-from politecrawl.frontier.redis import LeaseLost, RedisFrontier, status
+from politecrawl.frontier.redis import LeaseLost, RedisFrontier, RedisStore, status
+from politecrawl.frontier.redis import store as redis_store
 from politecrawl.frontier.sqlite import SqliteFrontier
+from politecrawl.frontier.sqlitestore import SqliteStore
 from politecrawl.politeness import HostState
 
 T0 = 1000.0
@@ -60,17 +69,17 @@ async def _openers(
     if kind == "redis-cluster":
         # cluster mode + a #!lua header: Redis refuses a script touching two slots
         url = request.getfixturevalue("redis_cluster_url")
-        monkeypatch.setattr(redis_frontier, "_LIB", "#!lua\n" + redis_frontier._LIB)
+        monkeypatch.setattr(redis_store, "LIB", "#!lua\n" + redis_store.LIB)
     elif kind.startswith("redis"):
         url = request.getfixturevalue("redis_url")
 
     async def opener(**kw: Any) -> Any:
         if kind == "sqlite":
-            f: Any = SqliteFrontier(tmp_path / "state.sqlite", **kw)
+            f: Any = SqliteFrontier.open(tmp_path / "state.sqlite", **kw)
         else:
             kw.setdefault("lease_ttl_s", 60.0)
             kw.setdefault("reclaim_delay_s", 1.0)
-            f = RedisFrontier(
+            f = RedisFrontier.open(
                 url,
                 crawl_id,
                 heartbeat=False,
@@ -85,7 +94,7 @@ async def _openers(
     yield opener
     for f in opened:
         with contextlib.suppress(Exception):  # already closed by the test
-            await f.close()
+            await f.store.close()
 
 
 def e(url: str, key: str = "a.test", prio: float = 0.0, **kw: Any) -> UrlEntry:
@@ -105,10 +114,32 @@ def state(key: str, next_allowed: float, last_start: float = 0.0) -> HostState:
     return HostState(key=key, last_start=last_start, next_allowed=next_allowed)
 
 
+def _methods(protocol: type) -> set[str]:
+    return {n for n, v in vars(protocol).items() if not n.startswith("_") and callable(v)}
+
+
 def test_every_backend_has_every_protocol_method() -> None:
-    wanted = {n for n, v in vars(Frontier).items() if not n.startswith("_") and callable(v)}
+    """The turn's protocol stays narrow; the rest of the state is the store's."""
+    assert len(_methods(Frontier)) <= 8, sorted(_methods(Frontier))
+    assert not _methods(Frontier) & _methods(CrawlStore)
     for cls in (SqliteFrontier, RedisFrontier):
+        wanted = _methods(Frontier) | _methods(QueueUpkeep)
         assert {n for n in wanted if not callable(getattr(cls, n, None))} == set(), cls
+    for store in (SqliteStore, RedisStore):
+        missing = {n for n in _methods(CrawlStore) if not callable(getattr(store, n, None))}
+        assert missing == set(), store
+
+
+async def lease(f: Frontier, now: float) -> str | None:
+    """The key ``f`` leases at ``now`` (None: none due)."""
+    return (await f.lease(now)).key
+
+
+async def wake(f: Frontier, now: float) -> float | None:
+    """When ``f`` says to ask again, leasing nothing at ``now``."""
+    got = await f.lease(now)
+    assert got.host is None, got
+    return got.wake
 
 
 # -- the seen-set --------------------------------------------------------------------------
@@ -118,11 +149,11 @@ async def test_add_dedupes_and_remembers(open_frontier: Opener) -> None:
     f = await open_frontier()
     assert await f.add([e("1"), e("2"), e("1")]) == [True, True, False]
     assert await f.add([e("2"), e("3")]) == [False, True]
-    assert await f.unseen(["http://a.test/1", "http://a.test/9"]) == ["http://a.test/9"]
-    await f.mark_seen(["http://a.test/9"])
-    assert await f.unseen(["http://a.test/9", "http://b.test/x"]) == ["http://b.test/x"]
+    assert await f.store.unseen(["http://a.test/1", "http://a.test/9"]) == ["http://a.test/9"]
+    await f.store.mark_seen(["http://a.test/9"])
+    assert await f.store.unseen(["http://a.test/9", "http://b.test/x"]) == ["http://b.test/x"]
     assert await f.add([e("9")]) == [False]
-    st = await f.stats()
+    st = await f.store.stats()
     assert st["queued"] == 3 and st["seen"] == 4
     assert set(st) == {
         "queued",
@@ -138,11 +169,11 @@ async def test_add_dedupes_and_remembers(open_frontier: Opener) -> None:
 async def test_finished_urls_stay_seen(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1")])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     assert await drain(f, "a.test", T0) == ["1"]
     await f.release("a.test", state("a.test", T0))
     assert await f.add([e("1")]) == [False]
-    assert (await f.stats())["queued"] == 0
+    assert (await f.store.stats())["queued"] == 0
 
 
 # -- order -----------------------------------------------------------------------------------
@@ -151,7 +182,7 @@ async def test_finished_urls_stay_seen(open_frontier: Opener) -> None:
 async def test_priority_order_within_a_key(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("low", prio=-2), e("high", prio=5), e("mid", prio=0.5), e("rnd", prio=0.25)])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     assert await drain(f, "a.test", T0) == ["high", "mid", "rnd", "low"]
 
 
@@ -161,42 +192,42 @@ async def test_fifo_among_equal_priorities(open_frontier: Opener) -> None:
     for i in range(0, 12, 3):  # in several batches
         await f.add([e(n, prio=1.0) for n in names[i : i + 3]])
     await f.add([e("first", prio=2.0)])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     assert await drain(f, "a.test", T0) == ["first", *names]
 
 
 async def test_key_with_the_best_url_is_leased_first(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("x", "a.test", prio=1.0), e("y", "b.test", prio=7.0), e("z", "c.test", 3.0)])
-    assert [await f.lease(T0) for _ in range(4)] == ["b.test", "c.test", "a.test", None]
+    assert [await lease(f, T0) for _ in range(4)] == ["b.test", "c.test", "a.test", None]
 
 
 async def test_a_key_due_for_max_wait_goes_before_better_ones(open_frontier: Opener) -> None:
     """Priority rules, but a key kept waiting ``max_wait_s`` by better ones is served next."""
     f = await open_frontier(max_wait_s=20.0)  # (leases held here last 60 s)
     await f.add([e("x", "low.test", prio=0.0), e("y", "hi1.test", prio=5.0)])
-    assert await f.lease(T0) == "hi1.test"  # low.test ready since T0
+    assert await lease(f, T0) == "hi1.test"  # low.test ready since T0
     await f.add([e("z", "hi2.test", prio=5.0), e("v", "mid.test", prio=1.0)])
-    assert await f.lease(T0 + 19.9) == "hi2.test"
+    assert await lease(f, T0 + 19.9) == "hi2.test"
     await f.add([e("w", "hi3.test", prio=5.0)])
-    assert await f.lease(T0 + 20) == "low.test"  # due for 20 s
-    assert await f.lease(T0 + 21) == "hi3.test"  # mid.test (ready since T0 + 19.9) can wait
-    assert await f.lease(T0 + 21) == "mid.test"
-    assert await f.lease(T0 + 30) is None
+    assert await lease(f, T0 + 20) == "low.test"  # due for 20 s
+    assert await lease(f, T0 + 21) == "hi3.test"  # mid.test (ready since T0 + 19.9) can wait
+    assert await lease(f, T0 + 21) == "mid.test"
+    assert await lease(f, T0 + 30) is None
 
 
 async def test_reprioritize_reorders_queued_urls(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("a1", "a.test", 1.0), e("a2", "a.test", 1.0), e("a3", "a.test", 1.0)])
     await f.add([e("b1", "b.test", 2.0), e("c1", "c.test", 0.0)])
-    assert await f.lease(T0) == "b.test"  # a and c are now ready, ranked by their best URLs
+    assert await lease(f, T0) == "b.test"  # a and c are now ready, ranked by their best URLs
     rescored = [("http://a.test/a3", "a.test", 5.0), ("http://c.test/c1", "c.test", 9.0)]
     assert await f.reprioritize([*rescored, ("http://z.test/never", "z.test", 1.0)]) == 2
     popped = await f.pop_url("b.test", T0)
     assert popped is not None
     assert await f.reprioritize([(popped.url, "b.test", 99.0)]) == 0  # in flight: not queued
-    assert await f.lease(T0) == "c.test"  # raised above a.test's best
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "c.test"  # raised above a.test's best
+    assert await lease(f, T0) == "a.test"
     assert await drain(f, "a.test", T0) == ["a3", "a1", "a2"]
     await f.release("a.test", state("a.test", T0))
 
@@ -204,7 +235,7 @@ async def test_reprioritize_reorders_queued_urls(open_frontier: Opener) -> None:
 async def test_reprioritized_retry_keeps_its_new_priority(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("r", prio=1.0), e("x", prio=2.0), e("y", prio=3.0)])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     r = await f.pop_url("a.test", T0)
     assert r is not None and r.url.endswith("/y")
     r.not_before = T0 + 5
@@ -219,11 +250,11 @@ async def test_trim_drops_the_lowest_priorities(open_frontier: Opener) -> None:
     await f.add([e("p5", "b.test", 5.0), e("p3", "c.test", 3.0), e("p0", "c.test", 0.0)])
     assert await f.trim(10) == 0
     assert await f.trim(3) == 3
-    assert (await f.stats())["queued"] == 3
+    assert (await f.store.stats())["queued"] == 3
     assert await f.trim(3) == 0
     assert await f.add([e("p0", "c.test"), e("p1", "a.test")]) == [False, False]  # finished
     left = []
-    while (key := await f.lease(T0)) is not None:
+    while (key := await lease(f, T0)) is not None:
         left += await drain(f, key, T0)
         await f.release(key, state(key, T0 + 1))
     assert sorted(left) == ["p3", "p4", "p5"]
@@ -232,7 +263,7 @@ async def test_trim_drops_the_lowest_priorities(open_frontier: Opener) -> None:
 async def test_sitemap_kind_and_metadata_round_trip(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("s.xml", prio=1e9, kind=SITEMAP, depth=2, hops=1)])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     got = await f.pop_url("a.test", T0)
     assert got == UrlEntry("http://a.test/s.xml", "a.test", 2, 1, 0, 0.0, 1e9, SITEMAP)
 
@@ -243,50 +274,48 @@ async def test_sitemap_kind_and_metadata_round_trip(open_frontier: Opener) -> No
 async def test_leased_key_is_not_leased_again_until_released(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2")])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     await f.add([e("3", prio=9.0)])  # new URLs for a leased key do not free it
-    assert await f.lease(T0) is None
-    assert await f.lease(T0 + 30) is None  # (within a Redis lease's 60 s)
-    assert (await f.stats())["in_flight"] == 1
+    assert await lease(f, T0) is None
+    assert await lease(f, T0 + 30) is None  # (within a Redis lease's 60 s)
+    assert (await f.store.stats())["in_flight"] == 1
     await f.release("a.test", state("a.test", T0))
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     assert await drain(f, "a.test", T0) == ["3", "1", "2"]
 
 
 async def test_next_allowed_is_respected(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2")])
-    assert await f.lease(T0) == "a.test"
+    got = await f.lease(T0)
+    assert got.key == "a.test" and got.host is not None
     assert await f.pop_url("a.test", T0) is not None
-    h = await f.host("a.test")  # as the crawler does: the object host() gave, updated
+    h = got.host  # as the crawler does: the state the lease gave, updated
     h.last_start, h.next_allowed = T0, T0 + 50.25
     await f.release("a.test", h)
-    assert await f.next_wake() == T0 + 50.25
-    assert await f.lease(T0 + 50.24) is None
-    assert await f.lease(T0 + 50.25) == "a.test"
-    assert (await f.host("a.test")).next_allowed == T0 + 50.25
+    assert await wake(f, T0 + 50.24) == T0 + 50.25
+    assert await lease(f, T0 + 50.25) == "a.test"
+    assert (await f.store.host("a.test")).next_allowed == T0 + 50.25
 
 
 async def test_next_wake_none_when_nothing_left(open_frontier: Opener) -> None:
     f = await open_frontier()
-    assert await f.next_wake() is None
+    assert await wake(f, T0) is None
     await f.add([e("1")])
-    assert await f.next_wake() is not None
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     await drain(f, "a.test", T0)
     await f.release("a.test", state("a.test", T0 + 5))
-    assert await f.next_wake() is None
-    assert await f.lease(T0 + 10) is None
+    assert await wake(f, T0 + 10) is None
 
 
 async def test_push_back_front_and_back(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2"), e("3")])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     one = await f.pop_url("a.test", T0)
     assert one is not None
     await f.push_back(one, front=True)  # robots.txt first: the same URL comes next
-    assert (await f.stats())["queued"] == 3
+    assert (await f.store.stats())["queued"] == 3
     again = await f.pop_url("a.test", T0)
     assert again is not None and again.url == one.url
     await f.push_back(again)  # to the back of its priority
@@ -296,7 +325,7 @@ async def test_push_back_front_and_back(open_frontier: Opener) -> None:
 async def test_retry_waits_for_not_before(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("retry"), e("other")])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     r = await f.pop_url("a.test", T0)
     assert r is not None and r.url.endswith("retry")
     r.attempt, r.not_before = 1, T0 + 30
@@ -304,9 +333,8 @@ async def test_retry_waits_for_not_before(open_frontier: Opener) -> None:
     assert await drain(f, "a.test", T0 + 1) == ["other"]
     assert await f.pop_url("a.test", T0 + 1) is None
     await f.release("a.test", state("a.test", T0 + 2, last_start=T0 + 1))
-    assert await f.next_wake() == T0 + 30  # max(next_allowed, not_before)
-    assert await f.lease(T0 + 29) is None
-    assert await f.lease(T0 + 30) == "a.test"
+    assert await wake(f, T0 + 29) == T0 + 30  # max(next_allowed, not_before)
+    assert await lease(f, T0 + 30) == "a.test"
     got = await f.pop_url("a.test", T0 + 30)
     assert got is not None and (got.url, got.attempt, got.not_before) == (r.url, 1, T0 + 30)
 
@@ -314,30 +342,30 @@ async def test_retry_waits_for_not_before(open_frontier: Opener) -> None:
 async def test_drop_queued(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2"), e("3"), e("x", "b.test")])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     popped = await f.pop_url("a.test", T0)
     assert popped is not None
     assert await f.drop_queued("a.test", "dropped:robots_unavailable") == 2
     await f.finish(popped.url, "dropped:robots_unavailable")
     await f.release("a.test", state("a.test", T0))
-    assert (await f.stats())["queued"] == 1
-    assert await f.lease(T0) == "b.test"
-    assert await f.lease(T0) is None
+    assert (await f.store.stats())["queued"] == 1
+    assert await lease(f, T0) == "b.test"
+    assert await lease(f, T0) is None
     assert await f.add([e("2")]) == [False]
 
 
 async def test_finish_is_final(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2")])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     one = await f.pop_url("a.test", T0)
     assert one is not None
     await f.finish(one.url, "stored")
-    assert (await f.stats())["queued"] == 1
+    assert (await f.store.stats())["queued"] == 1
     await f.release("a.test", state("a.test", T0))
-    await f.close()
+    await f.store.close()
     g = await open_frontier()
-    assert await g.lease(T0) == "a.test"
+    assert await lease(g, T0) == "a.test"
     assert await drain(g, "a.test", T0) == ["2"]
 
 
@@ -346,43 +374,43 @@ async def test_finish_is_final(open_frontier: Opener) -> None:
 
 async def test_counters_add_and_read(open_frontier: Opener) -> None:
     f = await open_frontier()
-    assert await f.counters() == {}
-    await f.add_counters({"requests": 3, "stored": 1, "zero": 0})
-    await f.add_counters({"requests": 2, "error:http_500": 1})
-    assert await f.counters() == {"requests": 5, "stored": 1, "error:http_500": 1}
+    assert await f.store.counters() == {}
+    await f.store.add_counters({"requests": 3, "stored": 1, "zero": 0})
+    await f.store.add_counters({"requests": 2, "error:http_500": 1})
+    assert await f.store.counters() == {"requests": 5, "stored": 1, "error:http_500": 1}
 
 
 async def test_robots_save_and_load(open_frontier: Opener) -> None:
     f = await open_frontier()
-    assert await f.robots("http://a.test") is None
+    assert await f.store.robots("http://a.test") is None
     ok = RobotsRecord("http://a.test", T0, 200, b"User-agent: *\nDisallow: /x\n")
     failing = RobotsRecord(
         "http://b.test:8080", T0 + 1, 503, b"\x00busy\n", T0 - 5, b"good\n", failures=3
     )
-    await f.save_robots(ok)
-    await f.save_robots(failing)
-    assert await f.robots("http://a.test") == ok
-    assert await f.robots("http://b.test:8080") == failing
+    await f.store.save_robots(ok)
+    await f.store.save_robots(failing)
+    assert await f.store.robots("http://a.test") == ok
+    assert await f.store.robots("http://b.test:8080") == failing
     newer = RobotsRecord("http://a.test", T0 + 9, 404, b"")
-    await f.save_robots(newer)
-    assert await f.robots("http://a.test") == newer
+    await f.store.save_robots(newer)
+    assert await f.store.robots("http://a.test") == newer
     chain = RobotsRecord("http://a.test", T0 + 9, 404, b"", redirect_to="http://a.test/r", hops=2)
-    await f.save_robots(chain)
-    assert await f.robots("http://a.test") == chain
+    await f.store.save_robots(chain)
+    assert await f.store.robots("http://a.test") == chain
 
 
 async def test_validators_round_trip(open_frontier: Opener) -> None:
     f = await open_frontier()
     url = "http://a.test/page.html"
-    assert await f.validators(url) is None
-    await f.save_validators(url, '"v1"', None, T0)
-    await f.save_validators("http://a.test/other", None, "Sun, 01 Nov 2026 10:00:00 GMT", T0)
-    assert await f.validators(url) == ('"v1"', None, T0)
-    await f.save_validators(url, '"v2"', "Mon, 02 Nov 2026 10:00:00 GMT", T0 + 60.5)
-    await f.close()
+    assert await f.store.validators(url) is None
+    await f.store.save_validators(url, '"v1"', None, T0)
+    await f.store.save_validators("http://a.test/other", None, "Sun, 01 Nov 2026 10:00:00 GMT", T0)
+    assert await f.store.validators(url) == ('"v1"', None, T0)
+    await f.store.save_validators(url, '"v2"', "Mon, 02 Nov 2026 10:00:00 GMT", T0 + 60.5)
+    await f.store.close()
     g = await open_frontier()
-    assert await g.validators(url) == ('"v2"', "Mon, 02 Nov 2026 10:00:00 GMT", T0 + 60.5)
-    assert await g.validators("http://a.test/other") == (
+    assert await g.store.validators(url) == ('"v2"', "Mon, 02 Nov 2026 10:00:00 GMT", T0 + 60.5)
+    assert await g.store.validators("http://a.test/other") == (
         None,
         "Sun, 01 Nov 2026 10:00:00 GMT",
         T0,
@@ -391,43 +419,43 @@ async def test_validators_round_trip(open_frontier: Opener) -> None:
 
 async def test_host_state_round_trip(open_frontier: Opener) -> None:
     f = await open_frontier()
-    fresh = await f.host("a.test")
+    fresh = await f.store.host("a.test")
     assert (fresh.key, fresh.last_start, fresh.next_allowed) == ("a.test", 0.0, 0.0)
     await f.add([e("1")])
-    assert await f.lease(T0) == "a.test"
-    h = await f.host("a.test")
+    assert await lease(f, T0) == "a.test"
+    h = await f.store.host("a.test")
     h.last_start, h.next_allowed, h.crawl_delay_s = T0, T0 + 2.5, 2.0
     h.backoff_factor, h.retry_after_until, h.consecutive_failures = 4.0, T0 + 1, 2
     h.response_times_s.extend([0.1, 0.25])
     await f.release("a.test", h)
-    await f.close()
+    await f.store.close()
     g = await open_frontier()
-    got = await g.host("a.test")
+    got = await g.store.host("a.test")
     assert got == h
 
 
 async def test_begin_request_saves_the_provisional_state_at_once(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1")])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     assert await f.pop_url("a.test", T0) is not None
-    h = await f.host("a.test")
+    h = await f.store.host("a.test")
     h.last_start, h.next_allowed = T0 + 1, T0 + 16  # as politeness.record_start sets them
     await f.begin_request("a.test", h)
     other = await open_frontier()  # another process on the same store, before any flush
-    got = await other.host("a.test")
+    got = await other.store.host("a.test")
     assert (got.last_start, got.next_allowed) == (T0 + 1, T0 + 16)
 
 
 async def test_stats(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2"), e("3", "b.test")])
-    st = await f.stats()
+    st = await f.store.stats()
     assert (st["queued"], st["hosts_waiting"], st["in_flight"], st["seen"]) == (3, 2, 0, 3)
-    key = await f.lease(T0)
+    key = await lease(f, T0)
     assert key is not None
     assert await f.pop_url(key, T0) is not None
-    st = await f.stats()
+    st = await f.store.stats()
     assert (st["queued"], st["hosts_waiting"], st["in_flight"]) == (2, 1, 1)
     if open_frontier.kind == "redis-bloom":  # type: ignore[attr-defined]
         assert st["seen_bytes"] > 0
@@ -439,45 +467,45 @@ async def test_stats_ready_and_parked_hosts(open_frontier: Opener) -> None:
     """``ready`` and ``parked`` are judged at the wall clock (the live dashboard's)."""
     f = await open_frontier()
     await f.add([e("1", "a.test"), e("2", "a.test"), e("3", "b.test"), e("4", "c.test")])
-    st = await f.stats()
+    st = await f.store.stats()
     assert (st["hosts_waiting"], st["ready"], st["parked"]) == (3, 3, 0)
-    key = await f.lease(T0)
+    key = await lease(f, T0)
     assert key == "a.test"
     assert await f.pop_url(key, T0) is not None
-    h = await f.host(key)
+    h = await f.store.host(key)
     wall = time.time()
     h.last_start, h.next_allowed, h.parked_until = wall, wall + 3600, wall + 3600
     await f.release(key, h)
-    st = await f.stats()
+    st = await f.store.stats()
     assert (st["hosts_waiting"], st["ready"], st["parked"], st["in_flight"]) == (3, 2, 1, 0)
 
 
 async def test_state_survives_close_and_reopen(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2"), e("3"), e("x", "b.test", prio=-1)])
-    await f.add_counters({"requests": 4})
-    await f.save_robots(RobotsRecord("http://a.test", T0, 200, b"ok"))
-    assert await f.lease(T0) == "a.test"
+    await f.store.add_counters({"requests": 4})
+    await f.store.save_robots(RobotsRecord("http://a.test", T0, 200, b"ok"))
+    assert await lease(f, T0) == "a.test"
     done = await f.pop_url("a.test", T0)
     assert done is not None
     await f.finish(done.url, "stored")
     in_flight = await f.pop_url("a.test", T0)  # the crawl stops with this one unfinished
     assert in_flight is not None and in_flight.url.endswith("/2")
-    await f.close()
+    await f.store.close()
 
     g = await open_frontier()
-    st = await g.stats()
+    st = await g.store.stats()
     assert st["queued"] == 3 and st["seen"] == 4
     assert await g.add([e("1"), e("2"), e("x", "b.test")]) == [False, False, False]
-    assert await g.counters() == {"requests": 4}
-    assert await g.robots("http://a.test") == RobotsRecord("http://a.test", T0, 200, b"ok")
+    assert await g.store.counters() == {"requests": 4}
+    assert await g.store.robots("http://a.test") == RobotsRecord("http://a.test", T0, 200, b"ok")
     later = T0 + 100
-    assert await g.lease(later) == "a.test"
+    assert await lease(g, later) == "a.test"
     again = await g.pop_url("a.test", later)
     assert again is not None and again.url == in_flight.url and again.refetch
     rest = await g.pop_url("a.test", later)
     assert rest is not None and rest.url.endswith("/3") and not rest.refetch
-    assert await g.lease(later) == "b.test"
+    assert await lease(g, later) == "b.test"
 
 
 # -- one server, many names: the IP rule --------------------------------------------------------
@@ -502,39 +530,38 @@ async def test_keys_of_one_ip_are_leased_one_at_a_time(open_frontier: Opener) ->
             e("1", "c.test", 1.0, ip=IP2),
         ]
     )
-    assert [await f.lease(T0) for _ in range(3)] == ["a.test", "c.test", None]
-    assert (await f.stats())["hosts_waiting"] == 1  # b.test, in IP1's line
+    assert [await lease(f, T0) for _ in range(3)] == ["a.test", "c.test", None]
+    assert (await f.store.stats())["hosts_waiting"] == 1  # b.test, in IP1's line
     await drain(f, "a.test", T0)
     await f.release("a.test", ip_state("a.test", T0 + 5.0))
-    assert await f.next_wake() == T0 + 5.0
-    assert await f.lease(T0 + 4.9) is None
-    assert await f.lease(T0 + 5.0) == "b.test"
-    assert await f.lease(T0 + 5.0) is None
+    assert await wake(f, T0 + 4.9) == T0 + 5.0
+    assert await lease(f, T0 + 5.0) == "b.test"
+    assert await lease(f, T0 + 5.0) is None
 
 
 async def test_a_key_due_before_its_ips_time_waits_for_it(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1", "a.test", 2.0, ip=IP1), e("2", "a.test", ip=IP1)])
-    assert await f.lease(T0) == "a.test"
+    assert await lease(f, T0) == "a.test"
     assert await f.pop_url("a.test", T0) is not None
     await f.release("a.test", ip_state("a.test", T0 + 3.0))  # the host itself is due at once
     await f.add([e("1", "b.test", 9.0, ip=IP1)])
-    assert await f.lease(T0 + 1) is None
-    assert await f.lease(T0 + 3.0) == "b.test"  # the better URL, once the IP's time came
-    assert await f.lease(T0 + 3.0) is None  # a.test: its IP is held by b.test now
+    assert await lease(f, T0 + 1) is None
+    assert await lease(f, T0 + 3.0) == "b.test"  # the better URL, once the IP's time came
+    assert await lease(f, T0 + 3.0) is None  # a.test: its IP is held by b.test now
     await drain(f, "b.test", T0 + 3.0)
     await f.release("b.test", ip_state("b.test", T0 + 3.5))
-    assert await f.lease(T0 + 3.5) == "a.test"
+    assert await lease(f, T0 + 3.5) == "a.test"
 
 
 async def test_keys_waiting_for_an_ip_take_turns_in_order(open_frontier: Opener) -> None:
     f = await open_frontier()
     keys = ["a.test", "b.test", "c.test", "d.test"]
     await f.add([e("1", k, 4.0 - i, ip=IP1) for i, k in enumerate(keys)])
-    assert await f.lease(T0) == "a.test"
-    assert await f.lease(T0) is None  # b, c, d wait in IP1's line, in that order
+    assert await lease(f, T0) == "a.test"
+    assert await lease(f, T0) is None  # b, c, d wait in IP1's line, in that order
     await f.add([e("1", "z.test", 9.0, ip=IP1)])  # due later: joins the line at the back
-    assert await f.lease(T0 + 1) is None
+    assert await lease(f, T0 + 1) is None
     await f.drop_queued("c.test", "dropped:test")  # a key in the line that has nothing left
     order = []
     now, holder = T0 + 1, "a.test"
@@ -542,38 +569,38 @@ async def test_keys_waiting_for_an_ip_take_turns_in_order(open_frontier: Opener)
         await drain(f, holder, now)
         await f.release(holder, ip_state(holder, now + 1.0))
         order.append(holder)
-        assert await f.lease(now + 0.5) is None  # the IP's gap holds between any two keys
+        assert await lease(f, now + 0.5) is None  # the IP's gap holds between any two keys
         now += 1.0
-        holder = await f.lease(now)
+        holder = await lease(f, now)
     assert order == ["a.test", "b.test", "d.test", "z.test"]
-    assert await f.next_wake() is None
+    assert await wake(f, now) is None
 
 
 async def test_the_ip_of_a_key_survives_reopen(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1", "a.test", 2.0, ip=IP1), e("1", "b.test", 1.0, ip=IP1)])
-    await f.close()
+    await f.store.close()
     g = await open_frontier()
     await g.add([e("2", "b.test", ip="")])  # a later entry without the address
-    assert [await g.lease(T0), await g.lease(T0)] == ["a.test", None]
+    assert [await lease(g, T0), await lease(g, T0)] == ["a.test", None]
 
 
 async def test_keys_without_an_ip_are_not_held_back(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1", "a.test", ip=IP1), e("1", "b.test"), e("1", "c.test")])
-    assert sorted([await f.lease(T0) for _ in range(3)]) == ["a.test", "b.test", "c.test"]
+    assert sorted([await lease(f, T0) for _ in range(3)]) == ["a.test", "b.test", "c.test"]
 
 
 async def test_an_expired_lease_frees_its_ip(open_shared: Opener) -> None:
     dead = await open_shared(lease_ttl_s=5.0)
     alive = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=2.0)
     await dead.add([e("1", "a.test", 2.0, ip=IP1), e("1", "b.test", 1.0, ip=IP1)])
-    assert await dead.lease(T0) == "a.test"  # ...and the worker dies
-    assert await alive.lease(T0) is None  # b.test waits for the IP
-    assert await alive.lease(T0 + 5.0) is None  # reclaimed: the IP waits the reclaim delay
-    assert await alive.next_wake() == T0 + 7.0
-    assert await alive.lease(T0 + 7.0) in ("a.test", "b.test")
-    assert await alive.lease(T0 + 7.0) is None
+    assert await lease(dead, T0) == "a.test"  # ...and the worker dies
+    assert await lease(alive, T0) is None  # b.test waits for the IP
+    assert await lease(alive, T0 + 5.0) is None  # reclaimed: the IP waits the reclaim delay
+    assert await wake(alive, T0 + 5.0) == T0 + 7.0
+    assert await lease(alive, T0 + 7.0) in ("a.test", "b.test")
+    assert await lease(alive, T0 + 7.0) is None
 
 
 async def test_workers_never_hold_one_ip_twice(open_shared: Opener) -> None:
@@ -592,9 +619,10 @@ async def test_workers_never_hold_one_ip_twice(open_shared: Opener) -> None:
     async def worker(w: int, f: RedisFrontier) -> None:
         for _ in range(3000):  # bounded
             now = T0 + next(clock) * 1e-3
-            key = await f.lease(now)
+            got = await f.lease(now)
+            key = got.key
             if key is None:
-                if await f.next_wake() is None:
+                if got.wake is None:
                     return
                 await asyncio.sleep(0.001)
                 continue
@@ -624,58 +652,56 @@ async def test_expired_lease_requeues_in_flight_url_as_refetch(open_shared: Open
     dead = await open_shared(lease_ttl_s=5.0)
     alive = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=2.0)
     await dead.add([e("1"), e("2")])
-    assert await dead.lease(T0) == "a.test"
+    assert await lease(dead, T0) == "a.test"
     lost = await dead.pop_url("a.test", T0)
     assert lost is not None and lost.url.endswith("/1")
     # the dead worker never finishes, pushes back nor releases
-    assert await alive.lease(T0 + 4.9) is None
-    assert await alive.next_wake() == T0 + 5.0  # a lease that may expire is worth waiting for
-    assert await alive.lease(T0 + 5.0) is None  # reclaimed, but waits its delay first
+    assert await wake(alive, T0 + 4.9) == T0 + 5.0  # a lease that may expire is worth waiting for
+    assert await lease(alive, T0 + 5.0) is None  # reclaimed, but waits its delay first
     assert alive.refetches == 1
-    st = await alive.stats()
+    st = await alive.store.stats()
     assert (st["queued"], st["in_flight"], st["hosts_waiting"]) == (2, 0, 1)
-    assert await alive.next_wake() == T0 + 7.0
-    assert await alive.lease(T0 + 7.0) == "a.test"
+    assert await wake(alive, T0 + 5.0) == T0 + 7.0
+    assert await lease(alive, T0 + 7.0) == "a.test"
     got = await alive.pop_url("a.test", T0 + 7.0)
     assert got is not None and got.url == lost.url and got.refetch
     # the old holder comes back to life: it can neither pop nor release a second time
     assert await dead.pop_url("a.test", T0 + 7.0) is None
     await dead.release("a.test", state("a.test", T0 + 1))
     assert dead.lost_leases == 1
-    assert (await alive.stats())["in_flight"] == 1
-    assert await dead.lease(T0 + 10) is None  # still alive's (its lease runs to T0 + 12)
+    assert (await alive.store.stats())["in_flight"] == 1
+    assert await lease(dead, T0 + 10) is None  # still alive's (its lease runs to T0 + 12)
     await alive.finish(got.url, "stored")
     assert await drain(alive, "a.test", T0 + 7.0) == ["2"]
     await alive.release("a.test", state("a.test", T0 + 8))
-    assert await alive.next_wake() is None
-    assert (await status(alive._url, alive.crawl_id))["outcomes"] == {"stored": 2}
+    assert await wake(alive, T0 + 8) is None
+    assert (await status(alive.store.url, alive.crawl_id))["outcomes"] == {"stored": 2}
 
 
 async def test_reclaim_waits_the_last_delay_of_the_host(open_shared: Opener) -> None:
     w1 = await open_shared(lease_ttl_s=5.0)
     w2 = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=0.5)
     await w1.add([e("1"), e("2")])
-    assert await w1.lease(T0) == "a.test"
+    assert await lease(w1, T0) == "a.test"
     assert await w1.pop_url("a.test", T0) is not None
     await w1.release("a.test", state("a.test", T0 + 20, last_start=T0))  # a 20 s site
-    assert await w1.lease(T0 + 20) == "a.test"
+    assert await lease(w1, T0 + 20) == "a.test"
     assert await w1.pop_url("a.test", T0 + 20) is not None  # ...and w1 dies here
-    assert await w2.lease(T0 + 25) is None
-    assert await w2.next_wake() == T0 + 45  # now + the host's own 20 s, not 0.5 s
-    assert await w2.lease(T0 + 45) == "a.test"
+    assert await wake(w2, T0 + 25) == T0 + 45  # now + the host's own 20 s, not 0.5 s
+    assert await lease(w2, T0 + 45) == "a.test"
 
 
 async def test_renew_keeps_a_slow_turn_leased(open_shared: Opener) -> None:
     w1 = await open_shared(lease_ttl_s=5.0)
     w2 = await open_shared(lease_ttl_s=5.0)
     await w1.add([e("1"), e("2")])
-    assert await w1.lease(T0) == "a.test"
+    assert await lease(w1, T0) == "a.test"
     assert await w1.renew("a.test", T0 + 4)
     assert await w1.renew_held(T0 + 8) == []
-    assert await w2.lease(T0 + 12) is None
+    assert await lease(w2, T0 + 12) is None
     assert await w1.pop_url("a.test", T0 + 12) is not None  # pop renews too: until T0 + 17
-    assert await w2.lease(T0 + 16.9) is None
-    assert await w2.lease(T0 + 17) is None  # expired now, reclaimed, waiting its delay
+    assert await lease(w2, T0 + 16.9) is None
+    assert await lease(w2, T0 + 17) is None  # expired now, reclaimed, waiting its delay
     assert await w1.renew_held(T0 + 17) == ["a.test"]
     assert not await w1.renew("a.test", T0 + 17)
 
@@ -684,27 +710,27 @@ async def test_begin_request_renews_or_refuses(open_shared: Opener) -> None:
     w1 = await open_shared(lease_ttl_s=5.0)
     w2 = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=1.0)
     await w1.add([e("1"), e("2")])
-    assert await w1.lease(T0) == "a.test"
+    assert await lease(w1, T0) == "a.test"
     assert await w1.pop_url("a.test", T0) is not None
     await w1.begin_request("a.test", state("a.test", T0 + 4 + 0.5, last_start=T0 + 4))
-    assert await w2.lease(T0 + 8.9) is None  # renewed to T0 + 9 by the request's start
-    assert await w2.lease(T0 + 9) is None  # expired: reclaimed, waiting max(next, now + delay)
-    assert await w2.next_wake() == T0 + 10
+    assert await lease(w2, T0 + 8.9) is None  # renewed to T0 + 9 by the request's start
+    # expired: reclaimed, waiting max(next, now + delay)
+    assert await wake(w2, T0 + 9) == T0 + 10
     with pytest.raises(LeaseLost):
         await w1.begin_request("a.test", state("a.test", T0 + 10, last_start=T0 + 9.5))
-    assert (await w2.host("a.test")).last_start == T0 + 4  # the refused state was not saved
-    assert await w2.lease(T0 + 10) == "a.test"
+    assert (await w2.store.host("a.test")).last_start == T0 + 4  # the refused state was not saved
+    assert await lease(w2, T0 + 10) == "a.test"
 
 
 async def test_close_gives_back_held_leases(open_shared: Opener) -> None:
     w1 = await open_shared()
     await w1.add([e("1")])
-    assert await w1.lease(T0) == "a.test"
+    assert await lease(w1, T0) == "a.test"
     assert await w1.pop_url("a.test", T0) is not None
-    await w1.close()
+    await w1.store.close()
     w2 = await open_shared()
-    assert (await w2.stats())["in_flight"] == 0
-    assert await w2.lease(T0 + 1) == "a.test"  # back after reclaim_delay_s, not a lease TTL
+    assert (await w2.store.stats())["in_flight"] == 0
+    assert await lease(w2, T0 + 1) == "a.test"  # back after reclaim_delay_s, not a lease TTL
     got = await w2.pop_url("a.test", T0 + 1)
     assert got is not None and got.refetch
 
@@ -740,12 +766,16 @@ async def test_two_workers_never_hold_one_key(open_shared: Opener) -> None:
         for _ in range(2000):  # bounded
             now = T0 + next(clock) * 1e-3
             leased: list[str] = []
-            while len(leased) < 3 and (key := await f.lease(now)) is not None:
-                take(w, key)
-                leased.append(key)
+            got = None
+            while len(leased) < 3:
+                got = await f.lease(now)
+                if got.key is None:
+                    break
+                take(w, got.key)
+                leased.append(got.key)
             if leased:
                 await asyncio.gather(*(turn(w, f, k) for k in leased))
-            elif await f.next_wake() is None:
+            elif got is not None and got.wake is None:
                 return
             else:
                 await asyncio.sleep(0)
@@ -755,7 +785,7 @@ async def test_two_workers_never_hold_one_key(open_shared: Opener) -> None:
     )
     assert overlaps == []
     assert sorted(fetched) == sorted(u.url for u in urls)  # each exactly once
-    assert (await workers[1].stats())["queued"] == 0
+    assert (await workers[1].store.stats())["queued"] == 0
 
 
 # -- which backend a crawl gets ------------------------------------------------------------------
@@ -774,27 +804,27 @@ async def test_make_frontier_picks_the_backend(tmp_path: Path) -> None:
     )
     local = make_frontier(cfg)
     assert isinstance(local, SqliteFrontier)
-    await local.close()
+    await local.store.close()
     shared = make_frontier(dataclasses.replace(cfg, frontier_url="redis://127.0.0.1:1/0"))
     assert isinstance(shared, RedisFrontier)  # not connected until first used
     # no --crawl-id: "default", as for `seed` (not the out folder's name)
     assert shared.crawl_id == "default" and shared.lease_ttl_s >= 2 * cfg.fetch.total_timeout_s
-    await shared.close()
+    await shared.store.close()
 
 
 async def test_sqlite_wait_order_stays_small_while_one_key_waits(tmp_path: Path) -> None:
     """Keys leased by priority leave stale entries behind a long-waiting one: kept bounded."""
-    f = SqliteFrontier(tmp_path / "state.sqlite", max_wait_s=1e9)
+    f = SqliteFrontier.open(tmp_path / "state.sqlite", max_wait_s=1e9)
     await f.add([e("x", "low.test", prio=0.0)])
     for i in range(5000):
         key = f"k{i}.test"
         await f.add([e("y", key, prio=5.0)])
-        assert await f.lease(T0 + i) == key
+        assert await lease(f, T0 + i) == key
         assert await drain(f, key, T0 + i) == ["y"]
         await f.release(key, state(key, T0 + i))
     assert len(f._overdue) <= 2 * len(f._ready_since) + 1024
-    assert await f.lease(T0 + 5000) == "low.test"
-    await f.close()
+    assert await lease(f, T0 + 5000) == "low.test"
+    await f.store.close()
 
 
 # -- one crawl over a whole Redis Cluster -----------------------------------------------------
@@ -804,29 +834,29 @@ async def test_a_crawl_spans_every_node_of_a_cluster(redis_cluster: Any) -> None
     """Named by any node, the crawl finds the cluster, and its shards land on all three nodes:
     each site's queue, lease and spacing in its shard's slot; each IP's sites in one shard."""
     crawl = f"span-{uuid.uuid4().hex[:8]}"
-    f = RedisFrontier(redis_cluster.nodes[2].url, crawl, heartbeat=False)
+    f = RedisFrontier.open(redis_cluster.nodes[2].url, crawl, heartbeat=False)
     entries = [e(f"p{i}", f"s{h}.test", ip=f"10.0.{h % 7}.1") for h in range(60) for i in range(3)]
     assert all(await f.add(entries))
-    assert f.cluster and f.shards == redis_frontier.DEFAULT_SHARDS
+    assert f.cluster and f.store.shards == redis_frontier.DEFAULT_SHARDS
     per_node = redis_cluster.keys_per_node(f"pc:{{{crawl}:*")
     assert len(per_node) == 3 and min(per_node) > 0, per_node
     # every key of one IP sits in one shard (so the IP's turn-taking stays one atomic script)
     for ip in {x.ip for x in entries}:
-        shards = {f._dir[x.key] for x in entries if x.ip == ip}
-        assert shards == {redis_frontier.shard_index(ip, f.shards)}
+        shards = {f.store.dir[x.key] for x in entries if x.ip == ip}
+        assert shards == {redis_frontier.shard_index(ip, f.store.shards)}
     # a second worker sees the same crawl through another node
-    g = RedisFrontier(redis_cluster.nodes[1].url, crawl, heartbeat=False)
-    assert (await g.stats())["queued"] == 180
-    assert await g.unseen(["http://s5.test/p1", "http://s5.test/new"]) == ["http://s5.test/new"]
+    g = RedisFrontier.open(redis_cluster.nodes[1].url, crawl, heartbeat=False)
+    assert (await g.store.stats())["queued"] == 180
+    assert await g.store.unseen(["http://s5.test/p1", "http://s5.test/new"]) == ["http://s5.test/new"]
     leased = []
     now = T0
-    while (key := await (f, g)[len(leased) % 2].lease(now)) is not None:
+    while (key := await lease((f, g)[len(leased) % 2], now)) is not None:
         leased.append(key)
     assert len(leased) == 7  # one per IP at a time
     st = await status(redis_cluster.url, crawl)
     assert st["cluster"] and st["leases_held"] == 7 and st["queued"] == 180
-    await f.close()
-    await g.close()
+    await f.store.close()
+    await g.store.close()
 
 
 async def test_a_crawl_of_the_one_slot_layout_is_refused_not_lost(redis_url: str) -> None:  # noqa: F811
@@ -841,7 +871,7 @@ async def test_a_crawl_of_the_one_slot_layout_is_refused_not_lost(redis_url: str
     await r.hset(redis_frontier.prefix(crawl) + "conf", mapping={"seen_mode": "exact",
                  "bloom_m": "0", "bloom_k": "0"})  # fmt: skip
     await r.aclose()
-    f = RedisFrontier(redis_url, crawl, heartbeat=False)
+    f = RedisFrontier.open(redis_url, crawl, heartbeat=False)
     with pytest.raises(FrontierError, match="older politecrawl"):
-        await f.lease(T0)
-    await f.close()
+        await lease(f, T0)
+    await f.store.close()

@@ -1,8 +1,8 @@
 """Three crawler workers share one Redis frontier: one crawl, politeness still global.
 
 The workers are three ``Crawler`` objects in one event loop, each with its own out dir, all
-on one crawl id. Until ``Crawler`` builds its frontier with ``frontier.factory.make_frontier``
-the test swaps the frontier in by hand (``attach``). The test web's own access log is the
+on one crawl id, each given its (recording) frontier through ``Crawler(frontier=...)``. The
+test web's own access log is the
 judge: no two requests to a host closer than the delay or overlapping, across workers; no URL
 fetched twice; every page a single worker reaches is reached. The crash test kills one worker
 mid-crawl (no release, no finish, its heartbeat stops): its leases expire after 2 s, the
@@ -26,7 +26,7 @@ from redis_server import redis_url  # noqa: F401  (fixture)
 
 from politecrawl import Crawler
 from politecrawl.frontier import UrlEntry
-from politecrawl.frontier.redis import RedisFrontier, status
+from politecrawl.frontier.redis import RedisFrontier, RedisStore, status
 from politecrawl.politeness import HostState
 from politecrawl.storage.logs import read_jsonl
 from politecrawl.testweb import TestWeb
@@ -105,14 +105,6 @@ def single_worker_reach(tmp_path_factory: pytest.TempPathFactory) -> set[tuple[s
         return pool.submit(asyncio.run, crawl()).result()
 
 
-async def attach(crawler: Crawler, frontier: RedisFrontier) -> None:
-    """Put the shared frontier where ``Crawler.__init__`` put its SQLite one."""
-    old = crawler.frontier
-    crawler.frontier = frontier  # the gate and the robots cache use it too (Crawler.frontier)
-    assert crawler.admission.frontier is frontier and crawler.robots._store is frontier
-    await old.close()
-
-
 def fetched_twice(web: TestWeb, also_ok: set[tuple[str, str]] = frozenset()) -> dict[Any, int]:  # type: ignore[assignment]
     """(host, path) requested more than once, apart from deliberate retries (the same
     exclusions as test_crawl_e2e.test_resume_fetches_nothing_twice)."""
@@ -132,21 +124,23 @@ def fetched_twice(web: TestWeb, also_ok: set[tuple[str, str]] = frozenset()) -> 
 
 
 async def workers(
-    web: TestWeb, root: Path, url: str, crawl_id: str, starts: list[tuple[float, str, str]]
+    web: TestWeb,
+    root: Path,
+    url: str,
+    crawl_id: str,
+    starts: list[tuple[float, str, str]],
+    n: int = 3,
 ) -> list[Crawler]:
     out = []
-    for i in range(3):
-        c = Crawler(crawl_config(web, root / f"w{i}", **CRAWL))
+    for i in range(n):
         frontier = Recording(
-            url,
-            crawl_id,
+            RedisStore(url, crawl_id),
             lease_ttl_s=LEASE_TTL,
             reclaim_delay_s=DELAY,
             worker_id=f"w{i}",
             starts=starts,
         )
-        await attach(c, frontier)
-        out.append(c)
+        out.append(Crawler(crawl_config(web, root / f"w{i}", **CRAWL), frontier=frontier))
     return out
 
 
@@ -178,6 +172,17 @@ async def test_three_workers_crawl_as_one(
         assert st["hosts_waiting"] == 0
 
 
+class MortalStore(RedisStore):
+    """The store of a worker that dies: once ``dead``, every call raises CancelledError."""
+
+    dead = False
+
+    async def ensure(self) -> None:
+        if self.dead:
+            raise asyncio.CancelledError("worker killed")
+        await super().ensure()
+
+
 class Mortal(Recording):
     """A worker's frontier that dies at its ``die_at``-th pop, mid-crawl: from then on every
     call raises CancelledError (its heartbeat included), so its turns end without finishing
@@ -188,15 +193,17 @@ class Mortal(Recording):
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
-        self.dead = False
         self.victim: UrlEntry | None = None
         self.on_death: Callable[[], None] = lambda: None
         self._pops = 0
 
-    async def _ensure(self) -> None:
-        if self.dead:
-            raise asyncio.CancelledError("worker killed")
-        await super()._ensure()
+    @property
+    def dead(self) -> bool:
+        return self.store.dead  # type: ignore[attr-defined, no-any-return]
+
+    @dead.setter
+    def dead(self, value: bool) -> None:
+        self.store.dead = value  # type: ignore[attr-defined]
 
     async def pop_url(self, key: str, now: float) -> UrlEntry | None:
         entry = await super().pop_url(key, now)
@@ -216,16 +223,15 @@ async def test_a_dead_worker_loses_nothing(
     crawl_id = f"crash-{uuid.uuid4().hex[:8]}"
     async with TestWeb(**WEB, access_log_path=str(tmp_path / "access.jsonl")) as web:
         starts: list[tuple[float, str, str]] = []
-        crawlers = await workers(web, tmp_path, redis_url, crawl_id, starts)
+        crawlers = await workers(web, tmp_path, redis_url, crawl_id, starts, n=2)
         mortal = Mortal(
-            redis_url,
-            crawl_id,
+            MortalStore(redis_url, crawl_id),
             lease_ttl_s=LEASE_TTL,
             reclaim_delay_s=DELAY,
             worker_id="mortal",
             starts=starts,
         )
-        await attach(crawlers[2], mortal)
+        crawlers.append(Crawler(crawl_config(web, tmp_path / "w2", **CRAWL), frontier=mortal))
         tasks = [asyncio.create_task(c.run()) for c in crawlers]
         mortal.on_death = tasks[2].cancel
         results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
@@ -255,4 +261,4 @@ async def test_a_dead_worker_loses_nothing(
             c.ctx.request_log.close()
             c.ctx.robots_log.close()
             c.ctx.warc.close()
-        await mortal._r.aclose()
+        await mortal.store.r.aclose()

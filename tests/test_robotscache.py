@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from politecrawl.frontier.sqlite import SqliteFrontier
+from politecrawl.frontier.sqlitestore import SqliteStore
 from politecrawl.robotscache import LAST_GOOD_AFTER_S, RobotsCache
 
 ORIGIN = "http://a.test"
@@ -12,7 +12,7 @@ BODY = b"User-agent: *\nDisallow: /private/\n"
 
 
 def cache(tmp_path: Path) -> RobotsCache:
-    return RobotsCache(SqliteFrontier(tmp_path / "s.sqlite"), ttl_s=86400, retry_s=60)
+    return RobotsCache(SqliteStore(tmp_path / "s.sqlite"), ttl_s=86400, retry_s=60)
 
 
 async def test_fresh_for_ttl_then_refetch(tmp_path: Path) -> None:
@@ -49,17 +49,17 @@ async def test_unreachable_for_30_days_uses_last_good_copy(tmp_path: Path) -> No
 
 
 async def test_persisted_for_a_resumed_crawl(tmp_path: Path) -> None:
-    store = SqliteFrontier(tmp_path / "s.sqlite")
+    store = SqliteStore(tmp_path / "s.sqlite")
     await RobotsCache(store, 86400, 60).record(ORIGIN, 200, BODY, now=0.0)
     await store.close()
-    again = RobotsCache(SqliteFrontier(tmp_path / "s.sqlite"), 86400, 60)
+    again = RobotsCache(SqliteStore(tmp_path / "s.sqlite"), 86400, 60)
     r = await again.rules_for(ORIGIN, 10.0)
     assert r is not None and not r.is_allowed("bot", "/private/")
 
 
 async def test_failures_and_redirect_chains_are_shared_through_the_store(tmp_path: Path) -> None:
     """Two caches on one store (two workers, or a crawl and its resumption) decide alike."""
-    store = SqliteFrontier(tmp_path / "s.sqlite")
+    store = SqliteStore(tmp_path / "s.sqlite")
     a, b = RobotsCache(store, 86400, 60), RobotsCache(store, 86400, 60)
     await a.record(ORIGIN, 503, b"", now=0.0)
     assert await b.rules_for(ORIGIN, 1.0) is not None and b.unreachable_count(ORIGIN) == 1

@@ -27,7 +27,7 @@ class _Never:
 
 
 async def gate(tmp_path: Path, urls: list[str], now: float) -> tuple[Any, SqliteFrontier]:
-    frontier = SqliteFrontier(tmp_path / "state.sqlite")
+    frontier = SqliteFrontier.open(tmp_path / "state.sqlite")
     await frontier.add([UrlEntry(u, KEY) for u in urls])
     retry = politeness.robots_retry_base_s(PolitenessConfig(min_delay_s=1.0))
     ctx = SimpleNamespace(
@@ -36,34 +36,35 @@ async def gate(tmp_path: Path, urls: list[str], now: float) -> tuple[Any, Sqlite
         counters=Counter(),
         frontier=frontier,
         continuity=SimpleNamespace(rewrite=lambda url: url),
-        robots=RobotsCache(frontier, 86400.0, retry),
+        store=frontier.store,
+        robots=RobotsCache(frontier.store, 86400.0, retry),
         token="testbot",
     )
-    assert await frontier.lease(now) == KEY
+    assert (await frontier.lease(now)).key == KEY
     return ctx, frontier
 
 
 async def test_rules_decide_and_a_disallowed_url_is_dropped(tmp_path: Path) -> None:
     ctx, frontier = await gate(tmp_path, [ORIGIN + "/private/x", ORIGIN + "/ok"], now=10.0)
     await ctx.robots.record(ORIGIN, 200, b"User-agent: *\nDisallow: /private/\n", 5.0)
-    host = await frontier.host(KEY)
+    host = await frontier.store.host(KEY)
     entry = await next_url(ctx, KEY, host)
     assert isinstance(entry, UrlEntry) and entry.url == ORIGIN + "/ok"
     assert ctx.counters == Counter({"robots_disallowed": 1})
-    await frontier.close()
+    await frontier.store.close()
 
 
 async def test_an_unreachable_robots_txt_holds_the_key_until_its_retry(tmp_path: Path) -> None:
     ctx, frontier = await gate(tmp_path, [ORIGIN + "/a"], now=1.0)
     await ctx.robots.record(ORIGIN, 503, b"", 0.0)
-    host = await frontier.host(KEY)
+    host = await frontier.store.host(KEY)
     assert await next_url(ctx, KEY, host) == Held(made_request=False)
     # the wait is politeness's: 4 x the 1 s floor after the first failure
     assert host.next_allowed == 0.0 + politeness.robots_retry_s(4.0, 1) == 4.0
-    assert (await frontier.stats())["queued"] == 1  # the URL waits at the front of its queue
+    assert (await frontier.store.stats())["queued"] == 1  # the URL waits at the front of its queue
     for n in range(2, ROBOTS_GIVE_UP + 1):
         await ctx.robots.record(ORIGIN, 503, b"", float(n))
     await ctx.robots.rules_for(ORIGIN, float(ROBOTS_GIVE_UP))
     assert await next_url(ctx, KEY, host) == Held(made_request=False)
     assert ctx.counters["robots_unavailable"] == 1  # given up after the third failure
-    await frontier.close()
+    await frontier.store.close()

@@ -21,7 +21,7 @@ from typing import Literal
 from politecrawl.config import CrawlConfig
 from politecrawl.errors import ConfigError, UrlError
 from politecrawl.exclusions import NeverCrawlList
-from politecrawl.frontier import PAGE, SITEMAP, Frontier, UrlEntry
+from politecrawl.frontier import PAGE, SITEMAP, CrawlStore, Frontier, UrlEntry
 from politecrawl.outcome import DropReason
 from politecrawl.traps import UrlSpaces
 from politecrawl.urlfilters import (
@@ -126,6 +126,7 @@ class Admission:
     def __init__(
         self,
         frontier: Frontier,
+        store: CrawlStore,
         gate: Gate,
         key_mode: Literal["host", "domain", "ip"],
         counters: Counter[str],
@@ -135,6 +136,7 @@ class Admission:
         ip_rule: bool = False,
     ) -> None:
         self.frontier = frontier
+        self.store = store
         self.gate = gate
         self.ip_of = ip_of
         # one server, many names: each entry carries its host's address (resolved once per
@@ -167,7 +169,7 @@ class Admission:
             rewrite = self.rewrite
             items = [(rewrite(u), p) for u, p in items]
         counters = self.counters
-        fresh = set(await self.frontier.unseen([u for u, _ in items]))
+        fresh = set(await self.store.unseen([u for u, _ in items]))
         counters["already_seen"] += len(items) - len(fresh)
         refused: list[str] = []
         entries: list[UrlEntry] = []
@@ -198,7 +200,7 @@ class Admission:
             for e in entries:
                 e.ip = ips[origin_of(e.url)] or ""
         if refused:
-            await self.frontier.mark_seen(refused)
+            await self.store.mark_seen(refused)
         added = await self.frontier.add(entries) if entries else []
         queued = {e.url for e, ok in zip(entries, added, strict=True) if ok}
         counters["queued"] += len(queued)

@@ -24,7 +24,7 @@ from politecrawl.dashboard import Dashboard
 from politecrawl.exclusions import NeverCrawlList
 from politecrawl.fetch import Fetcher
 from politecrawl.focus import Focus
-from politecrawl.frontier import Frontier
+from politecrawl.frontier import Backend, CrawlStore
 from politecrawl.frontier.factory import make_frontier
 from politecrawl.handler import PageHandler, load_handler
 from politecrawl.outlock import OutputLock
@@ -55,6 +55,7 @@ class CrawlContext:
         on_page: PageHandler | None = None,
         relevance: NuggetFunction | None = None,
         sinks: Iterable[Sink] = (),
+        frontier: Backend | None = None,
     ) -> None:
         self.cfg = config
         self.clock = clock
@@ -67,13 +68,17 @@ class CrawlContext:
         out.mkdir(parents=True, exist_ok=True)
         self.lock = OutputLock(out)  # one live crawl per folder; released by Crawler._finish
         try:
-            self._open(config, relevance, sinks)
+            self._open(config, relevance, sinks, frontier)
         except BaseException:
             self.lock.release()  # a store that cannot be opened leaves the folder free
             raise
 
     def _open(
-        self, config: CrawlConfig, relevance: NuggetFunction | None, sinks: Iterable[Sink]
+        self,
+        config: CrawlConfig,
+        relevance: NuggetFunction | None,
+        sinks: Iterable[Sink],
+        frontier: Backend | None,
     ) -> None:
         out = config.out_dir
         self.pool = WorkPool(config.processes)  # workers start on first use
@@ -81,7 +86,8 @@ class CrawlContext:
         seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
         if not seeds_file.exists():
             seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
-        self.frontier: Frontier = make_frontier(config)
+        self.frontier: Backend = frontier or make_frontier(config)
+        self.store: CrawlStore = self.frontier.store
         self.counters: Counter[str] = Counter()
         self.rng = random.Random()
         self.sitemaps_per_host: Counter[str] = Counter()
@@ -90,6 +96,7 @@ class CrawlContext:
         self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)
         self.admission = Admission(
             self.frontier,
+            self.store,
             Gate.from_config(config, self.never),
             config.politeness.key_mode,
             self.counters,
@@ -98,7 +105,7 @@ class CrawlContext:
         )
         self._ips: dict[str, str | None] = {}
         self.robots = RobotsCache(
-            self.frontier, config.robots_ttl_s, retry_s=robots_retry_base_s(config.politeness)
+            self.store, config.robots_ttl_s, retry_s=robots_retry_base_s(config.politeness)
         )
         logs: dict[str, Any] = {
             "rotate_bytes": config.log_rotate_bytes,

@@ -24,7 +24,7 @@ from politecrawl.context import CrawlContext
 from politecrawl.dashboard import Dashboard
 from politecrawl.errors import FrontierError, StorageError
 from politecrawl.fetch import Fetcher
-from politecrawl.frontier import Frontier
+from politecrawl.frontier import Backend
 from politecrawl.handler import PageHandler
 from politecrawl.relevance import NuggetFunction
 from politecrawl.reporting import Summary, summary_of, write_summary
@@ -49,7 +49,9 @@ class Crawler:
     ``on_page``: a page handler (``handler``; default: ``config.handler`` imported), whose
     items go to ``OUT/items.jsonl``. ``relevance``: a nugget function, instead of
     ``config.relevance``/``config.topic``. ``sinks``: more destinations for the kept pages
-    and items, beside ``pages.jsonl`` and ``items.jsonl`` (``sinks.Sink``).
+    and items, beside ``pages.jsonl`` and ``items.jsonl`` (``sinks.Sink``). ``frontier``:
+    the queues and store to crawl from (``frontier.Backend``), instead of the ones
+    ``config`` names (``frontier.factory.make_frontier``).
     """
 
     def __init__(
@@ -60,6 +62,7 @@ class Crawler:
         on_page: PageHandler | None = None,
         relevance: NuggetFunction | None = None,
         sinks: Iterable[Sink] = (),
+        frontier: Backend | None = None,
     ) -> None:
         # every seed in its canonical form, whoever gave it (API or CLI); a bad one is an error
         config = dataclasses.replace(config, seeds=canonical_seeds(config.seeds))
@@ -78,19 +81,16 @@ class Crawler:
             on_page=on_page,
             relevance=relevance,
             sinks=sinks,
+            frontier=frontier,
         )
         self._flushed: Counter[str] = Counter()
         self._rescoring: asyncio.Task[None] | None = None
         self._last_focus_save = time.monotonic()
 
-    # the parts a caller may look at (or, in tests, swap: the frontier)
+    # the parts a caller may look at
     @property
-    def frontier(self) -> Frontier:
+    def frontier(self) -> Backend:
         return self.ctx.frontier
-
-    @frontier.setter
-    def frontier(self, frontier: Frontier) -> None:
-        self.ctx.frontier = self.ctx.admission.frontier = self.ctx.robots._store = frontier
 
     @property
     def counters(self) -> Counter[str]:
@@ -122,8 +122,8 @@ class Crawler:
         ctx = self.ctx
         async with Fetcher(self.cfg.fetch) as ctx.fetcher:
             queued = await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
-        await ctx.frontier.flush()
-        await ctx.frontier.close()
+        await ctx.store.flush()
+        await ctx.store.close()
         for close in ctx.closers():
             close()
         ctx.lock.release()
@@ -133,10 +133,10 @@ class Crawler:
         ctx = self.ctx
         self._started = self.clock()
         self._wake = asyncio.Event()
-        ctx.counters.update(await ctx.frontier.counters())
+        ctx.counters.update(await ctx.store.counters())
         self._flushed = Counter(ctx.counters)
         ctx.admission.gate.restore_host_counts(ctx.counters)
-        refetch = getattr(ctx.frontier, "refetches", 0)
+        refetch = ctx.frontier.refetches
         if refetch:
             log.info(
                 "resuming: %d URLs were in flight at the last stop and will be re-fetched", refetch
@@ -154,14 +154,15 @@ class Crawler:
                     self._check_limits(now)
                     if ctx.never.maybe_reload(now):
                         ctx.counters["never_crawl_reloads"] += 1
+                    wake = None
                     while len(tasks) < self.cfg.concurrency and not self._stop.is_set():
-                        key = await ctx.frontier.lease(now)  # the lease: one turn per key
-                        if key is None:
+                        lease = await ctx.frontier.lease(now)  # the lease: one turn per key
+                        if lease.host is None:
+                            wake = lease.wake
                             break
-                        task = asyncio.create_task(take_turn(ctx, key))
+                        task = asyncio.create_task(take_turn(ctx, lease.host))
                         tasks.add(task)
                         task.add_done_callback(self._task_done(tasks))
-                    wake = await ctx.frontier.next_wake()
                     if not tasks and wake is None:
                         break
                     if len(tasks) >= self.cfg.concurrency:
@@ -177,12 +178,12 @@ class Crawler:
                         last_flush = time.monotonic()
                         if progress:
                             await progress.show(
-                                ctx.counters, ctx.frontier, ctx.harvest(), ctx.pages_this_run
+                                ctx.counters, ctx.store, ctx.harvest(), ctx.pages_this_run
                             )
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
         if progress:
-            await progress.done(ctx.counters, ctx.frontier, ctx.harvest(), ctx.pages_this_run)
+            await progress.done(ctx.counters, ctx.store, ctx.harvest(), ctx.pages_this_run)
         return await self._finish()
 
     def _task_done(self, tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
@@ -238,9 +239,9 @@ class Crawler:
         now = Counter(ctx.counters)  # before the await: what turns add meanwhile goes next time
         delta = {k: v - self._flushed[k] for k, v in now.items() if v != self._flushed[k]}
         if delta:
-            await ctx.frontier.add_counters(delta)
+            await ctx.store.add_counters(delta)
             self._flushed = now
-        await ctx.frontier.flush()
+        await ctx.store.flush()
         ctx.continuity.flush()
 
     def _storage_failed(self, exc: Exception) -> None:
@@ -275,11 +276,11 @@ class Crawler:
             await self._flush()
         queued_left = -1  # unknown: the frontier could not say
         with self._saving():
-            queued_left = (await ctx.frontier.stats())["queued"]
+            queued_left = (await ctx.store.stats())["queued"]
         with self._saving():
             ctx.warc.close()
         with self._saving():
-            await ctx.frontier.close()
+            await ctx.store.close()
         for close in ctx.closers():
             with self._saving():
                 close()

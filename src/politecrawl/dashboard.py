@@ -31,7 +31,7 @@ from rich.text import Text
 
 from politecrawl import politeness
 from politecrawl.config import CrawlConfig
-from politecrawl.frontier import Frontier
+from politecrawl.frontier import CrawlStore
 
 __all__ = ["Dashboard", "fmt_duration"]
 
@@ -95,12 +95,12 @@ class Dashboard:
     async def show(
         self,
         counters: Counter[str],
-        frontier: Frontier,
+        store: CrawlStore,
         harvest: float | None,
         pages_this_run: int,
     ) -> None:
-        stats = await frontier.stats()
-        sites = await self._site_rows(frontier)
+        stats = await store.stats()
+        sites = await self._site_rows(store)
         self._live.update(
             self.render(counters, stats, harvest, pages_this_run, sites), refresh=True
         )
@@ -108,11 +108,11 @@ class Dashboard:
     async def done(
         self,
         counters: Counter[str],
-        frontier: Frontier,
+        store: CrawlStore,
         harvest: float | None,
         pages_this_run: int,
     ) -> None:
-        await self.show(counters, frontier, harvest, pages_this_run)
+        await self.show(counters, store, harvest, pages_this_run)
         self._live.stop()
 
     # -- drawing --------------------------------------------------------------------------
@@ -218,13 +218,13 @@ class Dashboard:
             )
         return table
 
-    async def _site_rows(self, frontier: Frontier) -> list[tuple[str, int, str, str]]:
+    async def _site_rows(self, store: CrawlStore) -> list[tuple[str, int, str, str]]:
         """(site, requests, last answer, state) for the busiest sites this run."""
         busiest = sorted(self._sites.items(), key=lambda kv: -kv[1].requests)[:_SITES]
         now = self.clock()
         rows = []
         for key, site in busiest:
-            state = _site_state(await frontier.host(key), self.cfg, now)
+            state = _site_state(await store.host(key), self.cfg, now)
             rows.append((key, site.requests, site.last, state))
         return rows
 

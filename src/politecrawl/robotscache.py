@@ -14,7 +14,7 @@ import dataclasses
 from collections import OrderedDict
 from typing import NamedTuple
 
-from politecrawl.frontier import Frontier, RobotsRecord
+from politecrawl.frontier import CrawlStore, RobotsRecord
 from politecrawl.outcome import RobotsOutcome, robots_outcome, robots_usable
 from politecrawl.politeness import robots_retry_s
 from politecrawl.robots import RobotsRules
@@ -43,7 +43,7 @@ class RobotsCache:
     """
 
     def __init__(
-        self, store: Frontier, ttl_s: float, retry_s: float, parsed_cap: int = 10_000
+        self, store: CrawlStore, ttl_s: float, retry_s: float, parsed_cap: int = 10_000
     ) -> None:
         self._store = store
         self.ttl_s = ttl_s

@@ -98,7 +98,7 @@ async def store_page(
             kept = "stored"
         counters["stored"] += 1
         if etag or modified:
-            await ctx.frontier.save_validators(entry.url, etag, modified, res.started)
+            await ctx.store.save_validators(entry.url, etag, modified, res.started)
     items: list[dict[str, Any]] = []
     if ctx.on_page is not None and kept in ("stored", "noarchive"):
         items, error = await run_handler(ctx.on_page, page, record_id)
@@ -131,7 +131,7 @@ async def admit_links(
     counters["nofollow_links"] += sum(1 for link in page.links if link.nofollow)
     links = page.links_to_follow() if ctx.cfg.follow_links else []  # else: a segment fetch
     if focus.model is not None:  # features only for links not seen before
-        fresh = set(await ctx.frontier.unseen([link.url for link in links]))
+        fresh = set(await ctx.store.unseen([link.url for link in links]))
         links = [link for link in links if link.url in fresh]
     depth = entry.depth + 1
     if not ctx.cfg.follow_links:  # a segment fetch: the links go to the next segment

@@ -47,9 +47,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("politecrawl")
 
 
-async def take_turn(ctx: CrawlContext, key: str) -> None:
-    """At most one request for the leased ``key``; always releases the lease."""
-    host = await ctx.frontier.host(key)
+async def take_turn(ctx: CrawlContext, host: politeness.HostState) -> None:
+    """At most one request for the leased key (``host.key``); always releases the lease."""
+    key = host.key
     made_request = False
     try:
         made_request = await _step(ctx, key, host)

@@ -1,8 +1,17 @@
 """The frontier: per-politeness-key URL queues, the penalty box, and the crawl's memory.
 
-``Frontier`` is the seam (async, so a networked backend fits); ``SqliteFrontier`` is the
-embedded default, ``RedisFrontier`` the shared one. Every backend keeps the same promises,
-checked by one contract suite (tests/test_frontier_contract.py):
+Three narrow protocols, async so a networked backend fits:
+
+- ``Frontier`` (8 methods): the queues and the lease, all that one turn of the crawl uses
+  (``turn``, ``robotsgate``, ``request``, ``admission``): lease -> pop_url -> begin_request ->
+  finish / push_back / drop_queued -> release, and ``add`` for admitted links;
+- ``QueueUpkeep`` (2): re-prioritising and trimming the queues, off the turn's path;
+- ``CrawlStore``: the rest of the crawl's state (seen-set, site states, robots.txt copies,
+  validators, counters), which the queues' backend opens and shares its connection with.
+
+``SqliteFrontier`` (with ``SqliteStore``) is the embedded default, ``RedisFrontier`` (with
+``RedisStore``) the shared one. Every backend keeps the same promises, checked by one
+contract suite (tests/test_frontier_contract.py):
 
 - a key is leased to one worker at a time, and is not handed out again before the
   ``next_allowed`` time it was released with;
@@ -58,26 +67,73 @@ class RobotsRecord:
     hops: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """What ``Frontier.lease`` gives: a site to take one turn on, or when to ask again."""
+
+    host: HostState | None  # the leased key's politeness state, as stored (None: none due)
+    wake: float | None = None  # none leased: when one may be (0 now, None: nothing queued)
+
+    @property
+    def key(self) -> str | None:
+        return None if self.host is None else self.host.key
+
+
 class Frontier(Protocol):
+    """The queues and the lease: what one turn of the crawl needs, and nothing else."""
+
     async def add(self, entries: Sequence[UrlEntry]) -> list[bool]:
         """Queue entries not seen before; True at each index that was queued."""
         ...
 
-    async def unseen(self, urls: Sequence[str]) -> list[str]: ...
-    async def mark_seen(self, urls: Sequence[str]) -> None: ...
-    async def lease(self, now: float) -> str | None: ...
-    async def next_wake(self) -> float | None: ...
-    async def pop_url(self, key: str, now: float) -> UrlEntry | None: ...
-    async def push_back(self, entry: UrlEntry, *, front: bool = False) -> None: ...
+    async def lease(self, now: float) -> Lease:
+        """The next due key, leased to this worker (see the module docstring for the order)."""
+        ...
+
+    async def pop_url(self, key: str, now: float) -> UrlEntry | None:
+        """The leased key's best URL due at ``now``, marked in flight."""
+        ...
+
+    async def push_back(self, entry: UrlEntry, *, front: bool = False) -> None:
+        """A popped URL queued again (a retry, or not fetched this turn)."""
+        ...
+
     async def begin_request(self, key: str, state: HostState) -> None:
         """Durably record that a request for ``key`` goes out now (before it does)."""
         ...
 
-    async def release(self, key: str, state: HostState) -> None: ...
-    async def finish(self, url: str, outcome: str) -> None: ...
-    async def drop_queued(self, key: str, outcome: str) -> int: ...
-    async def reprioritize(self, items: Sequence[tuple[str, str, float]]) -> int: ...
-    async def trim(self, max_queued: int) -> int: ...
+    async def finish(self, url: str, outcome: str) -> None:
+        """A popped URL is done, with its outcome label."""
+        ...
+
+    async def drop_queued(self, key: str, outcome: str) -> int:
+        """Finish every queued URL of ``key`` (the site is given up); how many."""
+        ...
+
+    async def release(self, key: str, state: HostState) -> None:
+        """The turn is over: save the key's state and hand it out again at its next time."""
+        ...
+
+
+class QueueUpkeep(Protocol):
+    """Queue upkeep off the turn's path (``--max-queue``, and focused re-scoring); every
+    backend has it, and the contract suite checks it."""
+
+    async def reprioritize(self, items: Sequence[tuple[str, str, float]]) -> int:
+        """New priorities for queued ``(url, key, priority)``; how many were still queued."""
+        ...
+
+    async def trim(self, max_queued: int) -> int:
+        """Drop the lowest-priority queued URLs beyond ``max_queued``; how many."""
+        ...
+
+
+class CrawlStore(Protocol):
+    """The rest of the crawl's state: seen-set, site states, robots.txt copies, validators,
+    counters. Backends share one connection with their ``Frontier``; ``close`` closes both."""
+
+    async def unseen(self, urls: Sequence[str]) -> list[str]: ...
+    async def mark_seen(self, urls: Sequence[str]) -> None: ...
     async def host(self, key: str) -> HostState: ...
     async def robots(self, origin: str) -> RobotsRecord | None: ...
     async def save_robots(self, record: RobotsRecord) -> None: ...
@@ -95,4 +151,26 @@ class Frontier(Protocol):
     async def close(self) -> None: ...
 
 
-__all__ = ["PAGE", "SITEMAP", "Frontier", "RobotsRecord", "UrlEntry"]
+class Backend(Frontier, QueueUpkeep, Protocol):
+    """A backend as ``frontier.factory.make_frontier`` opens it: the queues with their upkeep,
+    and their store."""
+
+    @property
+    def store(self) -> CrawlStore: ...
+    @property
+    def refetches(self) -> int:
+        """URLs found in flight (a crash, an expired lease): they will be fetched again."""
+        ...
+
+
+__all__ = [
+    "PAGE",
+    "SITEMAP",
+    "Backend",
+    "CrawlStore",
+    "Frontier",
+    "Lease",
+    "QueueUpkeep",
+    "RobotsRecord",
+    "UrlEntry",
+]

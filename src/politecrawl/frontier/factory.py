@@ -1,8 +1,9 @@
 """Which frontier a crawl uses: the embedded SQLite one, or a shared Redis/Valkey one.
 
-``Crawler`` calls ``make_frontier(config)``: with ``config.frontier_url`` set, every worker
-given the same URL and crawl id shares one crawl (``frontier.redis``); otherwise the crawl
-state lives in ``OUT/state.sqlite``.
+``Crawler`` calls ``make_frontier(config)``: the queues, which hold their store as
+``.store``. With ``config.frontier_url`` set, every worker given the same URL and crawl id
+shares one crawl (``frontier.redis``); otherwise the crawl state lives in
+``OUT/state.sqlite``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from politecrawl.config import CrawlConfig
 from politecrawl.errors import FrontierError
-from politecrawl.frontier import Frontier
+from politecrawl.frontier import Backend
 from politecrawl.frontier.sqlite import SqliteFrontier
 
 DEFAULT_CRAWL_ID = "default"
@@ -68,7 +69,7 @@ def lease_ttl_for(config: CrawlConfig) -> float:
     return max(60.0, 2 * config.fetch.total_timeout_s)
 
 
-def make_frontier(config: CrawlConfig) -> Frontier:
+def make_frontier(config: CrawlConfig) -> Backend:
     """The frontier ``config`` asks for (see the module docstring)."""
     if config.frontier_url:
         # (--state, the robots/site statistics shared between crawls, is what a shared
@@ -85,7 +86,7 @@ def make_frontier(config: CrawlConfig) -> Frontier:
                 f"bad --frontier setting in {config.frontier_url!r}: {exc}"
             ) from None
         mode = config.politeness.key_mode
-        return RedisFrontier(
+        return RedisFrontier.open(
             url,
             crawl_id_of(config),
             lease_ttl_s=lease_ttl,
@@ -100,7 +101,7 @@ def make_frontier(config: CrawlConfig) -> Frontier:
             key_of=None if mode == "ip" else functools.partial(politeness_key, mode=mode),
             peek_cache_s=0.05,
         )
-    return SqliteFrontier(
+    return SqliteFrontier.open(
         config.out_dir / "state.sqlite",
         seen_mode=config.resolved_seen_mode,
         expected_urls=config.expected_urls,

@@ -2,7 +2,9 @@
 
 Memory grows with the number of politeness keys, not of URLs: per key a pending count and a
 best priority; URLs are read into a window (``WINDOW`` at a time, best first) only when the key
-is leased. The seen-set is ``seen.SeenSet`` (exact, or a Bloom filter for millions of URLs).
+is leased. The rest of the crawl's state (the seen-set, site states, robots.txt copies,
+validators, counters) is the ``SqliteStore`` (``frontier.sqlitestore``), whose connection and
+transaction the queues share.
 
 Writes go into one open transaction committed by ``flush`` (about once a second) and by
 ``begin_request`` before every request (WAL with synchronous=NORMAL makes that a write, not
@@ -27,99 +29,21 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
-import sqlite3
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from politecrawl import politeness
 from politecrawl.config import MAX_WAIT_S
-from politecrawl.errors import FrontierError
-from politecrawl.frontier import RobotsRecord, UrlEntry
+from politecrawl.frontier import Lease, UrlEntry
+from politecrawl.frontier.sqlitestore import SqliteStore
 from politecrawl.politeness import HostState
-from politecrawl.seen import SeenMode, SeenSet
-
-_SCHEMA = """
-PRAGMA journal_mode=WAL;
-PRAGMA synchronous=NORMAL;
-CREATE TABLE IF NOT EXISTS urls(
-    url TEXT PRIMARY KEY, key TEXT NOT NULL, depth INT NOT NULL, hops INT NOT NULL,
-    attempt INT NOT NULL, not_before REAL NOT NULL, state INT NOT NULL, outcome TEXT,
-    priority REAL NOT NULL DEFAULT 0, kind INT NOT NULL DEFAULT 0, seq INT NOT NULL DEFAULT 0
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS urls_queue ON urls(key, priority DESC, seq) WHERE state = 0;
-CREATE INDEX IF NOT EXISTS urls_flight ON urls(state) WHERE state = 1;
-CREATE INDEX IF NOT EXISTS urls_worst ON urls(priority) WHERE state = 0;
-CREATE TABLE IF NOT EXISTS pages(
-    url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, fetched_at REAL NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS key_ips(key TEXT PRIMARY KEY, ip TEXT NOT NULL) WITHOUT ROWID;
-"""
-
-# Host knowledge: in the crawl's own file, or in a --state file shared across crawls/segments.
-_HOST_SCHEMA = """
-CREATE TABLE IF NOT EXISTS {db}.hosts(key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS {db}.robots(
-    origin TEXT PRIMARY KEY, fetched_at REAL NOT NULL, status INT NOT NULL, body BLOB NOT NULL,
-    failing_since REAL NOT NULL DEFAULT 0, good_body BLOB,
-    failures INT NOT NULL DEFAULT 0, redirect_to TEXT NOT NULL DEFAULT '',
-    hops INT NOT NULL DEFAULT 0
-) WITHOUT ROWID;
-"""
-# columns added since the first release: ALTERed into an older file at open
-_ROBOTS_ADDED = (
-    "failures INT NOT NULL DEFAULT 0",
-    "redirect_to TEXT NOT NULL DEFAULT ''",
-    "hops INT NOT NULL DEFAULT 0",
-)
-_ROBOTS_COLS = (
-    "origin, fetched_at, status, body, failing_since, good_body, failures, redirect_to, hops"
-)
 
 _QUEUED, _IN_FLIGHT, _FINISHED = 0, 1, 2
 WINDOW = 32
 _COLS = "url, key, depth, hops, attempt, not_before, priority, kind, seq"
-_SEEN_SAVE_EVERY = 30  # flushes between Bloom filter saves
-
-
-def host_to_json(h: HostState) -> str:
-    return json.dumps(
-        {
-            "last_start": h.last_start,
-            "next_allowed": h.next_allowed,
-            "rt": list(h.response_times_s),
-            "crawl_delay": h.crawl_delay_s,
-            "backoff": h.backoff_factor,
-            "retry_after_until": h.retry_after_until,
-            "failures": h.consecutive_failures,
-            "parked_until": h.parked_until,
-            "last_end": h.last_end,
-            "ip_next": h.ip_next,
-            "refusals": h.consecutive_refusals,
-        }
-    )
-
-
-def host_from_json(key: str, data: str) -> HostState:
-    d = json.loads(data)
-    h = HostState(
-        key=key,
-        last_start=d["last_start"],
-        next_allowed=d["next_allowed"],
-        crawl_delay_s=d["crawl_delay"],
-        backoff_factor=d["backoff"],
-        retry_after_until=d["retry_after_until"],
-        consecutive_failures=d["failures"],
-        parked_until=d.get("parked_until", 0.0),
-        last_end=d.get("last_end", 0.0),
-        ip_next=d.get("ip_next", 0.0),
-        consecutive_refusals=d.get("refusals", 0),
-    )
-    h.response_times_s.extend(d["rt"])
-    return h
+_STORE_OPTIONS = ("seen_mode", "expected_urls", "seen_fp_rate", "robots_cache_size", "state_path")
 
 
 class SqliteFrontier:
@@ -127,41 +51,16 @@ class SqliteFrontier:
 
     def __init__(
         self,
-        path: Path,
+        store: SqliteStore,
         *,
-        seen_mode: SeenMode = "exact",
-        expected_urls: int = 1_000_000,
-        seen_fp_rate: float = 0.01,
-        robots_cache_size: int = 1_000_000,
-        state_path: Path | None = None,
         max_wait_s: float = MAX_WAIT_S,
         defer_ratio: float = 0.0,
     ) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.store = store
         self.max_wait_s = max_wait_s
         self.defer_ratio = defer_ratio  # see lease(): 0 = any ready site is served
-        self._path = path
-        try:
-            self._db = sqlite3.connect(path, isolation_level="DEFERRED")
-            self._db.executescript(_SCHEMA)
-            db = "main"
-            if state_path is not None:  # robots cache and host statistics reused across crawls
-                state_path.parent.mkdir(parents=True, exist_ok=True)
-                self._db.execute("ATTACH DATABASE ? AS shared", (str(state_path),))
-                self._db.execute("PRAGMA shared.journal_mode=WAL")
-                db = "shared"
-            self._db.executescript(_HOST_SCHEMA.format(db=db))
-            have = {r[1] for r in self._db.execute(f"PRAGMA {db}.table_info(robots)")}
-            for column in _ROBOTS_ADDED:
-                if column.split()[0] not in have:
-                    self._db.execute(f"ALTER TABLE {db}.robots ADD COLUMN {column}")
-            self._db.commit()
-        except sqlite3.DatabaseError as exc:
-            raise FrontierError(f"cannot open crawl state {path}: {exc}") from exc
-        self._t_hosts = f"{db}.hosts"
-        self._t_robots = f"{db}.robots"
-        self.seen = SeenSet(seen_mode, expected_urls, seen_fp_rate)
-        self._seen_path = path.with_name("seen.bloom")
+        self._db = store.db
+        self.seen = store.seen
         self._pending: dict[str, int] = {}
         self._best: dict[str, float] = {}
         self._best_heap: list[tuple[float, str]] = []  # (-best, key), lazy: the best anywhere
@@ -179,34 +78,26 @@ class SqliteFrontier:
         self._ip_next: dict[str, float] = {}  # IP -> when it may be asked again
         self._ip_waiting: dict[str, deque[str]] = {}  # IP -> keys due, waiting for it
         self._waiting: set[str] = set()  # every key in some _ip_waiting line
-        self._hosts: dict[str, HostState] = {}
-        self._robots: OrderedDict[str, RobotsRecord] = OrderedDict()
-        self._robots_cap = robots_cache_size
-        self._seq = itertools.count(1)
-        self._last_seq = 0
         self._ready_seq = itertools.count()
         self._queued = 0
-        self._flushes = 0
         self.refetches = 0
+        store.queue_stats = self._queue_stats
         self._load()
+
+    @classmethod
+    def open(cls, path: Path, **options: Any) -> SqliteFrontier:
+        """A store at ``path`` and its queues: ``options`` go to whichever takes them."""
+        store = SqliteStore(path, **{k: v for k, v in options.items() if k in _STORE_OPTIONS})
+        return cls(store, **{k: v for k, v in options.items() if k not in _STORE_OPTIONS})
 
     # -- start-up -------------------------------------------------------------------
     def _load(self) -> None:
         db = self._db
-        for key, data in db.execute(f"SELECT key, data FROM {self._t_hosts}"):
-            self._hosts[key] = host_from_json(key, data)
         self._ip_of = dict(db.execute("SELECT key, ip FROM key_ips").fetchall())
         # a crash left these in flight: queue them again, marked as re-fetches
         self.refetches = db.execute(
             "UPDATE urls SET state=0, outcome='refetch' WHERE state=1"
         ).rowcount
-        top = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0])
-        self._seq = itertools.count(top + 1)
-        self._last_seq = top
-        if self.seen.load(self._seen_path) != top:  # missing, or older than the store
-            self.seen = SeenSet(self.seen.mode, self.seen.expected, self.seen.fp_rate)
-            for (u,) in db.execute("SELECT url FROM urls"):
-                self.seen.add(u)
         rows = db.execute(
             "SELECT key, COUNT(*), MAX(priority), MIN(not_before) FROM urls "
             "WHERE state=0 GROUP BY key"
@@ -215,24 +106,9 @@ class SqliteFrontier:
             self._pending[key] = n
             self._queued += n
             self._set_best(key, best)
-            self._schedule(key, max(self.host_now(key).next_allowed, not_before))
+            self._schedule(key, max(self.store.host_now(key).next_allowed, not_before))
 
-    def host_now(self, key: str) -> HostState:
-        h = self._hosts.get(key)
-        if h is None:
-            h = self._hosts[key] = HostState(key=key)
-        return h
-
-    # -- the seen-set and queueing ----------------------------------------------------------
-    async def unseen(self, urls: Sequence[str]) -> list[str]:
-        seen = self.seen
-        return [u for u in urls if u not in seen]
-
-    async def mark_seen(self, urls: Sequence[str]) -> None:
-        for u in urls:
-            if u not in self.seen:
-                self.seen.add(u)
-
+    # -- queueing ------------------------------------------------------------------------
     async def add(self, entries: Sequence[UrlEntry]) -> list[bool]:
         out = []
         seen = self.seen
@@ -242,7 +118,7 @@ class SqliteFrontier:
                 out.append(False)
                 continue
             seen.add(e.url)
-            seq = self._next_seq()
+            seq = self.store.next_seq()
             cur = execute(
                 "INSERT OR IGNORE INTO urls VALUES (?,?,?,?,?,?,0,NULL,?,?,?)",
                 (e.url, e.key, e.depth, e.hops, e.attempt, e.not_before, e.priority, e.kind, seq),
@@ -256,10 +132,6 @@ class SqliteFrontier:
             self._note_queued(e, seq)
             out.append(True)
         return out
-
-    def _next_seq(self) -> int:
-        self._last_seq = next(self._seq)
-        return self._last_seq
 
     def _note_queued(self, e: UrlEntry, seq: int) -> None:
         key = e.key
@@ -278,11 +150,11 @@ class SqliteFrontier:
             if key in self._ready_prio and e.priority > self._ready_prio[key]:
                 self._push_ready(key)
             return
-        self._schedule(key, max(self.host_now(key).next_allowed, e.not_before))
+        self._schedule(key, max(self.store.host_now(key).next_allowed, e.not_before))
 
     async def push_back(self, entry: UrlEntry, *, front: bool = False) -> None:
         """A URL of a leased key to try later (retry, or after robots.txt)."""
-        seq = -self._next_seq() if front else self._next_seq()
+        seq = -self.store.next_seq() if front else self.store.next_seq()
         self._db.execute(
             "UPDATE urls SET state=0, attempt=?, not_before=?, seq=? WHERE url=?",
             (entry.attempt, entry.not_before, seq, entry.url),
@@ -431,10 +303,11 @@ class SqliteFrontier:
         self._ready_prio[key] = prio
         heapq.heappush(self._ready, (-prio, next(self._ready_seq), key))
 
-    async def lease(self, now: float) -> str | None:
+    async def lease(self, now: float) -> Lease:
         """The ready key holding the best URL, unless one has waited ``max_wait_s``: then
         the longest-waiting one, so no site starves however good the others' URLs are. A key
-        whose IP is held or not yet free is set aside (see the module docstring)."""
+        whose IP is held or not yet free is set aside (see the module docstring). None
+        leased: the lease says when to ask again."""
         th = self._time_heap
         while th and th[0][0] <= now:
             when, key = heapq.heappop(th)
@@ -448,8 +321,8 @@ class SqliteFrontier:
             self._overdue = deque(item for item in fifo if since.get(item[1]) == item[0])
         while (cand := self._candidate(now)) is not None:
             if self._take_ready(cand, now):
-                return cand
-        return None
+                return Lease(self.store.host_now(cand))
+        return Lease(None, self._next_wake())
 
     def _candidate(self, now: float) -> str | None:
         """The next ready key to try: one due for ``max_wait_s``, else the best."""
@@ -510,13 +383,14 @@ class SqliteFrontier:
             key = line.popleft()
             self._waiting.discard(key)
             if self._pending.get(key):
-                when = max(self._ip_next.get(ip, 0.0), self.host_now(key).next_allowed)
+                when = max(self._ip_next.get(ip, 0.0), self.store.host_now(key).next_allowed)
                 self._schedule(key, max(when, self._earliest_not_before(key)))
                 break
         if line is not None and not line:
             del self._ip_waiting[ip]
 
-    async def next_wake(self) -> float | None:
+    def _next_wake(self) -> float | None:
+        """0 if a key is due; else the earliest scheduled time (None: nothing queued)."""
         if self._ready_prio and not self._deferring:
             return 0.0
         th = self._time_heap
@@ -526,22 +400,17 @@ class SqliteFrontier:
 
     async def begin_request(self, key: str, state: HostState) -> None:
         """Persist the host's provisional next time and any in-flight mark, then commit."""
-        self._db.execute(
-            f"INSERT OR REPLACE INTO {self._t_hosts} VALUES (?,?)", (key, host_to_json(state))
-        )
-        self._commit()
+        self.store.save_host(state)
+        self.store.commit()
 
     async def release(self, key: str, state: HostState) -> None:
         self._leased.discard(key)
-        self._hosts[key] = state
         ip = self._ip_of.get(key)
         if ip and self._ip_holder.get(ip) == key:
             del self._ip_holder[ip]
             self._ip_next[ip] = max(self._ip_next.get(ip, 0.0), state.ip_next)
             self._call_next(ip)
-        self._db.execute(
-            f"INSERT OR REPLACE INTO {self._t_hosts} VALUES (?,?)", (key, host_to_json(state))
-        )
+        self.store.save_host(state)
         if self._pending.get(key):
             self._schedule(key, max(state.next_allowed, self._earliest_not_before(key)))
         else:
@@ -549,108 +418,15 @@ class SqliteFrontier:
             self._window.pop(key, None)
             self._best.pop(key, None)
 
-    # -- host state and robots ---------------------------------------------------------
-    async def host(self, key: str) -> HostState:
-        return self.host_now(key)
-
-    async def robots(self, origin: str) -> RobotsRecord | None:
-        rec = self._robots.get(origin)
-        if rec is not None:
-            self._robots.move_to_end(origin)
-            return rec
-        row = self._db.execute(
-            f"SELECT {_ROBOTS_COLS} FROM {self._t_robots} WHERE origin=?", (origin,)
-        ).fetchone()
-        if row is None:
-            return None
-        good = bytes(row[5]) if row[5] is not None else None
-        rec = RobotsRecord(origin, row[1], row[2], bytes(row[3]), row[4], good, *row[6:])
-        self._cache_robots(rec)
-        return rec
-
-    async def save_robots(self, record: RobotsRecord) -> None:
-        self._db.execute(
-            f"INSERT OR REPLACE INTO {self._t_robots} ({_ROBOTS_COLS}) VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                record.origin,
-                record.fetched_at,
-                record.status,
-                record.body,
-                record.failing_since,
-                record.good_body,
-                record.failures,
-                record.redirect_to,
-                record.hops,
-            ),
-        )
-        self._commit()  # rare, and a robots.txt must not be asked twice after a crash
-        self._cache_robots(record)
-
-    def _cache_robots(self, rec: RobotsRecord) -> None:
-        self._robots[rec.origin] = rec
-        self._robots.move_to_end(rec.origin)
-        while len(self._robots) > self._robots_cap:
-            self._robots.popitem(last=False)
-
-    # -- conditional GET ----------------------------------------------------------------
-    async def validators(self, url: str) -> tuple[str | None, str | None, float] | None:
-        row = self._db.execute(
-            "SELECT etag, last_modified, fetched_at FROM pages WHERE url=?", (url,)
-        ).fetchone()
-        return (row[0], row[1], row[2]) if row is not None else None
-
-    async def save_validators(
-        self, url: str, etag: str | None, last_modified: str | None, fetched_at: float
-    ) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO pages VALUES (?,?,?,?)", (url, etag, last_modified, fetched_at)
-        )
-
-    # -- bookkeeping ------------------------------------------------------------------
-    async def add_counters(self, delta: dict[str, int]) -> None:
-        self._db.executemany(
-            "INSERT INTO counters VALUES (?,?) ON CONFLICT(name) DO UPDATE "
-            "SET value = value + excluded.value",
-            [(k, v) for k, v in delta.items() if v],
-        )
-
-    async def counters(self) -> dict[str, int]:
-        return dict(self._db.execute("SELECT name, value FROM counters").fetchall())
-
-    async def stats(self) -> dict[str, int]:
+    # -- what the store reports of the queues ----------------------------------------------
+    def _queue_stats(self) -> dict[str, int]:
         now = time.time()
         return {
             "queued": self._queued,
             "hosts_waiting": len(self._scheduled) + len(self._waiting),
             "ready": sum(1 for t in self._scheduled.values() if t <= now),
-            "parked": sum(1 for h in self._hosts.values() if politeness.is_parked(h, now)),
             "in_flight": len(self._leased),
-            "seen": self.seen.count,
-            "seen_bytes": self.seen.bytes_used() if self.seen.mode == "bloom" else 0,
         }
 
     def queued(self) -> int:
         return self._queued
-
-    def _commit(self) -> None:
-        try:
-            self._db.commit()
-        except sqlite3.DatabaseError as exc:
-            raise FrontierError(f"cannot save crawl state: {exc}") from exc
-
-    async def flush(self) -> None:
-        self._commit()
-        self._flushes += 1
-        if self.seen.mode == "bloom" and self._flushes % _SEEN_SAVE_EVERY == 0:
-            self._save_seen()
-
-    def _save_seen(self) -> None:
-        self.seen.save(self._seen_path, self._last_seq)
-
-    async def close(self) -> None:
-        """Closed even when the last commit fails (disk full): what was committed stands."""
-        try:
-            await self.flush()
-            self._save_seen()
-        finally:
-            self._db.close()

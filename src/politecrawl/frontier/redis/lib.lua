@@ -146,3 +146,19 @@ local function reclaim(key, now, floor)
   end
   return n
 end
+-- a popped URL done: out of the queue and the meta, its outcome on the stream
+local function finish_url(url, outcome, cap)
+  local m = redis.call('HGET', P .. 'meta', url)
+  if m then
+    local key = meta_json(m).k
+    local om = string.sub(m, 1, 16) .. url
+    redis.call('SREM', P .. 'f:' .. key, url)
+    local r = redis.call('ZREM', P .. 'q:' .. key, om) + redis.call('ZREM', P .. 'd:' .. key, om)
+    if r > 0 then redis.call('HINCRBY', P .. 'stat', 'queued', -1) end
+    redis.call('HDEL', P .. 'meta', url)
+    redis.call('ZREM', P .. 'worst', url)
+  end
+  redis.call('SREM', P .. 'rf', url)
+  redis.call('XADD', P .. 'outcomes', 'MAXLEN', '~', cap, '*', 'url', url, 'outcome', outcome)
+  redis.call('HINCRBY', P .. 'outcome_counts', outcome, 1)
+end

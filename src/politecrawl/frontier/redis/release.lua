@@ -1,6 +1,9 @@
--- ARGV: P, key, token, host json, next_allowed, last_start, ip_next. Returns 1, or 0 if the
--- lease was lost (then nothing is scheduled twice).
+-- ARGV: P, key, token, host json, next_allowed, last_start, ip_next, stream cap, then pairs
+-- (url, outcome) of the key's URLs finished this turn (finished first, whoever holds the
+-- lease: they were fetched). Returns 1, or 0 if the lease was lost (then nothing is
+-- scheduled twice).
 local key, na, ls = ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[6])
+for i = 9, #ARGV, 2 do finish_url(ARGV[i], ARGV[i + 1], ARGV[8]) end
 local owner = redis.call('HGET', P .. 'owner', key)
 if owner == ARGV[3] then
   save_host(key, ARGV[4])

@@ -1,0 +1,469 @@
+"""The shared frontier's queues and leases in Redis/Valkey (the ``Frontier`` protocol),
+spread over the crawl's shards; its connection, seen-set and site states are the
+``RedisStore``'s. The key layout and the scripts' contracts are in ``frontier.redis``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from politecrawl.config import MAX_WAIT_S
+from politecrawl.errors import FrontierError, LeaseLost
+from politecrawl.frontier import Lease, UrlEntry
+from politecrawl.frontier.redis.keys import BATCH, entry_from, entry_json, fnum, text
+from politecrawl.frontier.redis.store import RedisStore
+from politecrawl.frontier.sqlitestore import host_from_json, host_to_json
+from politecrawl.politeness import HostState
+
+log = logging.getLogger("politecrawl.frontier.redis")
+
+_FRONTIER_OPTIONS = (
+    "lease_ttl_s", "reclaim_delay_s", "outcome_log_size", "heartbeat", "worker_id",
+    "max_wait_s", "peek_cache_s",
+)  # fmt: skip
+
+
+class RedisFrontier:
+    """The ``Frontier`` protocol's shared backend (see ``frontier.redis``)."""
+
+    def __init__(
+        self,
+        store: RedisStore,
+        *,
+        lease_ttl_s: float = 60.0,
+        reclaim_delay_s: float = 15.0,
+        outcome_log_size: int = 100_000,
+        heartbeat: bool = True,
+        clock: Callable[[], float] = time.time,
+        worker_id: str | None = None,
+        max_wait_s: float = MAX_WAIT_S,
+        peek_cache_s: float = 0.0,
+    ) -> None:
+        if lease_ttl_s <= 0:
+            raise FrontierError("lease_ttl_s must be > 0")
+        self.store = store
+        self.lease_ttl_s = lease_ttl_s
+        self.max_wait_s = max_wait_s
+        self._reclaim_s = reclaim_delay_s
+        self._outcome_cap = outcome_log_size
+        self._heartbeat = heartbeat
+        self._clock = clock
+        self.worker_id = worker_id or f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(3)}"
+        self._tokens = itertools.count(1)
+        self._flight: dict[str, tuple[int, str]] = {}  # URL popped here -> (shard, key)
+        # per held key: (url, outcome) pairs finished this turn, sent with its release (one
+        # script instead of one per URL; a crash before it re-fetches them, as mid-turn)
+        self._done: dict[str, list[str]] = {}
+        self._held: dict[str, tuple[str, int]] = {}  # key -> (lease token, shard)
+        self._last_now = 0.0
+        self._beat: asyncio.Task[None] | None = None
+        self._peek_cache_s = peek_cache_s
+        self._peeks: dict[int, tuple[float, int, Any]] = {}  # shard -> (at, touch, view)
+        self._wake: tuple[float, int, float | None] | None = None  # (at, calls, wake)
+        self._reclaimed = 0  # URLs this worker found to re-fetch (expired leases)
+        self.lost_leases = 0  # leases this worker held that expired under it
+        store.closing.append(self._give_back)
+
+    @classmethod
+    def open(cls, url: str, crawl_id: str = "default", **options: Any) -> RedisFrontier:
+        """A store for ``url`` and the crawl's queues on it: ``options`` go to whichever
+        takes them."""
+        mine = {k: v for k, v in options.items() if k in _FRONTIER_OPTIONS}
+        store = RedisStore(url, crawl_id, **{k: v for k, v in options.items() if k not in mine})
+        return cls(store, **mine)
+
+    @property
+    def refetches(self) -> int:
+        """URLs found in flight under expired leases, to be fetched again."""
+        return self.store.refetched + self._reclaimed
+
+    @property
+    def crawl_id(self) -> str:
+        return self.store.crawl_id
+
+    @property
+    def cluster(self) -> bool:
+        return self.store.cluster
+
+    # -- queueing -----------------------------------------------------------------------------
+    async def add(self, entries: Sequence[UrlEntry]) -> list[bool]:
+        """Queue entries not seen before (test-and-set in one script per shard); True where
+        queued."""
+        if not entries:
+            return []
+        await self.store.ensure()
+        await self.store.place({e.key: e.ip for e in entries})
+        bloom = self.store.seen_mode == "bloom"
+        groups: dict[int, list[int]] = {}
+        for i, e in enumerate(entries):
+            groups.setdefault(self.store.dir[e.key], []).append(i)
+        order = list(groups)
+        calls = []
+        for s in order:
+            idx = groups[s]
+            args: list[Any] = ["b" if bloom else "e", self.store.bloom_k if bloom else 1, len(idx)]
+            for i in idx:
+                e = entries[i]
+                args += [e.url, e.key, entry_json(e), fnum(-e.priority), fnum(e.not_before), e.ip]
+                args += self.store.seen_args(e.url)
+            calls.append(self.store.run("add", s, args, touch=False))
+        out = [False] * len(entries)
+        for s, flags in zip(order, await self.store.gather("add", calls), strict=True):
+            *queued, changed = flags
+            for i, f in zip(groups[s], queued, strict=True):
+                out[i] = bool(int(f))
+            if int(changed):  # a key not leased got URLs: the shard's cached peek is old
+                self.store.touch[s] += 1
+        return out
+
+    async def push_back(self, entry: UrlEntry, *, front: bool = False) -> None:
+        """A URL of a leased key to try later (retry, or after robots.txt)."""
+        await self.store.ensure()
+        held = self._held.get(entry.key)
+        if held is None:
+            await self.store.place({entry.key: entry.ip})
+        shard = held[1] if held is not None else self.store.dir[entry.key]
+        self._flight.pop(entry.url, None)
+        await self.store.run(
+            "push",
+            shard,
+            [
+                entry.key,
+                entry.url,
+                entry_json(entry),
+                fnum(-entry.priority),
+                fnum(entry.not_before),
+                "1" if front else "0",
+            ],
+        )
+
+    async def pop_url(self, key: str, now: float) -> UrlEntry | None:
+        """The best URL of a key this worker leased that may be fetched now; renews the lease."""
+        held = self._held.get(key)
+        if held is None:
+            return None
+        token, shard = held
+        self._last_now = max(self._last_now, now)
+        args = [key, token, fnum(now), fnum(now + self.lease_ttl_s)]
+        res = await self.store.run("pop", shard, args, touch=False)
+        if res == -1:
+            self._lost(key)
+            await self._finish_now(key, shard)
+            return None
+        if res is None:
+            return None
+        url, meta, refetch = res
+        entry = entry_from(text(url), meta, bool(int(refetch)))
+        if len(self._flight) > 100_000:
+            self._flight.clear()
+        self._flight[entry.url] = (shard, key)
+        return entry
+
+    async def finish(self, url: str, outcome: str) -> None:
+        """Done with a popped URL. While its key is held here, the finish goes with the
+        key's release (the turn's last call); else at once."""
+        flight = self._flight.pop(url, None)
+        if flight is not None and flight[1] in self._held:
+            self._done.setdefault(flight[1], []).extend([url, outcome])
+            return
+        shard = flight[0] if flight is not None else (await self.store.url_shards([url]))[0]
+        await self.store.run("finish", shard, [url, outcome, self._outcome_cap], touch=False)
+
+    async def _finish_now(self, key: str, shard: int) -> None:
+        """The key's deferred finishes sent at once (its lease was lost: no release follows)."""
+        done = self._done.pop(key, [])
+        calls = [
+            self.store.run("finish", shard, [url, outcome, self._outcome_cap], touch=False)
+            for url, outcome in zip(done[::2], done[1::2], strict=True)
+        ]
+        if calls:
+            await self.store.gather("finish", calls)
+
+    async def drop_queued(self, key: str, outcome: str) -> int:
+        """Finish every queued URL of a key (the site became excluded or unreachable)."""
+        shard = await self.store.shard_of_key(key)
+        return int(await self.store.run("drop", shard, [key, outcome, self._outcome_cap]))
+
+    async def reprioritize(self, items: Sequence[tuple[str, str, float]]) -> int:
+        """New priorities for queued ``(url, key, priority)`` (URLs in flight keep theirs)."""
+        if not items:
+            return 0
+        await self.store.ensure()
+        where = await self.store.shards_of(list(dict.fromkeys(k for _, k, _ in items)))
+        groups: dict[int, list[Any]] = {}
+        for url, key, prio in items:
+            groups.setdefault(where[key], []).extend([url, fnum(-prio), fnum(prio)])
+        total = 0
+        for s, args in groups.items():
+            for i in range(0, len(args), 3 * BATCH):
+                total += int(await self.store.run("reprioritize", s, args[i : i + 3 * BATCH]))
+        return total
+
+    async def trim(self, max_queued: int) -> int:
+        """Drop the lowest-priority queued URLs beyond ``max_queued`` (``--max-queue``), at
+        most ``BATCH`` a call (the crawler calls it every second): the shards' lowest are
+        merged, and each shard drops its share of the crawl-wide lowest."""
+        await self.store.ensure()
+        r = self.store.r
+        sp = self.store.sp
+        queued = await self.store.gather("trim", [r.hget(p + "stat", "queued") for p in sp])
+        counts = [int(q or 0) for q in queued]
+        excess = min(sum(counts) - max_queued, BATCH)
+        if excess <= 0:
+            return 0
+        worst = await self.store.gather(
+            "trim", [r.zrange(p + "worst", 0, excess - 1, withscores=True) for p in self.store.sp]
+        )
+        low = sorted((float(sc), s) for s, rows in enumerate(worst) for _, sc in rows)[:excess]
+        share = [0] * self.store.shards
+        for _, s in low:
+            share[s] += 1
+        calls = [
+            self.store.run("trim", s, [counts[s] - n, n, self._outcome_cap])
+            for s, n in enumerate(share)
+            if n
+        ]
+        return sum(int(n) for n in await self.store.gather("trim", calls))
+
+    # -- leases -------------------------------------------------------------------------------
+    async def lease(self, now: float) -> Lease:
+        """The due key holding the best URL, leased to this worker until released or expired.
+
+        Each shard is asked what its best due key is (the script that also reclaims expired
+        leases and promotes due keys there: a "peek"), then the best shard is asked to lease
+        it (crawl-wide order: the longest-overdue first, then the best URL, then the key).
+        With ``peek_cache_s``, a shard's view is reused for that long unless this worker
+        changed what the shard may have ready, or its next time has come: what other workers
+        did there meanwhile is seen that much later (a lease is always decided by the shard)."""
+        await self.store.ensure()
+        self._last_now = max(self._last_now, now)
+        common = [fnum(now), fnum(now + self.lease_ttl_s)]
+        rest = [fnum(self._reclaim_s), fnum(self.max_wait_s)]
+        views = await self._views(now, common, rest)
+        ranked: list[tuple[int, float, float, str, int]] = []
+        for s, (key, score, oldest, _) in views.items():
+            if key is not None:
+                overdue = oldest is not None and oldest <= now - self.max_wait_s
+                first = oldest if overdue and oldest is not None else 0.0
+                ranked.append((0 if overdue else 1, first, score, key, s))
+        for *_, s in sorted(ranked):
+            token = f"{self.worker_id}/{next(self._tokens)}"
+            key_raw, n, host_raw, after = await self.store.run(
+                "lease", s, [*common, token, *rest, "take"], touch=False
+            )
+            views[s] = self._remember(s, after)
+            if n:
+                self._reclaimed += int(n)
+                log.warning("reclaimed expired leases: %d URLs will be re-fetched", n)
+            if key_raw is not None:
+                key = text(key_raw)
+                self._held[key] = (token, s)
+                self.store.dir[key] = s
+                if self._heartbeat and (self._beat is None or self._beat.done()):
+                    self._beat = asyncio.create_task(self._beat_loop())
+                # the site's state as leased: while the lease holds only this worker writes it
+                if host_raw is None:
+                    return Lease(HostState(key=key))
+                return Lease(host_from_json(key, text(host_raw)))
+        times = [v[3] for v in views.values() if v[3] is not None]
+        self._wake = (time.monotonic(), self.store.calls, min(times) if times else None)
+        return Lease(None, await self._next_wake())
+
+    def _remember(
+        self, s: int, peek: Sequence[Any]
+    ) -> tuple[str | None, float, float | None, float | None]:
+        """A shard's view as a peek (or the end of a take) reported it; cached."""
+        _, key, score, oldest, box, leases = peek
+        times = [float(t) for t in (box, leases) if t is not None]
+        view = (
+            None if key is None else text(key),
+            0.0 if score is None else float(score),
+            None if oldest is None else float(oldest),
+            min(times) if times else None,
+        )
+        self._peeks[s] = (time.monotonic(), self.store.touch[s], view)
+        return view
+
+    async def _views(
+        self, now: float, common: list[str], rest: list[str]
+    ) -> dict[int, tuple[str | None, float, float | None, float | None]]:
+        """Per shard: (best due key or None, its score, oldest due-since, next time)."""
+        mono = time.monotonic()
+        views = {}
+        stale = []
+        for s in range(self.store.shards):
+            c = self._peeks.get(s)
+            if (
+                c is not None
+                and c[1] == self.store.touch[s]
+                and mono - c[0] < self._peek_cache_s
+                and (c[2][0] is not None or c[2][3] is None or c[2][3] > now)
+            ):
+                views[s] = c[2]
+            else:
+                stale.append(s)
+        peeks = await self.store.gather(
+            "lease",
+            [self.store.run("lease", s, [*common, "", *rest, "peek"], touch=False) for s in stale],
+        )
+        reclaimed = 0
+        for s, peek in zip(stale, peeks, strict=True):
+            reclaimed += int(peek[0])
+            views[s] = self._remember(s, peek)
+        if reclaimed:
+            self._reclaimed += reclaimed
+            log.warning("reclaimed expired leases: %d URLs will be re-fetched", reclaimed)
+        return views
+
+    async def begin_request(self, key: str, state: HostState) -> None:
+        """Before a request: save the host's provisional state (its ``next_allowed`` already a
+        full delay ahead, so a reclaim after a crash mid-request waits it) and renew the lease.
+        Raises ``LeaseLost`` if the lease expired: the request must not go out, since another
+        worker may hold the key now (the popped URL is already queued again, as a re-fetch)."""
+        held = self._held.get(key)
+        token, shard = held if held is not None else ("", await self.store.shard_of_key(key))
+        js = host_to_json(state)
+        args = [key, token, js, fnum(state.last_start + self.lease_ttl_s)]
+        ok = await self.store.run("begin", shard, args, touch=False)
+        if not int(ok):
+            self._lost(key)
+            await self._finish_now(key, shard)
+            raise LeaseLost(f"lease on {key} expired: request not sent")
+
+    async def release(self, key: str, state: HostState) -> None:
+        """Save the key's politeness state and put it back in the box if URLs remain."""
+        held = self._held.pop(key, None)
+        token, shard = held if held is not None else ("", await self.store.shard_of_key(key))
+        args = [
+            key,
+            token,
+            host_to_json(state),
+            fnum(state.next_allowed),
+            fnum(state.last_start),
+            fnum(state.ip_next),
+            self._outcome_cap,
+            *self._done.pop(key, ()),
+        ]
+        ok = await self.store.run("release", shard, args, touch=False)
+        cached = self._peeks.get(shard)
+        if cached is not None:  # the key (or the next one of its IP) is back in the box
+            at, touch, (top, score, oldest, nxt) = cached
+            soon = min(state.next_allowed, state.ip_next or state.next_allowed)
+            nxt = soon if nxt is None else min(nxt, soon)
+            self._peeks[shard] = (at, touch, (top, score, oldest, nxt))
+        if not int(ok) and held is not None:
+            self.lost_leases += 1
+            log.warning("lease on %s had expired before its release", key)
+
+    async def renew(self, key: str, now: float) -> bool:
+        """Extend this worker's lease on ``key`` to ``now + lease_ttl_s``; False if lost."""
+        held = self._held.get(key)
+        if held is None:
+            return False
+        args = [fnum(now + self.lease_ttl_s), key, held[0]]
+        lost = await self.store.run("renew", held[1], args, touch=False)
+        if lost:
+            self._lost(key)
+            return False
+        return True
+
+    async def renew_held(self, now: float) -> list[str]:
+        """Extend every lease this worker holds; returns the keys it had lost."""
+        if not self._held:
+            return []
+        groups: dict[int, list[Any]] = {}
+        for key, (token, s) in self._held.items():
+            groups.setdefault(s, [fnum(now + self.lease_ttl_s)]).extend([key, token])
+        res = await self.store.gather(
+            "renew", [self.store.run("renew", s, args, touch=False) for s, args in groups.items()]
+        )
+        lost = [text(k) for keys in res for k in keys]
+        for key in lost:
+            self._lost(key)
+        return lost
+
+    def _lost(self, key: str) -> None:
+        if self._held.pop(key, None) is not None:
+            self.lost_leases += 1
+            log.warning("lease on %s expired while held: another worker may have it now", key)
+
+    async def _beat_loop(self) -> None:
+        """While leases are held, renew them every third of their lifetime."""
+        while self._held:
+            await asyncio.sleep(self.lease_ttl_s / 3)
+            try:
+                await self.renew_held(self._clock())
+            except FrontierError as exc:
+                log.warning("cannot renew leases: %s", exc)
+
+    async def _next_wake(self) -> float | None:
+        """0 if a key is due; else the earliest box time or lease expiry (a lease held
+        anywhere may bring URLs back), or None when the crawl has nothing left anywhere.
+        With ``peek_cache_s``, what a ``lease`` that found nothing just saw is reused."""
+        await self.store.ensure()
+        cached, self._wake = self._wake, None
+        if (
+            cached is not None
+            and cached[1] == self.store.calls
+            and time.monotonic() - cached[0] < self._peek_cache_s
+            and cached[2] is not None  # "nothing left" is always asked of the shards
+        ):
+            return cached[2]
+        mono = time.monotonic()
+        views = [self._peeks.get(s) for s in range(self.store.shards)]
+        if self._peek_cache_s > 0 and all(
+            c is not None and c[1] == self.store.touch[s] and mono - c[0] < self._peek_cache_s
+            for s, c in enumerate(views)
+        ):  # every shard peeked just now: no round trip
+            fresh = [c[2] for c in views if c is not None]
+            if any(v[0] is not None for v in fresh):
+                return 0.0
+            soon = [v[3] for v in fresh if v[3] is not None]
+            if soon:
+                return float(min(soon))
+        try:
+            pipe = self.store.r.pipeline(transaction=False)
+            for p in self.store.sp:
+                pipe.zcard(p + "ready")
+                pipe.zrange(p + "box", 0, 0, withscores=True)
+                pipe.zrange(p + "leases", 0, 0, withscores=True)
+            res = await pipe.execute()
+        except RedisError as exc:
+            raise self.store.fail("next_wake", exc) from exc
+        times: list[float] = []
+        for i in range(0, len(res), 3):
+            n_ready, box, leases = res[i : i + 3]
+            if n_ready:
+                return 0.0
+            times += [float(sc) for _, sc in (*box, *leases)]
+        return min(times) if times else None
+
+    async def _give_back(self) -> None:
+        """Before the store disconnects: leases still held given back (their URLs queued again
+        as re-fetches), the heartbeat stopped."""
+        beat, self._beat = self._beat, None
+        if beat is not None:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+        if self._held and self.store.r is not None:
+            for key, (_, s) in self._held.items():
+                await self._finish_now(key, s)
+            groups: dict[int, list[Any]] = {}
+            for key, (token, s) in self._held.items():
+                groups.setdefault(s, [fnum(self._last_now), fnum(self._reclaim_s)])
+                groups[s] += [key, token]
+            self._held.clear()
+            await self.store.gather(
+                "give_back", [self.store.run("give_back", s, a) for s, a in groups.items()]
+            )

@@ -1,0 +1,204 @@
+"""The shared frontier's keys and wire formats: prefixes and shards, the seen-set's
+digests and Bloom positions, entry and robots.txt encodings, the Lua scripts, and the client
+(plain or Cluster). See ``frontier.redis`` for the layout."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import NoScriptError, RedisError
+
+from politecrawl.errors import FrontierError
+from politecrawl.frontier import RobotsRecord, UrlEntry
+
+_CRAWL_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
+_MAX_BLOOM_BITS = 2**32  # a Redis string holds at most 512 MiB
+DEFAULT_SHARDS = 16  # a crawl's shards (fixed when it starts): see the module docstring
+BATCH = 10_000  # URLs per reprioritize/trim script: one script blocks the server meanwhile
+
+SCRIPT_NAMES = (
+    "add", "bloom", "lease", "pop", "push", "begin", "release", "renew", "give_back", "finish",
+    "drop", "reprioritize", "trim", "save_robots", "dir",
+)  # fmt: skip
+
+
+def _lua(name: str) -> str:
+    lua = resources.files("politecrawl.frontier.redis") / f"{name}.lua"
+    return lua.read_text(encoding="utf-8")
+
+
+# Shared helpers (lib.lua), prepended to every script. ARGV[1] is the key prefix (one shard's);
+# KEYS[1] (a key under the same hash tag) only routes the call. Scores computed there are
+# written with %.17g, which round-trips a double exactly (Lua's tostring keeps 14 digits).
+LIB = _lua("lib")
+BODIES = {name: _lua(name) for name in (*SCRIPT_NAMES, "conf")}
+
+
+def prefix(crawl_id: str) -> str:
+    """The key prefix of one crawl: its hash tag keeps it in one Cluster slot."""
+    if not _CRAWL_ID.fullmatch(crawl_id):
+        raise FrontierError(
+            f"crawl id must be 1-100 characters of A-Z a-z 0-9 . _ : -, got {crawl_id!r}"
+        )
+    return f"pc:{{{crawl_id}}}:"
+
+
+def bloom_sizing(expected: int, fp_rate: float) -> tuple[int, int]:
+    """Bits and hash count of a Bloom filter for ``expected`` items at ``fp_rate``."""
+    n = max(1, expected)
+    m = math.ceil(-n * math.log(fp_rate) / math.log(2) ** 2)
+    m = max(64, min(m, _MAX_BLOOM_BITS))
+    k = max(1, round(m / n * math.log(2)))
+    return m, k
+
+
+def bloom_positions(url: str, m: int, k: int) -> list[int]:
+    """k bit positions by double hashing (Kirsch-Mitzenmacher) of one 16-byte digest."""
+    d = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    h1 = int.from_bytes(d[:8], "little")
+    h2 = int.from_bytes(d[8:], "little") | 1
+    return [(h1 + i * h2) % m for i in range(k)]
+
+
+def url_digest(url: str) -> bytes:
+    """What the exact seen-set stores for a URL (see the module docstring for the odds)."""
+    return hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+def entry_json(e: UrlEntry) -> str:
+    return json.dumps(
+        {
+            "k": e.key,
+            "d": e.depth,
+            "h": e.hops,
+            "a": e.attempt,
+            "n": float(e.not_before),
+            "t": e.kind,
+            "p": float(e.priority),  # last: _REPRIORITIZE rewrites it in place
+        },
+        separators=(",", ":"),
+    )
+
+
+def entry_from(url: str, meta: bytes, refetch: bool) -> UrlEntry:
+    d = json.loads(meta[16:])
+    return UrlEntry(url, d["k"], d["d"], d["h"], d["a"], d["n"], d["p"], d["t"], refetch=refetch)
+
+
+def pack_robots(r: RobotsRecord) -> bytes:
+    head = {
+        "fetched_at": r.fetched_at,
+        "status": r.status,
+        "failing_since": r.failing_since,
+        "body": len(r.body),
+        "good": -1 if r.good_body is None else len(r.good_body),
+        "failures": r.failures,
+        "redirect_to": r.redirect_to,
+        "hops": r.hops,
+    }
+    return json.dumps(head).encode() + b"\n" + r.body + (r.good_body or b"")
+
+
+def unpack_robots(origin: str, data: bytes) -> RobotsRecord:
+    head_raw, _, rest = data.partition(b"\n")
+    head = json.loads(head_raw)
+    n = head["body"]
+    good = None if head["good"] < 0 else rest[n : n + head["good"]]
+    return RobotsRecord(
+        origin,
+        head["fetched_at"],
+        head["status"],
+        rest[:n],
+        head["failing_since"],
+        good,
+        head.get("failures", 0),
+        head.get("redirect_to", ""),
+        head.get("hops", 0),
+    )
+
+
+def fnum(x: float) -> str:
+    """A float as Redis reads it back exactly."""
+    return repr(float(x))
+
+
+def text(v: bytes | str) -> str:
+    return v.decode() if isinstance(v, bytes) else v
+
+
+Client = Any  # redis.asyncio.Redis, or redis.asyncio.RedisCluster on a cluster
+
+
+_OWN_PARAMS = ("shards", "lease_ttl")
+
+
+def split_url(url: str) -> tuple[str, dict[str, str]]:
+    """The server URL and this crawler's own settings in its query (``?shards=64&lease_ttl=20``,
+    which the Redis client would refuse)."""
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, {}
+    own: dict[str, str] = {}
+    rest = []
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if name in _OWN_PARAMS:
+            own[name] = value
+        elif part:
+            rest.append(part)
+    return (base + "?" + "&".join(rest) if rest else base), own
+
+
+async def connect(url: str) -> Client:
+    """A client for ``url``: a ``RedisCluster`` when the named server runs in cluster mode
+    (any node will do: the others are found from it), else a plain one."""
+    url = split_url(url.replace("valkey://", "redis://", 1))[0]
+    r: aioredis.Redis = aioredis.Redis.from_url(url)
+    try:
+        info = await r.info("cluster")
+    except (RedisError, OSError) as exc:
+        await r.aclose()
+        raise FrontierError(f"cannot reach the frontier at {url}: {exc}") from exc
+    if not int(info.get("cluster_enabled", 0) or 0):
+        return r
+    await r.aclose()
+    cluster = aioredis.RedisCluster.from_url(url)
+    try:
+        await cluster.initialize()
+    except (RedisError, OSError) as exc:
+        await cluster.aclose()
+        raise FrontierError(f"cannot use the cluster at {url}: {exc}") from exc
+    return cluster
+
+
+def shard_index(name: str, n: int) -> int:
+    """Which of ``n`` shards a politeness key, IP, origin or URL hashes to."""
+    d = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(d, "little") % n
+
+
+def shard_prefix(crawl_id: str, shard: int) -> str:
+    """The key prefix of one shard of a crawl: its own hash tag, hence its own slot."""
+    prefix(crawl_id)  # validates the id
+    return f"pc:{{{crawl_id}:{shard}}}:"
+
+
+class Script:
+    """One Lua script, run by EVALSHA (loaded by EVAL on a node that lacks it)."""
+
+    def __init__(self, body: str) -> None:
+        self.body = body
+        self.sha = hashlib.sha1(body.encode()).hexdigest()
+
+    async def __call__(self, r: Client, p: str, args: Sequence[Any]) -> Any:
+        try:
+            return await r.evalsha(self.sha, 1, p + "box", p, *args)
+        except NoScriptError:
+            return await r.eval(self.body, 1, p + "box", p, *args)

@@ -1,0 +1,287 @@
+"""The crawl's state beside its queues, in SQLite: seen-set, site states, robots.txt copies,
+validators for conditional GET, and counters (the ``CrawlStore`` protocol).
+
+One file (``OUT/state.sqlite``) holds it with the queues of ``frontier.sqlite``, which opens
+the store and shares its connection: one transaction, committed by ``flush`` (about once a
+second) and before every request, so what survives a crash is a prefix of what happened.
+Site states and robots.txt copies may live in a ``--state`` file shared across crawls
+(attached as ``shared``). The seen-set is ``seen.SeenSet`` (exact, or a Bloom filter saved
+beside the file as ``seen.bloom``, with the write sequence number it is current to).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from politecrawl import politeness
+from politecrawl.errors import FrontierError
+from politecrawl.frontier import RobotsRecord
+from politecrawl.politeness import HostState
+from politecrawl.seen import SeenMode, SeenSet
+
+_SCHEMA = """
+PRAGMA journal_mode=WAL;
+PRAGMA synchronous=NORMAL;
+CREATE TABLE IF NOT EXISTS urls(
+    url TEXT PRIMARY KEY, key TEXT NOT NULL, depth INT NOT NULL, hops INT NOT NULL,
+    attempt INT NOT NULL, not_before REAL NOT NULL, state INT NOT NULL, outcome TEXT,
+    priority REAL NOT NULL DEFAULT 0, kind INT NOT NULL DEFAULT 0, seq INT NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS urls_queue ON urls(key, priority DESC, seq) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS urls_flight ON urls(state) WHERE state = 1;
+CREATE INDEX IF NOT EXISTS urls_worst ON urls(priority) WHERE state = 0;
+CREATE TABLE IF NOT EXISTS pages(
+    url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, fetched_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS key_ips(key TEXT PRIMARY KEY, ip TEXT NOT NULL) WITHOUT ROWID;
+"""
+
+# Host knowledge: in the crawl's own file, or in a --state file shared across crawls/segments.
+_HOST_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {db}.hosts(key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS {db}.robots(
+    origin TEXT PRIMARY KEY, fetched_at REAL NOT NULL, status INT NOT NULL, body BLOB NOT NULL,
+    failing_since REAL NOT NULL DEFAULT 0, good_body BLOB,
+    failures INT NOT NULL DEFAULT 0, redirect_to TEXT NOT NULL DEFAULT '',
+    hops INT NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+"""
+# columns added since the first release: ALTERed into an older file at open
+_ROBOTS_ADDED = (
+    "failures INT NOT NULL DEFAULT 0",
+    "redirect_to TEXT NOT NULL DEFAULT ''",
+    "hops INT NOT NULL DEFAULT 0",
+)
+_ROBOTS_COLS = (
+    "origin, fetched_at, status, body, failing_since, good_body, failures, redirect_to, hops"
+)
+
+_SEEN_SAVE_EVERY = 30  # flushes between Bloom filter saves
+
+
+def host_to_json(h: HostState) -> str:
+    return json.dumps(
+        {
+            "last_start": h.last_start,
+            "next_allowed": h.next_allowed,
+            "rt": list(h.response_times_s),
+            "crawl_delay": h.crawl_delay_s,
+            "backoff": h.backoff_factor,
+            "retry_after_until": h.retry_after_until,
+            "failures": h.consecutive_failures,
+            "parked_until": h.parked_until,
+            "last_end": h.last_end,
+            "ip_next": h.ip_next,
+            "refusals": h.consecutive_refusals,
+        }
+    )
+
+
+def host_from_json(key: str, data: str) -> HostState:
+    d = json.loads(data)
+    h = HostState(
+        key=key,
+        last_start=d["last_start"],
+        next_allowed=d["next_allowed"],
+        crawl_delay_s=d["crawl_delay"],
+        backoff_factor=d["backoff"],
+        retry_after_until=d["retry_after_until"],
+        consecutive_failures=d["failures"],
+        parked_until=d.get("parked_until", 0.0),
+        last_end=d.get("last_end", 0.0),
+        ip_next=d.get("ip_next", 0.0),
+        consecutive_refusals=d.get("refusals", 0),
+    )
+    h.response_times_s.extend(d["rt"])
+    return h
+
+
+class SqliteStore:
+    """The ``CrawlStore`` protocol's embedded backend (see the module docstring)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        seen_mode: SeenMode = "exact",
+        expected_urls: int = 1_000_000,
+        seen_fp_rate: float = 0.01,
+        robots_cache_size: int = 1_000_000,
+        state_path: Path | None = None,
+    ) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        try:
+            self.db = sqlite3.connect(path, isolation_level="DEFERRED")
+            self.db.executescript(_SCHEMA)
+            db = "main"
+            if state_path is not None:  # robots cache and host statistics reused across crawls
+                state_path.parent.mkdir(parents=True, exist_ok=True)
+                self.db.execute("ATTACH DATABASE ? AS shared", (str(state_path),))
+                self.db.execute("PRAGMA shared.journal_mode=WAL")
+                db = "shared"
+            self.db.executescript(_HOST_SCHEMA.format(db=db))
+            have = {r[1] for r in self.db.execute(f"PRAGMA {db}.table_info(robots)")}
+            for column in _ROBOTS_ADDED:
+                if column.split()[0] not in have:
+                    self.db.execute(f"ALTER TABLE {db}.robots ADD COLUMN {column}")
+            self.db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise FrontierError(f"cannot open crawl state {path}: {exc}") from exc
+        self._t_hosts = f"{db}.hosts"
+        self._t_robots = f"{db}.robots"
+        self._seen_path = path.with_name("seen.bloom")
+        self.hosts: dict[str, HostState] = {}
+        self._robots: OrderedDict[str, RobotsRecord] = OrderedDict()
+        self._robots_cap = robots_cache_size
+        self._flushes = 0
+        # what the queues add to ``stats`` (set by the frontier that shares this store)
+        self.queue_stats: Callable[[], dict[str, int]] = dict
+        for key, data in self.db.execute(f"SELECT key, data FROM {self._t_hosts}"):
+            self.hosts[key] = host_from_json(key, data)
+        # the write sequence: queue order (FIFO among equals) and the seen-set's version
+        top = int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0])
+        self._seq = itertools.count(top + 1)
+        self.last_seq = top
+        self.seen = SeenSet(seen_mode, expected_urls, seen_fp_rate)
+        if self.seen.load(self._seen_path) != top:  # missing, or older than the store
+            self.seen = SeenSet(seen_mode, expected_urls, seen_fp_rate)
+            for (u,) in self.db.execute("SELECT url FROM urls"):
+                self.seen.add(u)
+
+    def next_seq(self) -> int:
+        self.last_seq = next(self._seq)
+        return self.last_seq
+
+    def host_now(self, key: str) -> HostState:
+        h = self.hosts.get(key)
+        if h is None:
+            h = self.hosts[key] = HostState(key=key)
+        return h
+
+    def save_host(self, state: HostState) -> None:
+        self.hosts[state.key] = state
+        self.db.execute(
+            f"INSERT OR REPLACE INTO {self._t_hosts} VALUES (?,?)",
+            (state.key, host_to_json(state)),
+        )
+
+    # -- the seen-set -----------------------------------------------------------------
+    async def unseen(self, urls: Sequence[str]) -> list[str]:
+        seen = self.seen
+        return [u for u in urls if u not in seen]
+
+    async def mark_seen(self, urls: Sequence[str]) -> None:
+        for u in urls:
+            if u not in self.seen:
+                self.seen.add(u)
+
+    # -- site states and robots -----------------------------------------------------------
+    async def host(self, key: str) -> HostState:
+        return self.host_now(key)
+
+    async def robots(self, origin: str) -> RobotsRecord | None:
+        rec = self._robots.get(origin)
+        if rec is not None:
+            self._robots.move_to_end(origin)
+            return rec
+        row = self.db.execute(
+            f"SELECT {_ROBOTS_COLS} FROM {self._t_robots} WHERE origin=?", (origin,)
+        ).fetchone()
+        if row is None:
+            return None
+        good = bytes(row[5]) if row[5] is not None else None
+        rec = RobotsRecord(origin, row[1], row[2], bytes(row[3]), row[4], good, *row[6:])
+        self._cache_robots(rec)
+        return rec
+
+    async def save_robots(self, record: RobotsRecord) -> None:
+        self.db.execute(
+            f"INSERT OR REPLACE INTO {self._t_robots} ({_ROBOTS_COLS}) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                record.origin,
+                record.fetched_at,
+                record.status,
+                record.body,
+                record.failing_since,
+                record.good_body,
+                record.failures,
+                record.redirect_to,
+                record.hops,
+            ),
+        )
+        self.commit()  # rare, and a robots.txt must not be asked twice after a crash
+        self._cache_robots(record)
+
+    def _cache_robots(self, rec: RobotsRecord) -> None:
+        self._robots[rec.origin] = rec
+        self._robots.move_to_end(rec.origin)
+        while len(self._robots) > self._robots_cap:
+            self._robots.popitem(last=False)
+
+    # -- conditional GET ----------------------------------------------------------------
+    # -- conditional GET ----------------------------------------------------------------
+    async def validators(self, url: str) -> tuple[str | None, str | None, float] | None:
+        row = self.db.execute(
+            "SELECT etag, last_modified, fetched_at FROM pages WHERE url=?", (url,)
+        ).fetchone()
+        return (row[0], row[1], row[2]) if row is not None else None
+
+    async def save_validators(
+        self, url: str, etag: str | None, last_modified: str | None, fetched_at: float
+    ) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO pages VALUES (?,?,?,?)", (url, etag, last_modified, fetched_at)
+        )
+
+    # -- bookkeeping ------------------------------------------------------------------
+
+    # -- bookkeeping ------------------------------------------------------------------
+    async def add_counters(self, delta: dict[str, int]) -> None:
+        self.db.executemany(
+            "INSERT INTO counters VALUES (?,?) ON CONFLICT(name) DO UPDATE "
+            "SET value = value + excluded.value",
+            [(k, v) for k, v in delta.items() if v],
+        )
+
+    async def counters(self) -> dict[str, int]:
+        return dict(self.db.execute("SELECT name, value FROM counters").fetchall())
+
+    async def stats(self) -> dict[str, int]:
+        now = time.time()
+        return {
+            **self.queue_stats(),
+            "parked": sum(1 for h in self.hosts.values() if politeness.is_parked(h, now)),
+            "seen": self.seen.count,
+            "seen_bytes": self.seen.bytes_used() if self.seen.mode == "bloom" else 0,
+        }
+
+    def commit(self) -> None:
+        try:
+            self.db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise FrontierError(f"cannot save crawl state: {exc}") from exc
+
+    async def flush(self) -> None:
+        self.commit()
+        self._flushes += 1
+        if self.seen.mode == "bloom" and self._flushes % _SEEN_SAVE_EVERY == 0:
+            self._save_seen()
+
+    def _save_seen(self) -> None:
+        self.seen.save(self._seen_path, self.last_seq)
+
+    async def close(self) -> None:
+        """Closed even when the last commit fails (disk full): what was committed stands."""
+        try:
+            await self.flush()
+            self._save_seen()
+        finally:
+            self.db.close()
