@@ -156,3 +156,18 @@ def test_every_wait_is_computed_here():
     assert s.next_allowed == 10.0
     politeness.wait_until(s, 50.0)
     assert s.next_allowed == 50.0
+
+
+def test_reclaim_times_wait_a_full_delay_from_the_reclaim() -> None:
+    """A lease that expired (its worker died mid-request) or was given back: the site waits
+    its own last gap from now, at least the floor, never before its saved next time; its
+    server's IP waits the floor. The Redis scripts receive these times as arguments."""
+    from politecrawl.politeness import reclaim_times
+
+    a_20s_site = HostState(key="a.test", last_start=100.0, next_allowed=120.0)
+    assert reclaim_times(a_20s_site, now=130.0, floor_s=0.5) == (150.0, 130.5)
+    fresh = HostState(key="b.test")
+    assert reclaim_times(fresh, now=130.0, floor_s=2.0) == (132.0, 132.0)
+    # a Retry-After of 400 s: the whole wait again, from the reclaim
+    told = HostState(key="c.test", last_start=100.0, next_allowed=500.0)
+    assert reclaim_times(told, now=130.0, floor_s=1.0)[0] == 530.0

@@ -146,6 +146,16 @@ def record_failure(state: HostState, cfg: PolitenessConfig, now: float) -> bool:
     return False
 
 
+def reclaim_times(state: HostState, now: float, floor_s: float) -> tuple[float, float]:
+    """A lease given up or expired (its worker closed or died mid-turn, perhaps with a request
+    in flight): when the site may be asked again, a full delay from ``now`` (its own last gap,
+    at least ``floor_s``) and not before its saved next time; and when its server's IP may."""
+    delay = floor_s
+    if state.last_start > 0 and state.next_allowed - state.last_start > delay:
+        delay = state.next_allowed - state.last_start
+    return max(state.next_allowed, now + delay), now + floor_s
+
+
 def is_parked(state: HostState, now: float) -> bool:
     return state.parked_until > now
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from politecrawl import politeness
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError, LeaseLost
 from politecrawl.frontier import Lease, UrlEntry
@@ -65,6 +66,7 @@ class RedisFrontier:
         # script instead of one per URL; a crash before it re-fetches them, as mid-turn)
         self._done: dict[str, list[str]] = {}
         self._held: dict[str, tuple[str, int]] = {}  # key -> (lease token, shard)
+        self._states: dict[str, HostState] = {}  # held key -> its state, as the turn keeps it
         self._last_now = 0.0
         self._beat: asyncio.Task[None] | None = None
         self._peek_cache_s = peek_cache_s
@@ -248,7 +250,7 @@ class RedisFrontier:
         await self.store.ensure()
         self._last_now = max(self._last_now, now)
         common = [fnum(now), fnum(now + self.lease_ttl_s)]
-        rest = [fnum(self._reclaim_s), fnum(self.max_wait_s)]
+        rest = [fnum(self.max_wait_s)]
         views = await self._views(now, common, rest)
         ranked: list[tuple[int, float, float, str, int]] = []
         for s, (key, score, oldest, _) in views.items():
@@ -258,13 +260,10 @@ class RedisFrontier:
                 ranked.append((0 if overdue else 1, first, score, key, s))
         for *_, s in sorted(ranked):
             token = f"{self.worker_id}/{next(self._tokens)}"
-            key_raw, n, host_raw, after = await self.store.run(
-                "lease", s, [*common, token, *rest, "take"], touch=False
+            key_raw, _, host_raw, after = await self._lease_script(
+                s, [*common, token, *rest, "take"], now
             )
             views[s] = self._remember(s, after)
-            if n:
-                self._reclaimed += int(n)
-                log.warning("reclaimed expired leases: %d URLs will be re-fetched", n)
             if key_raw is not None:
                 key = text(key_raw)
                 self._held[key] = (token, s)
@@ -272,9 +271,9 @@ class RedisFrontier:
                 if self._heartbeat and (self._beat is None or self._beat.done()):
                     self._beat = asyncio.create_task(self._beat_loop())
                 # the site's state as leased: while the lease holds only this worker writes it
-                if host_raw is None:
-                    return Lease(HostState(key=key))
-                return Lease(host_from_json(key, text(host_raw)))
+                host = _host_of(key, host_raw)
+                self._states[key] = host  # (as the turn updates it: for a give-back at close)
+                return Lease(host)
         times = [v[3] for v in views.values() if v[3] is not None]
         self._wake = (time.monotonic(), self.store.calls, min(times) if times else None)
         return Lease(None, await self._next_wake())
@@ -314,16 +313,33 @@ class RedisFrontier:
                 stale.append(s)
         peeks = await self.store.gather(
             "lease",
-            [self.store.run("lease", s, [*common, "", *rest, "peek"], touch=False) for s in stale],
+            [self._lease_script(s, [*common, "", *rest, "peek"], now) for s in stale],
         )
-        reclaimed = 0
         for s, peek in zip(stale, peeks, strict=True):
-            reclaimed += int(peek[0])
             views[s] = self._remember(s, peek)
-        if reclaimed:
-            self._reclaimed += reclaimed
-            log.warning("reclaimed expired leases: %d URLs will be re-fetched", reclaimed)
         return views
+
+    async def _lease_script(self, shard: int, args: list[Any], now: float) -> Any:
+        """The lease script on one shard. Leases it finds expired come back instead (a worker
+        died, or was too slow): they are reclaimed at the times ``politeness`` gives, and the
+        script runs again (bounded: each pass reclaims up to 100)."""
+        for _ in range(1000):
+            res = await self.store.run("lease", shard, args, touch=False)
+            if res[0] != -1:
+                return res
+            await self._reclaim(shard, res[1], now)
+        raise FrontierError(f"shard {shard}: expired leases keep coming back")
+
+    async def _reclaim(self, shard: int, found: Sequence[Any], now: float) -> None:
+        args: list[Any] = [fnum(now)]
+        for key_raw, host_raw in zip(found[::2], found[1::2], strict=True):
+            key = text(key_raw)
+            host = _host_of(key, host_raw)
+            args += [key, *map(fnum, politeness.reclaim_times(host, now, self._reclaim_s))]
+        n = int(await self.store.run("reclaim", shard, args))
+        if n:
+            self._reclaimed += n
+            log.warning("reclaimed expired leases: %d URLs will be re-fetched", n)
 
     async def begin_request(self, key: str, state: HostState) -> None:
         """Before a request: save the host's provisional state (its ``next_allowed`` already a
@@ -343,6 +359,7 @@ class RedisFrontier:
     async def release(self, key: str, state: HostState) -> None:
         """Save the key's politeness state and put it back in the box if URLs remain."""
         held = self._held.pop(key, None)
+        self._states.pop(key, None)
         token, shard = held if held is not None else ("", await self.store.shard_of_key(key))
         args = [
             key,
@@ -393,6 +410,7 @@ class RedisFrontier:
         return lost
 
     def _lost(self, key: str) -> None:
+        self._states.pop(key, None)
         if self._held.pop(key, None) is not None:
             self.lost_leases += 1
             log.warning("lease on %s expired while held: another worker may have it now", key)
@@ -461,9 +479,16 @@ class RedisFrontier:
                 await self._finish_now(key, s)
             groups: dict[int, list[Any]] = {}
             for key, (token, s) in self._held.items():
-                groups.setdefault(s, [fnum(self._last_now), fnum(self._reclaim_s)])
-                groups[s] += [key, token]
+                host = self._states.get(key) or HostState(key=key)
+                times = politeness.reclaim_times(host, self._last_now, self._reclaim_s)
+                groups.setdefault(s, []).extend([key, token, *map(fnum, times)])
             self._held.clear()
+            self._states.clear()
             await self.store.gather(
                 "give_back", [self.store.run("give_back", s, a) for s, a in groups.items()]
             )
+
+
+def _host_of(key: str, raw: bytes | str | None) -> HostState:
+    """A key's state as its shard stores it (none yet: a fresh one)."""
+    return HostState(key=key) if raw is None else host_from_json(key, text(raw))

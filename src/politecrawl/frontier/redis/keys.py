@@ -25,7 +25,7 @@ BATCH = 10_000  # URLs per reprioritize/trim script: one script blocks the serve
 
 SCRIPT_NAMES = (
     "add", "bloom", "lease", "pop", "push", "begin", "release", "renew", "give_back", "finish",
-    "drop", "reprioritize", "trim", "save_robots", "dir",
+    "drop", "reprioritize", "trim", "save_robots", "dir", "reclaim",
 )  # fmt: skip
 
 

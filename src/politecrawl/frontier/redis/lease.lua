@@ -1,12 +1,22 @@
--- ARGV: P, now, expiry, token, reclaim floor, max wait, mode ('peek' | 'take').
--- Both modes first reclaim expired leases and move due keys from the box to the ready set.
--- peek returns the shard's view {reclaimed, best key, its score, oldest due-since, first box
--- time, first lease expiry} (false where absent) without leasing; take returns {key or
--- false, reclaimed, the key's HostState JSON or false, then the view after the lease}.
-local now, floor = tonumber(ARGV[2]), tonumber(ARGV[5])
+-- ARGV: P, now, expiry, token, max wait, mode ('peek' | 'take').
+-- Expired leases first: if there are any, they are returned as {-1, {key, its HostState JSON
+-- or false, ...}} (up to 100) and nothing else is done; the worker computes when each may be
+-- asked again and reclaims them (reclaim.lua), then asks again. Otherwise both modes move due
+-- keys from the box to the ready set; peek returns the shard's view {0, best key, its score,
+-- oldest due-since, first box time, first lease expiry} (false where absent) without
+-- leasing; take returns {key or false, 0, the key's HostState JSON or false, then the view
+-- after the lease}.
+local now = tonumber(ARGV[2])
 local reclaimed = 0
 local expired = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', ARGV[2], 'LIMIT', 0, 100)
-for _, key in ipairs(expired) do reclaimed = reclaimed + reclaim(key, now, floor) end
+if #expired > 0 then
+  local found = {}
+  for _, key in ipairs(expired) do
+    found[#found + 1] = key
+    found[#found + 1] = redis.call('HGET', P .. 'hosts', key) or false
+  end
+  return {-1, found}
+end
 local due = redis.call('ZRANGEBYSCORE', P .. 'box', '-inf', ARGV[2], 'LIMIT', 0, 1000)
 for _, key in ipairs(due) do
   redis.call('ZREM', P .. 'box', key)
@@ -28,11 +38,11 @@ local function view()
   return {reclaimed, top[1] or false, top[2] or false, oldest[2] or false, box[2] or false,
     leases[2] or false}
 end
-if ARGV[7] == 'peek' then return view() end
+if ARGV[6] == 'peek' then return view() end
 while true do
   local key
   local oldest = redis.call('ZRANGE', P .. 'due', 0, 0, 'WITHSCORES')
-  if #oldest > 0 and tonumber(oldest[2]) <= now - tonumber(ARGV[6]) then
+  if #oldest > 0 and tonumber(oldest[2]) <= now - tonumber(ARGV[5]) then
     key = oldest[1]
   else
     local top = redis.call('ZRANGE', P .. 'ready', 0, 0)

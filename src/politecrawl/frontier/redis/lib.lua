@@ -131,19 +131,15 @@ local function requeue_flight(key)
   redis.call('DEL', P .. 'f:' .. key)
   return #urls
 end
--- a lease given up or expired: the key waits its politeness delay from `now`
-local function reclaim(key, now, floor)
+-- a lease given up or expired: the key and its IP wait until the times the worker computed
+-- (politeness.reclaim_times: a full delay, since a request may have been in flight)
+local function reclaim(key, when, ip_when)
   redis.call('ZREM', P .. 'leases', key)
   redis.call('HDEL', P .. 'owner', key)
-  free_ip(key, now + floor)  -- the dead worker may have had a request in flight
+  free_ip(key, ip_when)
   local n = requeue_flight(key)
   local e = earliest(key)
-  if e then
-    local na, ls = host_times(key)
-    local delay = floor
-    if ls > 0 and na - ls > delay then delay = na - ls end
-    schedule(key, math.max(na, now + delay, e))
-  end
+  if e then schedule(key, math.max(when, e)) end
   return n
 end
 -- a popped URL done: out of the queue and the meta, its outcome on the stream
