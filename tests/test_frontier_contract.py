@@ -406,6 +406,10 @@ async def test_validators_round_trip(open_frontier: Opener) -> None:
     await f.store.save_validators(url, '"v1"', None, T0)
     await f.store.save_validators("http://a.test/other", None, "Sun, 01 Nov 2026 10:00:00 GMT", T0)
     assert await f.store.validators(url) == ('"v1"', None, T0)
+    await f.store.flush()  # (once a second in a crawl): now every worker sees them
+    if open_frontier.kind != "sqlite":  # (one process per SQLite crawl: the folder's lock)
+        other = await open_frontier()
+        assert await other.store.validators(url) == ('"v1"', None, T0)
     await f.store.save_validators(url, '"v2"', "Mon, 02 Nov 2026 10:00:00 GMT", T0 + 60.5)
     await f.store.close()
     g = await open_frontier()

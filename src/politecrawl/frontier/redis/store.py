@@ -85,6 +85,7 @@ class RedisStore:
         self.touch: list[int] = []  # per shard: scripts this worker ran there that may change it
         self.calls = 0
         self.refetched = 0  # URLs found to re-fetch (expired leases) when this store opened
+        self._unsaved: dict[int, dict[bytes, str]] = {}  # validators to write: shard -> digest
         self.cluster = False
         # run before the connection closes (the frontier gives back the leases it holds)
         self.closing: list[Callable[[], Awaitable[None]]] = []
@@ -290,8 +291,11 @@ class RedisStore:
     async def validators(self, url: str) -> tuple[str | None, str | None, float] | None:
         """ETag, Last-Modified and fetch time of the last stored copy of ``url``."""
         await self.ensure()
+        shard, digest = self.home(url), url_digest(url)
+        data: bytes | str | None = self._unsaved.get(shard, {}).get(digest)
         try:
-            data = await self.r.hget(self.sp[self.home(url)] + "pages", url_digest(url))
+            if data is None:
+                data = await self.r.hget(self.sp[shard] + "pages", digest)
         except RedisError as exc:
             raise self.fail("validators", exc) from exc
         if data is None:
@@ -302,12 +306,10 @@ class RedisStore:
     async def save_validators(
         self, url: str, etag: str | None, last_modified: str | None, fetched_at: float
     ) -> None:
-        await self.ensure()
+        """Kept here until ``flush`` (about once a second) writes them, one command per shard:
+        not one round trip per page. Lost in a crash: that page's next visit is unconditional."""
         value = json.dumps([etag, last_modified, fetched_at])
-        try:
-            await self.r.hset(self.sp[self.home(url)] + "pages", url_digest(url), value)
-        except RedisError as exc:
-            raise self.fail("save_validators", exc) from exc
+        self._unsaved.setdefault(self.home(url), {})[url_digest(url)] = value
 
     # -- bookkeeping --------------------------------------------------------------------------
     async def add_counters(self, delta: dict[str, int]) -> None:
@@ -341,11 +343,21 @@ class RedisStore:
         }
 
     async def flush(self) -> None:
-        """Nothing to do: every call is already applied (durability is the server's)."""
+        """The validators saved since the last flush; every other call is already applied
+        (durability is the server's)."""
+        unsaved, self._unsaved = self._unsaved, {}
+        if unsaved:
+            await self.ensure()
+            await self.gather(
+                "save_validators",
+                [self.r.hset(self.sp[s] + "pages", mapping=m) for s, m in unsaved.items()],
+            )
 
     async def close(self) -> None:
         """What the frontier must do first (give back its leases), then disconnect."""
         try:
+            if self.r is not None:
+                await self.flush()
             for step in self.closing:
                 await step()
         finally:
