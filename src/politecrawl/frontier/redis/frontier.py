@@ -67,6 +67,7 @@ class RedisFrontier:
         self._done: dict[str, list[str]] = {}
         self._held: dict[str, tuple[str, int]] = {}  # key -> (lease token, shard)
         self._states: dict[str, HostState] = {}  # held key -> its state, as the turn keeps it
+        self._first: dict[str, UrlEntry] = {}  # held key -> its first URL, popped by the lease
         self._last_now = 0.0
         self._beat: asyncio.Task[None] | None = None
         self._peek_cache_s = peek_cache_s
@@ -154,6 +155,9 @@ class RedisFrontier:
         held = self._held.get(key)
         if held is None:
             return None
+        first = self._first.pop(key, None)
+        if first is not None:
+            return first  # popped by the lease (due at its time)
         token, shard = held
         self._last_now = max(self._last_now, now)
         args = [key, token, fnum(now), fnum(now + self.lease_ttl_s)]
@@ -164,7 +168,10 @@ class RedisFrontier:
             return None
         if res is None:
             return None
-        url, meta, refetch = res
+        return self._in_flight(res, shard, key)
+
+    def _in_flight(self, popped: Sequence[Any], shard: int, key: str) -> UrlEntry:
+        url, meta, refetch = popped
         entry = entry_from(text(url), meta, bool(int(refetch)))
         if len(self._flight) > 100_000:
             self._flight.clear()
@@ -260,13 +267,15 @@ class RedisFrontier:
                 ranked.append((0 if overdue else 1, first, score, key, s))
         for *_, s in sorted(ranked):
             token = f"{self.worker_id}/{next(self._tokens)}"
-            key_raw, _, host_raw, after = await self._lease_script(
+            key_raw, _, host_raw, after, *first = await self._lease_script(
                 s, [*common, token, *rest, "take"], now
             )
             views[s] = self._remember(s, after)
             if key_raw is not None:
                 key = text(key_raw)
                 self._held[key] = (token, s)
+                if first and first[0] is not None:  # the turn's first pop_url, done already
+                    self._first[key] = self._in_flight(first[0], s, key)
                 self.store.dir[key] = s
                 if self._heartbeat and (self._beat is None or self._beat.done()):
                     self._beat = asyncio.create_task(self._beat_loop())
@@ -360,6 +369,7 @@ class RedisFrontier:
         """Save the key's politeness state and put it back in the box if URLs remain."""
         held = self._held.pop(key, None)
         self._states.pop(key, None)
+        self._first.pop(key, None)
         token, shard = held if held is not None else ("", await self.store.shard_of_key(key))
         args = [
             key,
@@ -411,6 +421,7 @@ class RedisFrontier:
 
     def _lost(self, key: str) -> None:
         self._states.pop(key, None)
+        self._first.pop(key, None)
         if self._held.pop(key, None) is not None:
             self.lost_leases += 1
             log.warning("lease on %s expired while held: another worker may have it now", key)
@@ -484,6 +495,7 @@ class RedisFrontier:
                 groups.setdefault(s, []).extend([key, token, *map(fnum, times)])
             self._held.clear()
             self._states.clear()
+            self._first.clear()
             await self.store.gather(
                 "give_back", [self.store.run("give_back", s, a) for s, a in groups.items()]
             )

@@ -4,8 +4,8 @@
 -- asked again and reclaims them (reclaim.lua), then asks again. Otherwise both modes move due
 -- keys from the box to the ready set; peek returns the shard's view {0, best key, its score,
 -- oldest due-since, first box time, first lease expiry} (false where absent) without
--- leasing; take returns {key or false, 0, the key's HostState JSON or false, then the view
--- after the lease}.
+-- leasing; take returns {key or false, 0, the key's HostState JSON or false, the view after
+-- the lease, and the key's first URL popped (as pop.lua gives it: one round trip less)}.
 local now = tonumber(ARGV[2])
 local reclaimed = 0
 local expired = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', ARGV[2], 'LIMIT', 0, 100)
@@ -54,7 +54,8 @@ while true do
     if ip_admits(key, now) then
       redis.call('ZADD', P .. 'leases', ARGV[3], key)
       redis.call('HSET', P .. 'owner', key, ARGV[4])
-      return {key, reclaimed, redis.call('HGET', P .. 'hosts', key), view()}
+      local host = redis.call('HGET', P .. 'hosts', key)
+      return {key, reclaimed, host, view(), pop_best(key, ARGV[2])}
     end
   else
     local e = earliest(key)

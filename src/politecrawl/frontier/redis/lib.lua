@@ -158,3 +158,17 @@ local function finish_url(url, outcome, cap)
   redis.call('XADD', P .. 'outcomes', 'MAXLEN', '~', cap, '*', 'url', url, 'outcome', outcome)
   redis.call('HINCRBY', P .. 'outcome_counts', outcome, 1)
 end
+-- a leased key's best URL due by `now`, out of its queue and in flight: {url, meta, whether it
+-- is a re-fetch}, or false
+local function pop_best(key, now)
+  promote_delayed(key, now)
+  local top = redis.call('ZRANGE', P .. 'q:' .. key, 0, 0)
+  if #top == 0 then return false end
+  local m = top[1]
+  local url = string.sub(m, 17)
+  redis.call('ZREM', P .. 'q:' .. key, m)
+  redis.call('ZREM', P .. 'worst', url)
+  redis.call('SADD', P .. 'f:' .. key, url)
+  redis.call('HINCRBY', P .. 'stat', 'queued', -1)
+  return {url, redis.call('HGET', P .. 'meta', url), redis.call('SISMEMBER', P .. 'rf', url)}
+end
