@@ -55,11 +55,7 @@ async def fetch_page(
 ) -> tuple[FetchResult, bool]:
     """Fetch a queued URL, conditionally when its validators are known (an unchanged page
     costs the site a 304). Returns the result and whether the request was a revisit."""
-    fetched_before = entry.refetch or entry.attempt > 0 or entry.not_before > 0
-    # only a URL fetched before in this crawl can have a stored copy: a re-fetch after a crash,
-    # a retry, a revisit (--recrawl; those two are queued with a not_before). A first fetch
-    # skips the lookup, which is a round trip on a shared frontier.
-    known = await ctx.store.validators(entry.url) if entry.kind == PAGE and fetched_before else None
+    known = await ctx.store.validators(entry.url) if entry.kind == PAGE else None
     conditional = {}
     if known is not None:
         if known[0]:
