@@ -45,10 +45,12 @@ version 1, 94 to 134 over four of version 2), not with the version.
 Cost, CPU time on this shared 2-core machine, old (version 1, pure Python) against new:
 1.8-2.0 ms against 0.41-0.45 ms for a page of the Python documentation (the python3.11-doc
 package's 530 pages, 3,331 words of visible text on average); 1.4-1.6 ms against 0.33-0.36
-ms over all 9,121 HTML pages under /usr/share/doc (2,543 words); 0.56-0.62 ms against
-0.15-0.16 ms for a page of ``bench/throughput.py --rich``'s web (1,233 words). The new one has
-a fixed cost of ~40 µs (about 35 numpy calls), so below ~100 words it is slower: 41 against
-20 µs for 36 words. Importing numpy costs a process about 0.1 CPU-s once. Memory: the powers
+ms over the 9,121 HTML files under /usr/share/doc (2,543 words); 0.56-0.62 ms against
+0.15-0.16 ms for a page of ``bench/throughput.py --rich``'s web (1,233 words), whose crawl
+went from 2.40-2.86 to 2.07-2.58 CPU-s per 1,000 pages (four runs each) and its dedup stage
+from 27% to 18% of the CPU. The new one has a fixed cost of ~40 µs (about 35 numpy calls),
+so below ~100 words it is slower: 41 against 20 µs for 36 words. Importing numpy costs a
+process about 0.1 CPU-s once, and that crawl's peak RSS went from 77 to 90 MiB. The powers
 of ``B`` are kept for the longest text seen, 16 bytes per byte of text (at most ~13 MB for
 the 200,000-character cap of ``parse.visible_text``). ``exact_fingerprint`` (not on the
 crawl's path: the payload digest is) 0.2-0.4 ms per 10 KB. ``NearDupIndex`` at 2 million
@@ -169,21 +171,22 @@ _33 = np.uint64(33)
 _48 = np.uint64(48)
 _SPREAD = np.uint64(0x0101010101010101)  # bit 0 of each byte
 _SHIFTS = np.arange(8, dtype=np.uint64).reshape(8, 1, 1)
-_pow_base: U64Array = np.ones(1, np.uint64)  # B**i, grown to the longest text seen
-_pow_inv: U64Array = np.ones(1, np.uint64)  # B**-i
+_powers_kept: tuple[U64Array, U64Array] = (np.ones(1, np.uint64), np.ones(1, np.uint64))
 
 
 def _powers(n: int) -> tuple[U64Array, U64Array]:
-    """Tables of B**i and B**-i for i < n at least (8 bytes each per byte of text)."""
-    global _pow_base, _pow_inv
-    if _pow_base.size < n:
+    """B**i and B**-i for i < n at least, kept for the longest text seen (8 bytes each per
+    byte of text); replaced as one tuple, so a thread never sees half-made tables."""
+    global _powers_kept
+    if _powers_kept[0].size < n:
         size = -(-n // 65536) * 65536
-        _pow_base = np.full(size, _BASE, np.uint64)
-        _pow_inv = np.full(size, _BASE_INV, np.uint64)
-        _pow_base[0] = _pow_inv[0] = 1
-        np.cumprod(_pow_base, out=_pow_base)  # wraps mod 2**64, as intended
-        np.cumprod(_pow_inv, out=_pow_inv)
-    return _pow_base, _pow_inv
+        base = np.full(size, _BASE, np.uint64)
+        inv = np.full(size, _BASE_INV, np.uint64)
+        base[0] = inv[0] = 1
+        np.multiply.accumulate(base, out=base)  # wraps mod 2**64, as intended
+        np.multiply.accumulate(inv, out=inv)
+        _powers_kept = (base, inv)
+    return _powers_kept
 
 
 def _mix(h: U64Array) -> None:
