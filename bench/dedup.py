@@ -1,13 +1,14 @@
 """Duplicates, offline: fingerprint cost and accuracy, rule cost, and fetches saved by rules.
 
     python bench/dedup.py [--sites 30] [--articles 40] [--fetches 15000] [--distinct 20000]
-                          [--index-size 2000000] [--quick]
+                          [--index-size 2000000] [--real DIR] [--quick]
 
 No HTTP: pages come from the generators (``DupWeb.fetch``, ``TopicWeb.page``, ``TestWeb``'s
 renderer) and every URL's true page is known (``DupWeb.locate``). Sections:
 
 1. **Fingerprint cost**: ``simhash`` and ``exact_fingerprint`` in µs per 10 KB of visible text
-   and per typical page.
+   and per typical page, generated and real (the HTML under ``--real``, by default the Python
+   documentation of the python3.11-doc package, its visible text read as the crawler does).
 2. **False positives on distinct pages**: ``--distinct`` different pages (DupWeb canonical
    pages of many sites, which share each site's boilerplate and a template language, plus
    TopicWeb and TestWeb pages), visible text by ``relevance.extract_document``; every pair
@@ -49,6 +50,7 @@ from politecrawl.fingerprint import (
     hamming,
     simhash,
 )
+from politecrawl.page import read_page
 from politecrawl.parse import parse_page
 from politecrawl.relevance import extract_document
 from politecrawl.testweb import TestWeb
@@ -123,6 +125,16 @@ def testweb_texts(n: int, seed: int = 2) -> list[str]:
     return out
 
 
+def real_texts(root: Path) -> list[str]:
+    """The visible text of every HTML file under ``root`` (``page.read_page``, as crawled)."""
+    out: list[str] = []
+    for path in sorted(root.rglob("*.html")):
+        page = read_page(path.read_bytes(), path.as_uri(), product_token=UA,
+                         headers=[("content-type", "text/html")])  # fmt: skip
+        out.append(page.visible_text)
+    return out
+
+
 _SKIP_DIRS = frozenset({"site-packages", "test", "tests", "idlelib", "__pycache__"})
 
 
@@ -157,7 +169,7 @@ def stdlib_docstrings(min_words: int = 40) -> list[str]:
 # -- 1. cost -----------------------------------------------------------------------------------
 
 
-def bench_cost(texts: list[str]) -> None:
+def bench_cost(texts: list[str], real: list[str]) -> None:
     print("\n1. fingerprint cost")
     joined = " ".join(texts)
     chunks = [joined[i : i + 10_000] for i in range(0, len(joined) - 10_000, 10_000)][:200]
@@ -168,10 +180,12 @@ def bench_cost(texts: list[str]) -> None:
             fn(c)
         per_10k = best_us(fn, chunks)
         per_page = best_us(fn, sample)
-        print(
-            f"   {name:18s} {per_10k:7.0f} µs per 10 KB of text; "
-            f"{per_page:5.0f} µs per page (mean {avg:.0f} chars)"
-        )
+        line = f"   {name:18s} {per_10k:7.0f} µs per 10 KB of text; "
+        line += f"{per_page:5.0f} µs per page (mean {avg:.0f} chars)"
+        if real:
+            words = sum(len(t.split()) for t in real) / len(real)
+            line += f"; {best_us(fn, real):5.0f} µs per real page (mean {words:.0f} words)"
+        print(line)
 
 
 # -- 2. false positives ------------------------------------------------------------------------
@@ -459,6 +473,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--distinct", type=int, default=20_000)
     p.add_argument("--index-size", type=int, default=2_000_000)
     p.add_argument("--samples", type=int, default=1000, help="pages per near-duplicate edit")
+    p.add_argument(
+        "--real",
+        type=Path,
+        default=Path("/usr/share/doc/python3.11/html"),
+        help="HTML files for the real-page cost (skipped if absent)",
+    )
     p.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     args = p.parse_args(argv)
     if args.quick:
@@ -476,7 +496,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     everything = [t for texts in corpus.values() for t in texts]
     print(f"(corpus: {len(everything)} pages in {time.time() - t0:.0f} s)")
-    bench_cost(everything)
+    real = real_texts(args.real) if args.real.is_dir() else []
+    print(f"(real pages: {len(real)} under {args.real})")
+    bench_cost(everything, real)
     print("\n2. near-duplicate false positives among distinct pages (simhash, distance <= 3)")
     false_positives(everything, "all generated pages")
     false_positives(corpus["dupweb"], "dupweb only (shared site boilerplate)")

@@ -168,3 +168,74 @@ def test_near_duplicates_found_across_restarts_and_old_state_migrated(tmp_path: 
     v = page(c, "http://a.test/10", _text([*other[:-1], "x"]), 3.0)
     assert v.near_duplicate_of == "http://a.test/9"
     c.close()
+
+
+def test_fingerprints_of_another_simhash_version_are_dropped_not_compared(
+    tmp_path: Path,
+) -> None:
+    """A continuity.sqlite without the current ``simhash`` version (one written before the
+    key existed holds version 1 values) loses its fingerprints when opened: the near index
+    starts empty and a revisit's change is "unknown" instead of a comparison across
+    versions; the rest of the file (captures, revisit schedule) stays."""
+    import sqlite3
+
+    from politecrawl.continuity import Continuity, PageVerdict
+    from politecrawl.fingerprint import SIMHASH_VERSION
+    from politecrawl.storage import JsonlLog
+    from politecrawl.storage.warc import payload_digest
+
+    words = _words("w")
+    near = [*words[:-1], "changed"]
+    path = tmp_path / "continuity.sqlite"
+
+    def opened() -> Continuity:
+        log = JsonlLog(tmp_path / "rules.jsonl", rotate_bytes=None, retention_days=None)
+        return Continuity(
+            tmp_path, recrawl=True, revisit_min_s=60, revisit_max_s=600, rules_log=log
+        )
+
+    def page(c: Continuity, url: str, text: str, now: float) -> PageVerdict:
+        digest = payload_digest(text.encode())
+        return c.on_page(url, text, None, digest=digest, now=now, etag=None, last_modified=None)
+
+    def stored_fingerprints() -> tuple[int, list[object]]:
+        db = sqlite3.connect(path)
+        try:
+            near_rows = db.execute("SELECT count(*) FROM near").fetchone()[0]
+            fps = [json.loads(r)[10] for (r,) in db.execute("SELECT row FROM revisit")]
+        finally:
+            db.close()
+        return int(near_rows), fps
+
+    c = opened()
+    page(c, "http://a.test/1", _text(words), 1.0)
+    c.close()
+    near_rows, fps = stored_fingerprints()
+    assert near_rows == 1 and len(fps) == 1 and isinstance(fps[0], int)
+
+    c = opened()  # the same version: kept and compared
+    assert len(c.near) == 1
+    assert page(c, "http://a.test/2", _text(near), 2.0).near_duplicate_of == "http://a.test/1"
+    again = page(c, "http://a.test/1", _text(words), 3.0)
+    assert again.revisit and again.changed is False
+    c.close()
+
+    db = sqlite3.connect(path)  # as a file written before the version key
+    db.execute("DELETE FROM kv WHERE name='simhash'")
+    db.commit()
+    db.close()
+    c = opened()
+    assert len(c.near) == 0
+    assert stored_fingerprints() == (0, [None, None])
+    assert c.state("http://a.test/1") is not None  # its schedule is kept
+    v = page(c, "http://a.test/3", _text(near), 4.0)
+    assert v.near_duplicate_of is None  # nothing old to be near to: filed afresh
+    again = page(c, "http://a.test/1", _text(words), 5.0)
+    assert again.revisit and again.changed is None  # not compared with the old value
+    assert again.near_duplicate_of == "http://a.test/3"  # new values are compared
+    c.close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM kv WHERE name='simhash'").fetchone() == (
+        str(SIMHASH_VERSION),
+    )
+    db.close()

@@ -26,9 +26,11 @@ everything a first fetch goes through, as a conditional GET.
 State lives in ``OUT/continuity.sqlite``: revisit rows, the first capture of each payload per
 site (``payloads``), the latest capture of each URL (``captures``), the pages filed in
 the near-duplicate index (``near``: written as they are filed, committed with the crawl), and
-the learned rules (JSON, saved with the crawl). In memory the index holds a fingerprint and a
-row number per page (its URL is read back only for a hit), at most ``NearDupIndex.capacity``
-of them: a long crawl's memory does not grow with its pages.
+the learned rules (JSON, saved with the crawl); ``kv`` also names the ``simhash`` version of
+the fingerprints stored (``fingerprint.SIMHASH_VERSION``): a file written with another one
+has its fingerprints dropped when opened, never compared with new ones. In memory the index
+holds a fingerprint and a row number per page (its URL is read back only for a hit), at most
+``NearDupIndex.capacity`` of them: a long crawl's memory does not grow with its pages.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from typing import Any
 from politecrawl.duprules import RuleLearner
 from politecrawl.errors import StorageError
 from politecrawl.fingerprint import (
+    SIMHASH_VERSION,
     NearDupIndex,
     simhash,
     to_signed64,
@@ -103,11 +106,16 @@ class Continuity:
             raise StorageError(f"cannot open {path}: {exc}") from exc
         try:
             self._db.executescript(_SCHEMA)
+            version = None
             for name, value in self._db.execute("SELECT name, value FROM kv"):
                 if name == "near":  # the format before the near table: URLs as doc ids
                     self._migrate_near(json.loads(value))
                 elif name == "rules":
                     self.rules.load_state(json.loads(value))
+                elif name == "simhash":
+                    version = value
+            if version != str(SIMHASH_VERSION):
+                self._forget_fingerprints()
             self._load_near()
         except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
             # a damaged file (or another program's) is named, not shown as a traceback
@@ -128,6 +136,23 @@ class Continuity:
             [(to_signed64(int(fp_hex, 16)), str(url)) for fp_hex, url in state["entries"]],
         )
         self._db.execute("DELETE FROM kv WHERE name='near'")
+        self._commit()
+
+    def _forget_fingerprints(self) -> None:
+        """SimHashes stored by another version of ``simhash`` (a file without the ``simhash``
+        key predates the key, so its values are version 1) are not comparable with this one's:
+        the near-duplicate index's rows go, and revisit rows keep everything but their
+        fingerprint, so a page's next fetch says "changed: unknown" rather than comparing
+        across versions, and stores one of this version."""
+        self._db.execute("DELETE FROM near")
+        forgotten = []
+        for url, row in self._db.execute("SELECT url, row FROM revisit").fetchall():
+            state = RevisitState.from_row(json.loads(row))
+            if state.fingerprint is not None:
+                state.fingerprint = None
+                forgotten.append((json.dumps(state.to_row()), url))
+        self._db.executemany("UPDATE revisit SET row=? WHERE url=?", forgotten)
+        self._db.execute("INSERT OR REPLACE INTO kv VALUES ('simhash', ?)", (str(SIMHASH_VERSION),))
         self._commit()
 
     def _near_urls(self, sim: int) -> list[str]:

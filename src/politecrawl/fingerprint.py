@@ -1,6 +1,6 @@
 """Content fingerprints: is this page the same as one already fetched, exactly or nearly?
 
-Two fingerprints of a page's visible text (``relevance.extract_document(...).text``):
+Two fingerprints of a page's visible text (``Page.visible_text``: ``parse.visible_text``):
 
 * ``exact_fingerprint``: blake2b-128 of the text with whitespace collapsed and case folded.
   Equal means "the same text"; it changes when a single character does (a counter, a date).
@@ -25,28 +25,53 @@ them all: the 64 bits are cut into ``max_distance + 1`` bands and a fingerprint 
 under each band's value; two fingerprints at most ``max_distance`` bits apart agree exactly on
 at least one band (pigeonhole), so only the fingerprints sharing a band value are compared.
 
-Cost on this 2-core machine (``bench/dedup.py``, CPU time while other benchmarks ran):
-``simhash`` 1.0-1.4 ms per 10 KB of text (about 1,700 words), 0.15-0.35 ms for a typical
-generated page (0.9-1.9 KB of text); ``exact_fingerprint`` 0.2-0.4 ms per 10 KB. How: words
-by ``bytes.translate`` + ``split``; one blake2b per *new* word (cached); a shingle's hash is
-CPython's tuple hash of its word hashes (xxHash-based, the same in every process since 3.8
-because integer hashes are not salted; a golden-value test guards it); the 64 bit columns are
-counted with ``int.bit_count`` on byte-sliced arrays rather than 64 Python additions per
-shingle. ``NearDupIndex`` at 2 million entries: ~50 µs a lookup, 160 MiB.
+How ``simhash`` is computed, with numpy (the only reason this module needs it): the text is
+lower-cased and UTF-8 encoded once, and everything after that is a handful of whole-array
+operations, no Python code per word or per shingle. A 256-byte table marks separators and
+folds digits; a word's hash is the polynomial ``sum(c[i] * B**-i)`` of its bytes mod 2**64
+(``B`` odd, so invertible), read off one prefix sum over all word bytes as
+``(P[end] - P[start]) * B**start``, then MurmurHash3's ``fmix64``; a shingle's hash is
+``fmix64`` of ``(w0 * M + w1) * M + w2``; sorting gives the distinct shingles; the 64 bit
+counts are summed in byte lanes (``_majority_bits``). Month and day names are found by their
+hashes. The values are those of ``SIMHASH_VERSION`` 2 (golden-value tests guard them);
+version 1 (blake2b per word, CPython's tuple hash per shingle) gave other values for the same
+text, so ``continuity`` drops fingerprints stored under another version instead of comparing
+them. The near-duplicate behaviour is that of any good 64-bit hash: re-measured with
+``bench/dedup.py`` and, over 23,626 docstrings of the installed packages, no pair within 3 bits
+whose trigram Jaccard is below 0.5 (none with version 1 either); how many of the pairs above
+0.9 land within 3 bits swings with the hash constants (88 to 209 of 450 over four seeds of
+version 1, 94 to 134 over four of version 2), not with the version.
+
+Cost, CPU time on this shared 2-core machine, old (version 1, pure Python) against new:
+1.8-2.0 ms against 0.41-0.45 ms for a page of the Python documentation (the python3.11-doc
+package's 530 pages, 3,331 words of visible text on average); 1.4-1.6 ms against 0.33-0.36
+ms over the 9,121 HTML files under /usr/share/doc (2,543 words); 0.56-0.62 ms against
+0.15-0.16 ms for a page of ``bench/throughput.py --rich``'s web (1,233 words), whose crawl
+went from 2.40-2.86 to 2.07-2.58 CPU-s per 1,000 pages (four runs each) and its dedup stage
+from 27% to 18% of the CPU. The new one has a fixed cost of ~40 µs (about 35 numpy calls),
+so below ~100 words it is slower: 41 against 20 µs for 36 words. Importing numpy costs a
+process about 0.1 CPU-s once, and that crawl's peak RSS went from 77 to 90 MiB. The powers
+of ``B`` are kept for the longest text seen, 16 bytes per byte of text (at most ~13 MB for
+the 200,000-character cap of ``parse.visible_text``). ``exact_fingerprint`` (not on the
+crawl's path: the payload digest is) 0.2-0.4 ms per 10 KB. ``NearDupIndex`` at 2 million
+entries: ~35 µs a lookup, 160 MiB.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from array import array
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from politecrawl.errors import ConfigError
 
 __all__ = [
     "DEFAULT_MAX_DISTANCE",
     "DEFAULT_SHINGLE",
+    "SIMHASH_VERSION",
     "DocId",
     "NearDupIndex",
     "exact_fingerprint",
@@ -63,7 +88,9 @@ DocId = str | int
 DEFAULT_MAX_DISTANCE = 3
 DEFAULT_SHINGLE = 3
 _MASK64 = (1 << 64) - 1
-_WORD_CACHE_LIMIT = 200_000  # ~25 MB of words -> hashes; cleared when full
+SIMHASH_VERSION = 2
+"""Changes whenever ``simhash`` gives other values: fingerprints stored under another version
+must not be compared with new ones (``continuity`` drops them)."""
 
 
 def normalise_text(text: str) -> str:
@@ -115,75 +142,128 @@ def _byte_table(keep_digits: bool) -> bytes:
 
 _TABLE_FOLD = _byte_table(keep_digits=False)
 _TABLE_KEEP = _byte_table(keep_digits=True)
-# UTF-8 of Unicode spaces and punctuation that would otherwise glue words together (no-break
-# and thin spaces, dashes, curly quotes, ellipsis, middle dot, CJK comma and full stop):
-# replaced in the bytes, one C-speed ``bytes.replace`` each, only when the text is not ASCII
-# (a dict-driven ``str.translate`` costs ~1 ms per 10 KB).
-_UNICODE_SEPARATORS = tuple(
-    c.encode()
-    for c in "\u00a0\u00ab\u00bb\u00b7\u2013\u2014\u2018\u2019\u201c\u201d\u2026\u2009\u202f"
+# Unicode spaces and punctuation that would otherwise glue words together (no-break and thin
+# spaces, dashes, curly quotes, ellipsis, middle dot, CJK comma and full stop): replaced in the
+# str, one C-speed search each (none at all for those above the text's widest character)
+_UNICODE_SEPARATORS = (
+    "\u00a0\u00ab\u00bb\u00b7\u2013\u2014\u2018\u2019\u201c\u201d\u2026\u2009\u202f"
     "\u3000\u3001\u3002\uff0c\uff0e"
 )
-_NUMBER_RUN = re.compile(rb"0(?:[0 ]*0)?").sub  # digits are "0" by now
 # Month and weekday names read as a number too, so "Updated Monday 3 March" and "Updated
 # Tuesday 4 March" are the same text to simhash (dates are the commonest changing detail).
-_DATE_WORDS = frozenset(
-    b"january february march april may june july august september october november december "
-    b"jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday "
-    b"friday saturday sunday mon tue tues wed thu thur thurs fri sat sun".split()
+_DATE_WORDS = (
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday "
+    "friday saturday sunday mon tue tues wed thu thur thurs fri sat sun"
 )
 
+U64Array = npt.NDArray[np.uint64]
 
-def _words(text: str, keep_digits: bool) -> list[bytes]:
-    """Lower-cased words as UTF-8 bytes.
+# A word's hash: the polynomial sum(c[i] * B**-i) over its bytes, mod 2**64 (B odd, so
+# invertible), from one prefix sum over the text's word bytes: with P[j] = sum(c[i] * B**-i
+# for i < j), a word at [s, e) is (P[e] - P[s]) * B**s. Then MurmurHash3's 64-bit finaliser.
+_BASE = 0x9E3779B97F4A7C15
+_BASE_INV = pow(_BASE, -1, 1 << 64)
+_MIX_1 = np.uint64(0xFF51AFD7ED558CCD)
+_MIX_2 = np.uint64(0xC4CEB9FE1A85EC53)
+_SHINGLE_MUL = np.uint64(0xD6E8FEB86659FD93)  # odd
+_33 = np.uint64(33)
+_48 = np.uint64(48)
+_SPREAD = np.uint64(0x0101010101010101)  # bit 0 of each byte
+_SHIFTS = np.arange(8, dtype=np.uint64).reshape(8, 1, 1)
+_powers_kept: tuple[U64Array, U64Array] = (np.ones(1, np.uint64), np.ones(1, np.uint64))
 
-    Unless ``keep_digits``, a run of numbers ("1,234", "10:30", "3.5") becomes the single word
-    ``b"0"``; month and day names hash like it (``_word_hash``), so "Tue 3 March 2024" and
-    "Fri 17 May 2025" are the same four words.
+
+def _powers(n: int) -> tuple[U64Array, U64Array]:
+    """B**i and B**-i for i < n at least, kept for the longest text seen (8 bytes each per
+    byte of text); replaced as one tuple, so a thread never sees half-made tables."""
+    global _powers_kept
+    if _powers_kept[0].size < n:
+        size = -(-n // 65536) * 65536
+        base = np.full(size, _BASE, np.uint64)
+        inv = np.full(size, _BASE_INV, np.uint64)
+        base[0] = inv[0] = 1
+        np.multiply.accumulate(base, out=base)  # wraps mod 2**64, as intended
+        np.multiply.accumulate(inv, out=inv)
+        _powers_kept = (base, inv)
+    return _powers_kept
+
+
+def _mix(h: U64Array) -> None:
+    """MurmurHash3's fmix64, in place: every input bit moves every output bit."""
+    h ^= h >> _33
+    h *= _MIX_1
+    h ^= h >> _33
+    h *= _MIX_2
+    h ^= h >> _33
+
+
+def _member(values: npt.NDArray[Any], table: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
+    """Which of ``values`` are in the sorted array ``table`` (small: cheaper than np.isin)."""
+    at = table.searchsorted(values)
+    np.minimum(at, table.size - 1, out=at)
+    return np.asarray(table[at] == values)
+
+
+def _word_hashes(text: str, fold: bool) -> U64Array | None:
+    """The hash of each word of ``text`` in order (None if it has none).
+
+    Words are runs of letters and digits (any non-ASCII character but the separators counts as
+    a letter), lower-cased. With ``fold`` digits read as "0" and a run of numbers with only
+    separators between them ("1,234", "10:30", "3.5") as the single word "0"; month and day
+    names hash like it, so "Tue 3 March 2024" and "Fri 17 May 2025" are the same four words.
     """
-    data = text.lower().encode("utf-8", "surrogatepass")
-    if not data.isascii():
+    if not text.isascii():  # (ASCII is lower-cased by the byte table)
+        text = text.lower()
         for sep in _UNICODE_SEPARATORS:
-            if sep in data:
-                data = data.replace(sep, b" ")
-    if keep_digits:
-        return data.translate(_TABLE_KEEP).split()
-    data = data.translate(_TABLE_FOLD)
-    if b"0" in data:
-        data = _NUMBER_RUN(b"0", data)
-    return data.split()
+            if sep in text:
+                text = text.replace(sep, " ")
+    data = text.encode("utf-8", "surrogatepass").translate(_TABLE_FOLD if fold else _TABLE_KEEP)
+    buf = np.frombuffer(data, np.uint8)
+    where = (buf != 0x20).nonzero()[0]
+    if not where.size:
+        return None
+    chars = buf[where]
+    starts_word = np.empty(where.size, np.bool_)
+    starts_word[0] = True
+    np.not_equal(where[1:], where[:-1] + 1, out=starts_word[1:])  # a separator before it
+    if fold:
+        digit = chars == 0x30
+        joined = digit[1:] & digit[:-1]  # a digit after a digit, separators or not: one number
+        if np.logical_or.reduce(joined):
+            keep = np.empty(where.size, np.bool_)
+            keep[0] = True
+            np.logical_not(joined, out=keep[1:])
+            chars, starts_word = chars[keep], starts_word[keep]
+    n = chars.size
+    pow_base, pow_inv = _powers(n)
+    prefix = np.empty(n + 1, np.uint64)
+    prefix[0] = 0
+    (chars * pow_inv[:n]).cumsum(out=prefix[1:])
+    starts = starts_word.nonzero()[0]
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:]
+    ends[-1] = n
+    hashes = prefix[ends] - prefix[starts]
+    hashes *= pow_base[starts]
+    _mix(hashes)
+    if fold:  # month and day names: the few whose top 16 bits match one's, then exactly
+        maybe = _DATE_TOPS[hashes >> _48].nonzero()[0]
+        if maybe.size:
+            hashes[maybe[_member(hashes[maybe], _DATE_HASHES)]] = _NUMBER_HASH
+    return hashes
 
 
-_word_hashes: dict[bytes, int] = {}
-_word_hashes_kept: dict[bytes, int] = {}
+def _hashes_of(words: str) -> U64Array:
+    hashes = _word_hashes(words, fold=False)
+    assert hashes is not None
+    return hashes
 
 
-def _word_hash(word: bytes) -> int:
-    """A stable 60-bit hash of a word (below 2**61 - 1, where ``hash(int)`` is the identity).
-
-    Month and day names hash as the number word ``0`` (the digits-kept mode never sees
-    them as such: its words are hashed by ``_word_hash_kept``).
-    """
-    if word in _DATE_WORDS:
-        word = b"0"
-    return _word_hash_kept(word)
-
-
-def _word_hash_kept(word: bytes) -> int:
-    return int.from_bytes(hashlib.blake2b(word, digest_size=8).digest(), "little") >> 4
-
-
-def _hash_words(words: list[bytes], fold: bool) -> list[int]:
-    cache = _word_hashes if fold else _word_hashes_kept
-    missing = [w for w in set(words) if w not in cache]
-    if missing:
-        if len(cache) + len(missing) > _WORD_CACHE_LIMIT:
-            cache.clear()
-            missing = list(set(words))
-        hash_word = _word_hash if fold else _word_hash_kept
-        for word in missing:
-            cache[word] = hash_word(word)
-    return list(map(cache.__getitem__, words))
+_DATE_HASHES = np.unique(_hashes_of(_DATE_WORDS))
+_DATE_TOPS = np.zeros(1 << 16, np.bool_)
+_DATE_TOPS[_DATE_HASHES >> _48] = True
+_NUMBER_HASH = _hashes_of("0")[0]
 
 
 def simhash(text: str, *, shingle: int = DEFAULT_SHINGLE, digits: bool = False) -> int:
@@ -194,32 +274,44 @@ def simhash(text: str, *, shingle: int = DEFAULT_SHINGLE, digits: bool = False) 
     """
     if shingle < 1:
         raise ConfigError("shingle must be >= 1")
-    words = _words(text, digits)
-    if not words:
+    words = _word_hashes(text, not digits)
+    if words is None:
         return 0
-    ids = _hash_words(words, not digits)
-    if len(ids) <= shingle:
-        return hash(tuple(ids)) & _MASK64
+    k = min(shingle, words.size)
+    n = words.size - k + 1
+    features = words[:n].copy()  # shingle (w0, w1, w2): mix((w0 * M + w1) * M + w2)
+    for i in range(1, k):
+        features *= _SHINGLE_MUL
+        features += words[i : i + n]
+    _mix(features)
+    if n == 1:
+        return int(features[0])
     # each distinct shingle votes once (see the module docstring for why not by frequency)
-    features = array("q", set(map(hash, zip(*(ids[i:] for i in range(shingle)), strict=False))))
-    return _majority_bits(features.tobytes(), len(features))
+    features.sort()
+    distinct = np.empty(n, np.bool_)
+    distinct[0] = True
+    np.not_equal(features[1:], features[:-1], out=distinct[1:])
+    return _majority_bits(features[distinct])
 
 
-def _majority_bits(data: bytes, n: int) -> int:
-    """Bit i of the result is set when more than half of the n 8-byte values have bit i set.
+def _majority_bits(features: U64Array) -> int:
+    """Bit i of the result is set when more than half of ``features`` have bit i set.
 
-    Byte j of every value is gathered into one big integer (``data[j::8]``); its bit b is
-    then bit b of every byte, counted by one ``bit_count``: 64 C-speed passes.
+    Counted in byte lanes: ``(f >> b) & 0x0101..01`` holds bit 8j+b of f in byte j, and 255
+    of those summed as uint64 cannot carry from one byte into the next; so features go in
+    rows of 255, each row is summed in 8 shifts, and the rows' bytes are summed.
     """
-    ones = int.from_bytes(b"\x01" * n, "little")
-    masks = [ones << b for b in range(8)]
-    out = 0
-    for j in range(8):
-        column = int.from_bytes(data[j::8], "little")
-        for b in range(8):
-            if 2 * (column & masks[b]).bit_count() > n:
-                out |= 1 << (8 * j + b)
-    return out
+    n = features.size
+    rows = -(-n // 255)
+    padded = np.zeros((rows, 255), np.uint64)
+    padded.reshape(-1)[:n] = features
+    spread = padded >> _SHIFTS  # (8, rows, 255)
+    spread &= _SPREAD
+    lanes = np.add.reduce(spread, axis=2).astype("<u8", copy=False)  # (8, rows): in byte j,
+    bytes_ = lanes.view(np.uint8).reshape(8, rows, 8)  # bit 8j+b's count in the row
+    counts = np.add.reduce(bytes_, axis=1, dtype=np.uint32)  # [b, j]
+    ones = 2 * counts.T.reshape(64) > n  # by bit number 8j+b
+    return int.from_bytes(np.packbits(ones, bitorder="little").tobytes(), "little")
 
 
 # -- the index ---------------------------------------------------------------------------------
