@@ -35,6 +35,7 @@ crawler leaves no worker behind holding its terminal or pipes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import itertools
 import multiprocessing
@@ -78,6 +79,7 @@ class WorkPool:
             raise ConfigError("processes must be >= 1")
         self.workers = processes - 1
         self._pool: list[_Worker] | None = None
+        self._started: list[_Worker] = []  # every worker this pool started, closed or not
         self.offloaded = 0
         self.inline = 0
 
@@ -85,6 +87,7 @@ class WorkPool:
         if self._pool is None:
             ctx = multiprocessing.get_context("spawn")
             self._pool = [_Worker(ctx) for _ in range(self.workers)]
+            self._started += self._pool
         return self._pool
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -173,6 +176,8 @@ class _Worker:
         """EOF to the worker (it exits), then wait for it briefly; a stuck one is killed."""
         if self._reading is not None:
             self._reading.cancel()
+        with contextlib.suppress(OSError):  # at once: the transport's close waits for the loop
+            self._sock.shutdown(socket.SHUT_RDWR)
         if self._writer is not None:
             self._writer.close()
         else:

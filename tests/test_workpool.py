@@ -1,0 +1,46 @@
+"""The worker pool of ``--processes``: jobs run in another process, their errors come back,
+and a worker that dies leaves the crawl running on one process (the job done inline)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import signal
+
+import pytest
+
+from politecrawl.errors import ConfigError
+from politecrawl.workpool import WorkPool
+
+
+async def test_jobs_run_in_a_worker_process_and_errors_come_back() -> None:
+    pool = WorkPool(2)
+    try:
+        pids = await asyncio.gather(*(pool.run(os.getpid) for _ in range(20)))
+        assert set(pids) != {os.getpid()} and pool.offloaded >= 1
+        assert await pool.run(math.factorial, 6) == 720
+        with pytest.raises(ValueError, match="negative"):
+            await pool.run(math.factorial, -1)
+    finally:
+        pool.close()
+    assert all(not w.process.is_alive() for w in pool._started)
+
+
+async def test_a_dead_worker_leaves_the_job_to_the_crawler() -> None:
+    pool = WorkPool(2)
+    try:
+        worker_pid = await pool.run(os.getpid)
+        assert worker_pid != os.getpid()
+        os.kill(worker_pid, signal.SIGKILL)
+        await asyncio.sleep(0.2)
+        assert await pool.run(math.factorial, 5) == 120  # done inline
+        assert pool.workers == 0 and pool.inline >= 1
+        assert await pool.run(os.getpid) == os.getpid()
+    finally:
+        pool.close()
+
+
+def test_processes_must_be_positive() -> None:
+    with pytest.raises(ConfigError):
+        WorkPool(0)
