@@ -695,6 +695,26 @@ async def test_reclaim_waits_the_last_delay_of_the_host(open_shared: Opener) -> 
     assert await lease(w2, T0 + 45) == "a.test"
 
 
+async def test_a_finish_held_for_the_release_survives_a_lost_lease(open_shared: Opener) -> None:
+    """A shared frontier sends a turn's finishes with its release; if the lease is lost first,
+    they go out at once, and the finished URL is not handed out again."""
+    w1 = await open_shared(lease_ttl_s=5.0)
+    w2 = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=1.0)
+    await w1.add([e("1"), e("2")])
+    assert await lease(w1, T0) == "a.test"
+    one = await w1.pop_url("a.test", T0)
+    assert one is not None and one.url.endswith("/1")
+    await w1.finish(one.url, "dropped:robots_disallowed")  # held for the release
+    assert await wake(w2, T0 + 6) == T0 + 7  # w1's lease expired: reclaimed, a delay to wait
+    with pytest.raises(LeaseLost):
+        await w1.begin_request("a.test", state("a.test", T0 + 6.5, last_start=T0 + 6))
+    assert await lease(w2, T0 + 7) == "a.test"
+    assert await drain(w2, "a.test", T0 + 7) == ["2"]
+    await w2.release("a.test", state("a.test", T0 + 8))  # (its finish goes with it)
+    outcomes = (await status(w2.store.url, w2.crawl_id))["outcomes"]
+    assert outcomes == {"dropped:robots_disallowed": 1, "stored": 1}
+
+
 async def test_renew_keeps_a_slow_turn_leased(open_shared: Opener) -> None:
     w1 = await open_shared(lease_ttl_s=5.0)
     w2 = await open_shared(lease_ttl_s=5.0)
