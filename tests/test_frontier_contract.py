@@ -871,7 +871,9 @@ async def test_a_crawl_spans_every_node_of_a_cluster(redis_cluster: Any) -> None
     # a second worker sees the same crawl through another node
     g = RedisFrontier.open(redis_cluster.nodes[1].url, crawl, heartbeat=False)
     assert (await g.store.stats())["queued"] == 180
-    assert await g.store.unseen(["http://s5.test/p1", "http://s5.test/new"]) == ["http://s5.test/new"]
+    assert await g.store.unseen(["http://s5.test/p1", "http://s5.test/new"]) == [
+        "http://s5.test/new"
+    ]
     leased = []
     now = T0
     while (key := await lease((f, g)[len(leased) % 2], now)) is not None:

@@ -206,9 +206,7 @@ class Crawler:
         if self.cfg.max_queue is not None:
             n = await ctx.frontier.trim(self.cfg.max_queue)
             ctx.counters["queue_full"] += n
-        if ctx.focus.rescore_due() and (
-            self._rescoring is None or self._rescoring.done()
-        ):
+        if ctx.focus.rescore_due() and (self._rescoring is None or self._rescoring.done()):
             self._rescoring = asyncio.create_task(self._rescore())
         if time.monotonic() - self._last_focus_save > _FOCUS_SAVE_S:
             self._last_focus_save = time.monotonic()
