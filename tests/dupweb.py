@@ -42,7 +42,6 @@ import asyncio
 import contextlib
 import html
 import random
-import signal
 import sys
 import time
 import zlib
@@ -50,12 +49,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 from aiohttp import web
+from loopbackweb import LoopbackWeb, serve_until_signal
 
-from politecrawl.testweb import serve_loopback
 from politecrawl.testweblog import AccessEntry
 
 __all__ = ["EPOCH", "ChangeKind", "DupWeb", "FakeClock", "PageRef", "SiteKind", "main"]
@@ -176,7 +174,7 @@ def _slug(title: str) -> str:
     return "-".join(title.split())
 
 
-class DupWeb:
+class DupWeb(LoopbackWeb):
     """Sites whose pages answer under many URLs and change on a (fake) clock."""
 
     __test__ = False
@@ -197,7 +195,6 @@ class DupWeb:
         self.n_sites, self.articles_per_site, self.seed = n_sites, articles_per_site, seed
         self.suffix, self.clock, self.port, self.latency_s = suffix, clock, port, latency_s
         self.access_log: list[AccessEntry] = []
-        self._runner: web.ServerRunner | None = None
         self._cache: dict[tuple[PageRef, bool, int], str] = {}
         self.sites = [self._make_site(i) for i in range(n_sites)]
         self._by_host = {s.name: s.index for s in self.sites}
@@ -567,28 +564,6 @@ class DupWeb:
 
     # -- serving -------------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Bind 127.0.0.1 (a free port unless ``port`` was given) and serve."""
-        if self._runner is not None:
-            raise RuntimeError("DupWeb already started")
-        self._runner, self.port = await serve_loopback(self._handle, self.port)
-        self._cache.clear()  # absolute links embed the port
-
-    async def stop(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:  # fmt: skip
-        await self.stop()
-
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         start = time.time()
         host = request.headers.get("Host", "").lower().partition(":")[0].rstrip(".")
@@ -624,18 +599,13 @@ def _not_modified(req_headers: Mapping[str, str], etag: str, since: float) -> bo
 
 async def _serve(args: argparse.Namespace) -> None:
     dw = DupWeb(args.sites, args.articles, args.seed, port=args.port, latency_s=args.latency)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await dw.start()
-    try:
-        print(f"serving {len(dw.sites)} sites ({len(dw.pages())} pages) on 127.0.0.1:{dw.port}",
-              flush=True)  # fmt: skip
-        print(f"--resolve '{dw.resolve_arg()}'; seeds: {' '.join(dw.seed_urls(3))} ...", flush=True)
-        await stop.wait()
-    finally:
-        await dw.stop()
+    await serve_until_signal(
+        dw,
+        lambda: [
+            f"serving {len(dw.sites)} sites ({len(dw.pages())} pages) on 127.0.0.1:{dw.port}",
+            f"--resolve '{dw.resolve_arg()}'; seeds: {' '.join(dw.seed_urls(3))} ...",
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,17 +40,15 @@ import asyncio
 import contextlib
 import html
 import random
-import signal
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 from aiohttp import web
+from loopbackweb import LoopbackWeb, serve_until_signal
 
-from politecrawl.testweb import serve_loopback
 from politecrawl.testweblog import AccessEntry
 
 __all__ = ["DEFAULT_TOPIC_WORDS", "HostSpec", "PageSpec", "TopicWeb", "main"]
@@ -188,7 +186,7 @@ def _cap(words: Sequence[str]) -> str:
     return text[:1].upper() + text[1:]
 
 
-class TopicWeb:
+class TopicWeb(LoopbackWeb):
     """The topical web: metadata up front, pages rendered on first request and cached."""
 
     __test__ = False
@@ -215,7 +213,6 @@ class TopicWeb:
         self.topic_words = tuple(topic_words)
         self.suffix, self.port, self.latency_s = suffix, port, latency_s
         self.access_log: list[AccessEntry] = []
-        self._runner: web.ServerRunner | None = None
         self._cache: dict[tuple[int, int], bytes] = {}
         self._specs: dict[tuple[int, int], PageSpec] = {}
         self._vocab: dict[str, list[str]] = {k: v.split() for k, v in _TOPICS.items()}
@@ -504,28 +501,6 @@ class TopicWeb:
 
     # -- serving -------------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Bind 127.0.0.1 (a free port unless ``port`` was given) and serve."""
-        if self._runner is not None:
-            raise RuntimeError("TopicWeb already started")
-        self._runner, self.port = await serve_loopback(self._handle, self.port)
-        self._cache.clear()  # absolute links embed the port
-
-    async def stop(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:  # fmt: skip
-        await self.stop()
-
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         start = time.time()
         host = request.headers.get("Host", "").lower().partition(":")[0].rstrip(".")
@@ -560,17 +535,13 @@ def _document(title: str, site: str, nav: str, body: str, footer: str) -> str:
 
 async def _serve(args: argparse.Namespace) -> None:
     tw = TopicWeb(args.hosts, args.pages, args.seed, port=args.port, latency_s=args.latency)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await tw.start()
-    try:
-        print(f"serving {len(tw.hosts)} hosts on 127.0.0.1:{tw.port}", flush=True)
-        print(f"base rate {tw.base_rate():.4f}; seeds: {' '.join(tw.seed_urls(5))} ...", flush=True)
-        await stop.wait()
-    finally:
-        await tw.stop()
+    await serve_until_signal(
+        tw,
+        lambda: [
+            f"serving {len(tw.hosts)} hosts on 127.0.0.1:{tw.port}",
+            f"base rate {tw.base_rate():.4f}; seeds: {' '.join(tw.seed_urls(5))} ...",
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,63 @@
+"""What the test-only webs (DupWeb, TopicWeb) share: serving on loopback, ``async with``, and
+running as a command until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Self
+
+from aiohttp import web
+
+from politecrawl.testweb import serve_loopback
+
+
+class LoopbackWeb:
+    """A web of virtual hosts on 127.0.0.1; a subclass answers in ``_handle`` and may keep
+    rendered pages in ``_cache`` (cleared at start: absolute links embed the port)."""
+
+    port: int
+    _cache: dict[Any, str]
+    _runner: web.ServerRunner | None = None
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        raise NotImplementedError
+
+    async def start(self) -> None:
+        """Bind 127.0.0.1 (a free port unless ``port`` was given) and serve."""
+        if self._runner is not None:
+            raise RuntimeError(f"{type(self).__name__} already started")
+        self._runner, self.port = await serve_loopback(self._handle, self.port)
+        self._cache.clear()
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:  # fmt: skip
+        await self.stop()
+
+
+async def serve_until_signal(site: LoopbackWeb, banner: Callable[[], list[str]]) -> None:
+    """Serve ``site``, print ``banner()`` once it listens, stop at SIGINT or SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await site.start()
+    try:
+        for line in banner():
+            print(line, flush=True)
+        await stop.wait()
+    finally:
+        await site.stop()
