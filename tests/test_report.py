@@ -11,6 +11,7 @@ import struct
 import subprocess
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +72,9 @@ def _screenshot(html: Path, png: Path, profile: Path, size: str = "1200,2400") -
     )
 
 
-def _png_colours(
-    path: Path, want: set[bytes] | None = None, enough: int = 0
-) -> tuple[int, int, set[bytes]]:
-    """Width, height and the RGB colours of a (non-interlaced, 8-bit RGB/RGBA) PNG, read
-    from the top down only until ``want`` and ``enough`` colours were seen (decoding in pure
-    Python is slow)."""
+def _png_decoded(path: Path) -> tuple[int, int, Iterator[bytearray], int]:
+    """Width, height, the rows (unfiltered, decoded lazily, top down) and bytes per pixel of
+    a (non-interlaced, 8-bit RGB/RGBA) PNG."""
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, w, h, ctype = 8, [], 0, 0, 0
@@ -91,17 +89,30 @@ def _png_colours(
     bpp = {2: 3, 6: 4}[ctype]
     raw = zlib.decompress(b"".join(idat))
     stride = w * bpp
-    prev = bytearray(stride)
+
+    def rows() -> Iterator[bytearray]:
+        prev = bytearray(stride)
+        for y in range(h):
+            line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+            _unfilter(raw[y * (stride + 1)], line, prev, bpp)
+            yield line
+            prev = line
+
+    return w, h, rows(), bpp
+
+
+def _png_colours(
+    path: Path, want: set[bytes] | None = None, enough: int = 0
+) -> tuple[int, int, set[bytes]]:
+    """Width, height and the RGB colours of a PNG, read from the top down only until
+    ``want`` and ``enough`` colours were seen (decoding in pure Python is slow)."""
+    w, h, rows, bpp = _png_decoded(path)
     colours: set[bytes] = set()
-    for y in range(h):
-        f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        _unfilter(f, line, prev, bpp)
+    for y, line in enumerate(rows):
         if y % 2 == 0:
-            colours.update(bytes(line[i : i + 3]) for i in range(0, stride, bpp))
+            colours.update(bytes(line[i : i + 3]) for i in range(0, len(line), bpp))
             if want is not None and want <= colours and len(colours) >= enough:
                 break
-        prev = line
     return w, h, colours
 
 
@@ -197,27 +208,8 @@ def test_report_of_an_empty_or_missing_folder(tmp_path: Path, capsys: Any) -> No
 
 def _png_rows(path: Path) -> tuple[int, list[bytes]]:
     """Width and every row of a PNG as RGB bytes (the whole image decoded)."""
-    data = path.read_bytes()
-    pos, idat, w, h, ctype = 8, [], 0, 0, 0
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos : pos + 8])
-        chunk = data[pos + 8 : pos + 8 + n]
-        if kind == b"IHDR":
-            w, h, _depth, ctype = struct.unpack(">IIBB", chunk[:10])
-        elif kind == b"IDAT":
-            idat.append(chunk)
-        pos += 12 + n
-    bpp = {2: 3, 6: 4}[ctype]
-    raw = zlib.decompress(b"".join(idat))
-    stride = w * bpp
-    prev = bytearray(stride)
-    rows = []
-    for y in range(h):
-        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        _unfilter(raw[y * (stride + 1)], line, prev, bpp)
-        rows.append(b"".join(bytes(line[i : i + 3]) for i in range(0, stride, bpp)))
-        prev = line
-    return w, rows
+    w, _, rows, bpp = _png_decoded(path)
+    return w, [b"".join(bytes(line[i : i + 3]) for i in range(0, len(line), bpp)) for line in rows]
 
 
 _PLAIN = {bytes.fromhex(c) for c in ("f5f7f9", "ffffff", "dde3e8", "eef1f4", "e6eaee")}
