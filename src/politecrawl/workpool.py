@@ -79,7 +79,6 @@ class WorkPool:
             raise ConfigError("processes must be >= 1")
         self.workers = processes - 1
         self._pool: list[_Worker] | None = None
-        self._started: list[_Worker] = []  # every worker this pool started, closed or not
         self.offloaded = 0
         self.inline = 0
 
@@ -87,7 +86,6 @@ class WorkPool:
         if self._pool is None:
             ctx = multiprocessing.get_context("spawn")
             self._pool = [_Worker(ctx) for _ in range(self.workers)]
-            self._started += self._pool
         return self._pool
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

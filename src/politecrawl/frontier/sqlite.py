@@ -40,7 +40,6 @@ from politecrawl.frontier import Lease, UrlEntry
 from politecrawl.frontier.sqlitestore import SqliteStore
 from politecrawl.politeness import HostState
 
-_QUEUED, _IN_FLIGHT, _FINISHED = 0, 1, 2
 WINDOW = 32
 _COLS = "url, key, depth, hops, attempt, not_before, priority, kind, seq"
 _STORE_OPTIONS = ("seen_mode", "expected_urls", "seen_fp_rate", "robots_cache_size", "state_path")
