@@ -22,8 +22,8 @@ from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError, LeaseLost
 from politecrawl.frontier import Lease, UrlEntry
 from politecrawl.frontier.redis.keys import BATCH, entry_from, entry_json, fnum, text
-from politecrawl.frontier.redis.store import RedisStore
-from politecrawl.frontier.sqlitestore import host_from_json, host_to_json
+from politecrawl.frontier.redis.store import RedisStore, host_of_stored
+from politecrawl.frontier.sqlitestore import host_to_json
 from politecrawl.politeness import HostState
 
 log = logging.getLogger("politecrawl.frontier.redis")
@@ -280,7 +280,7 @@ class RedisFrontier:
                 if self._heartbeat and (self._beat is None or self._beat.done()):
                     self._beat = asyncio.create_task(self._beat_loop())
                 # the site's state as leased: while the lease holds only this worker writes it
-                host = _host_of(key, host_raw)
+                host = host_of_stored(key, host_raw)
                 self._states[key] = host  # (as the turn updates it: for a give-back at close)
                 return Lease(host)
         times = [v[3] for v in views.values() if v[3] is not None]
@@ -343,7 +343,7 @@ class RedisFrontier:
         args: list[Any] = [fnum(now)]
         for key_raw, host_raw in zip(found[::2], found[1::2], strict=True):
             key = text(key_raw)
-            host = _host_of(key, host_raw)
+            host = host_of_stored(key, host_raw)
             args += [key, *map(fnum, politeness.reclaim_times(host, now, self._reclaim_s))]
         n = int(await self.store.run("reclaim", shard, args))
         if n:
@@ -499,8 +499,3 @@ class RedisFrontier:
             await self.store.gather(
                 "give_back", [self.store.run("give_back", s, a) for s, a in groups.items()]
             )
-
-
-def _host_of(key: str, raw: bytes | str | None) -> HostState:
-    """A key's state as its shard stores it (none yet: a fresh one)."""
-    return HostState(key=key) if raw is None else host_from_json(key, text(raw))

@@ -268,7 +268,7 @@ class RedisStore:
             data = await self.r.hget(self.sp[shard] + "hosts", key)
         except RedisError as exc:
             raise self.fail("host", exc) from exc
-        return HostState(key=key) if data is None else host_from_json(key, text(data))
+        return host_of_stored(key, data)
 
     async def robots(self, origin: str) -> RobotsRecord | None:
         await self.ensure()
@@ -457,3 +457,8 @@ async def status(url: str, crawl_id: str = "default") -> dict[str, Any]:
         }
     finally:
         await r.aclose()
+
+
+def host_of_stored(key: str, raw: bytes | str | None) -> HostState:
+    """A key's state as its shard stores it (none yet: a fresh one)."""
+    return HostState(key=key) if raw is None else host_from_json(key, text(raw))
