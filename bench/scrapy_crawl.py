@@ -5,7 +5,10 @@
 One request per host at a time (CONCURRENT_REQUESTS_PER_DOMAIN=1), the same fixed delay
 (RANDOMIZE_DOWNLOAD_DELAY off, since Scrapy would otherwise go as low as 0.5x), robots.txt
 obeyed, links followed with the LinkExtractor a Scrapy user would use (a CrawlSpider rule).
-``*.test`` resolves to 127.0.0.1 through a resolver subclass. Prints one JSON line of stats.
+``*.test`` resolves to 127.0.0.1 through a resolver subclass. Prints one JSON line of stats:
+responses (robots.txt included), requests, and robots.txt responses. Scrapy sends its start
+URLs without the duplicate filter (``dont_filter``), so each seed home page is fetched twice
+(the seed, then the link to it): that is Scrapy as its users run it, counted as fetched.
 Bench-only: Scrapy is not a dependency of politecrawl.
 """
 
@@ -70,6 +73,7 @@ def main() -> int:
             {
                 "responses": stats.get("response_received_count", 0),
                 "requests": stats.get("downloader/request_count", 0),
+                "robots": stats.get("robotstxt/response_count", 0),
             }
         )
     )

@@ -332,3 +332,34 @@ async def test_handler_forms_and_failures() -> None:
     assert [i["d"] for i in items] == [4] and err is not None and "boom" in err
     items, err = await run_handler(not_dicts, page, None)
     assert items == [] and err is not None and "dicts" in err
+
+
+def test_a_page_read_in_a_worker_crosses_processes_whole_but_its_tree() -> None:
+    """What ``--processes`` sends back (pagework): every field as read but the tree, the
+    headers a case-insensitive mapping again."""
+    import pickle
+
+    from politecrawl.fetch import FetchResult
+    from politecrawl.pagework import do_page_work
+
+    body = html(
+        "T",
+        '<a href="/a" rel="nofollow">A</a><a href="http://other.test/b">B</a>',
+        head='<meta name="robots" content="noarchive"><link rel="canonical" href="/c">',
+    ).encode()
+    res = FetchResult(url="http://x.test/p", started=1.0, status=200, raw_body=body, body=body)
+    res.headers = [("Content-Type", "text/html; charset=utf-8"), ("ETag", '"e"')]
+    work = do_page_work(res, res.url, "testbot", 2, score=False)
+    back = pickle.loads(pickle.dumps(work))
+    page, again = work.page, back.page
+    for name in Page.__dataclass_fields__:
+        if name not in ("tree", "headers"):
+            assert getattr(again, name) == getattr(page, name), name
+    assert [(link.url, link.anchor, link.nofollow) for link in again.links] == [
+        ("http://x.test/a", "A", True),
+        ("http://other.test/b", "B", False),
+    ]
+    assert again.directives.noarchive and again.canonical == "http://x.test/c"
+    assert again.headers["etag"] == '"e"' and again.tree is None
+    assert back.simhash == work.simhash and back.exchange.data == work.exchange.data
+    assert back.exchange.capture == work.exchange.capture

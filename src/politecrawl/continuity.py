@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from politecrawl.duprules import RuleLearner
 from politecrawl.errors import StorageError
 from politecrawl.fingerprint import (
@@ -236,7 +238,7 @@ class Continuity:
     def stored(self, url: str, capture: Capture) -> None:
         """``url``'s content is now in the archive as ``capture`` (its own response record, or
         the original a revisit record names): later revisits of ``url`` name it."""
-        row = json.dumps(capture.to_row())
+        row = orjson.dumps(capture.to_row()).decode()
         self._db.execute("INSERT OR REPLACE INTO captures VALUES (?,?)", (url, row))
         key = f"{registered_domain(host_of(url))} {capture.digest}"
         self._db.execute("INSERT OR IGNORE INTO payloads VALUES (?,?)", (key, row))
@@ -277,9 +279,8 @@ class Continuity:
             last_modified=last_modified,
             fingerprint=fp,
         )
-        self._db.execute(
-            "INSERT OR REPLACE INTO revisit VALUES (?,?)", (url, json.dumps(state.to_row()))
-        )
+        row = orjson.dumps(state.to_row()).decode()
+        self._db.execute("INSERT OR REPLACE INTO revisit VALUES (?,?)", (url, row))
         return due if self.recrawl else None
 
     def revisit_priority(self, url: str, relevance: float | None, base: float) -> float:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from politecrawl.config import FetchConfig
 from politecrawl.contentcoding import Decoder
@@ -185,11 +186,11 @@ class Fetcher:
         t0 = time.perf_counter()
         res = FetchResult(url=url, started=started)
         try:
-            self._check_target(url)
+            target = self._check_target(url)
             # aiohttp's total timeout covers the request; this one also covers what it
             # does not (the resolver thread, closing), so no call outlives the budget
             async with asyncio.timeout(self.cfg.total_timeout_s + _HARD_STOP_GRACE_S):
-                await self._get(url, res, html_only, extra_headers)
+                await self._get(target, res, html_only, extra_headers)
         except FetchError as exc:
             res.error, res.error_detail = exc.kind, str(exc)
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
@@ -201,7 +202,7 @@ class Fetcher:
         return res
 
     async def _get(
-        self, url: str, res: FetchResult, html_only: bool, extra_headers: dict[str, str] | None
+        self, url: URL, res: FetchResult, html_only: bool, extra_headers: dict[str, str] | None
     ) -> None:
         assert self._session is not None
         peers: list[str] = []
@@ -215,7 +216,7 @@ class Fetcher:
 
     async def _exchange(
         self,
-        url: str,
+        url: URL,
         res: FetchResult,
         html_only: bool,
         extra_headers: dict[str, str] | None,
@@ -237,20 +238,20 @@ class Fetcher:
             else:
                 await self._read_body(resp, res)
 
-    def _check_target(self, url: str) -> None:
-        """Only http(s); IP literals checked here because aiohttp skips the resolver for them."""
-        from yarl import URL
-
+    def _check_target(self, url: str) -> URL:
+        """Only http(s); IP literals checked here because aiohttp skips the resolver for them.
+        The parsed URL goes on to aiohttp, which would otherwise parse the string again."""
         u = URL(url)
         if u.scheme not in ("http", "https"):
             raise InvalidTarget(f"scheme {u.scheme[:20]!r} is never fetched")
-        addr = ip_literal(u.host or "")
+        addr = ip_literal(u.raw_host or "")  # raw: no IDNA decoding, an address has none
         if addr is None:
-            return
+            return u
         try:
             self.resolver.check(addr)
         except Refused as exc:
             raise AddressRefused(str(exc)) from None
+        return u
 
     def _is_html(self, res: FetchResult) -> bool:
         ctype = res.content_type

@@ -99,17 +99,19 @@ class Page:
             self.tree = build_tree(self.text)[0]
         return self.tree
 
-    def __getstate__(self) -> dict[str, object]:
-        """For a worker process (``workpool``): everything but the tree, headers as pairs."""
-        state = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        state["tree"] = None
-        state["headers"] = list(self.headers.items())
-        return state
+    def __getstate__(self) -> tuple[object, ...]:
+        """For a worker process (``workpool``): every field in order but the tree, the
+        headers as pairs (a tuple, not a dict: this crosses processes once per page)."""
+        return tuple(
+            None if name == "tree" else list(self.headers.items()) if name == "headers"
+            else getattr(self, name)
+            for name in _PAGE_FIELDS
+        )  # fmt: skip
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        for name, value in state.items():
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        for name, value in zip(_PAGE_FIELDS, state, strict=True):
             object.__setattr__(self, name, value)
-        self.headers = CIMultiDictProxy(CIMultiDict(state["headers"]))  # type: ignore[arg-type]
+        self.headers = CIMultiDictProxy(CIMultiDict(self.headers))
 
     def follow(self, links: Iterable[str | Link]) -> None:
         """Follow only these links of this page (the default is all of them). Call it as often
@@ -134,6 +136,9 @@ class Page:
             return []
         chosen = self.links if self._followed is None else self._followed
         return [link for link in chosen if not link.nofollow]
+
+
+_PAGE_FIELDS: tuple[str, ...] = tuple(Page.__dataclass_fields__)
 
 
 def read_page(

@@ -37,6 +37,9 @@ class PageDirectives:
     nofollow: bool = False
     noarchive: bool = False
 
+    def __reduce__(self) -> tuple[type[PageDirectives], tuple[bool, bool, bool]]:
+        return PageDirectives, (self.noindex, self.nofollow, self.noarchive)  # see parse.Link
+
 
 _NONE: Final = PageDirectives()
 

@@ -27,6 +27,9 @@ class PageWork:
     cpu_s: float = 0.0  # the CPU this job took where it ran
     pid: int = 0  # where it ran: another process's CPU is not in the crawler's own rusage
 
+    def __reduce__(self) -> tuple[type[PageWork], tuple[Page, int, PackedExchange, float, int]]:
+        return PageWork, (self.page, self.simhash, self.exchange, self.cpu_s, self.pid)
+
 
 def do_page_work(
     res: FetchResult, url: str, product_token: str, depth: int, *, score: bool

