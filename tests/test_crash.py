@@ -116,3 +116,35 @@ async def test_kill_minus_nine_twenty_times(tmp_path: Path) -> None:
 
         # politeness held across 20 restarts
         assert politeness_violations(web.access_log, DELAY) == []
+
+
+async def test_requests_begun_together_share_one_commit_and_each_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    """Group commit (``SqliteFrontier.begin_request``): twenty requests begun in one pass of
+    the event loop make one commit, none returns before its site's state is on disk (another
+    connection reads it), and one waiter cancelled does not cancel the others' commit."""
+    from politecrawl.frontier import UrlEntry
+    from politecrawl.frontier.sqlite import SqliteFrontier
+
+    path = tmp_path / "state.sqlite"
+    f = SqliteFrontier.open(path)
+    keys = [f"h{i}.test" for i in range(20)]
+    await f.add([UrlEntry(f"http://{k}/", k) for k in keys])
+    states = []
+    for k in keys:
+        h = await f.store.host(k)
+        h.last_start, h.next_allowed = 100.0, 116.0
+        states.append(h)
+    begun = [asyncio.ensure_future(f.begin_request(h.key, h)) for h in states]
+    await asyncio.sleep(0)  # every one is waiting for the commit now
+    begun[0].cancel()
+    await asyncio.gather(*begun[1:])
+    assert begun[0].cancelled()
+    assert f.group_commits == 1
+    other = SqliteFrontier.open(path)  # another process on the same file, before any flush
+    for k in keys:
+        got = await other.store.host(k)
+        assert (got.last_start, got.next_allowed) == (100.0, 116.0), k
+    await other.store.close()
+    await f.store.close()

@@ -47,9 +47,7 @@ async def crawl(web: TestWeb, out: Path, *flags: str) -> Run:
 
 
 def pages_by_host(web: TestWeb, since: int = 0) -> collections.Counter[str]:
-    return collections.Counter(
-        e.host for e in web.access_log[since:] if e.path != "/robots.txt"
-    )
+    return collections.Counter(e.host for e in web.access_log[since:] if e.path != "/robots.txt")
 
 
 async def test_max_size_cuts_bodies_and_marks_them(tmp_path: Path) -> None:

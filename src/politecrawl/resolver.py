@@ -12,6 +12,7 @@ tested on its own (tests/test_security.py).
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 import time
 
@@ -48,6 +49,10 @@ def _is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_link_local)
 
 
+# a character no address literal has (IPv6 zone ids after "%" can have any, so not those)
+_NOT_AN_ADDRESS = re.compile(r"^[^%]*[^0-9a-fA-FxX.:%]").match
+
+
 def ip_literal(host: str) -> str | None:
     """The address a host names by itself, or None for a name to resolve.
 
@@ -56,6 +61,8 @@ def ip_literal(host: str) -> str | None:
     so every address literal is checked here, never resolved.
     """
     host = host.strip("[]").rstrip(".")
+    if _NOT_AN_ADDRESS(host):  # a name (the usual case): no parse failing twice per fetch
+        return None
     try:
         return str(ipaddress.ip_address(host))
     except ValueError:

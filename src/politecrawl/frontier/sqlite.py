@@ -8,10 +8,11 @@ transaction the queues share.
 
 Writes go into one open transaction committed by ``flush`` (about once a second) and by
 ``begin_request`` before every request (WAL with synchronous=NORMAL makes that a write, not
-an fsync), so what survives a crash is always a prefix of what happened: a page is marked
-finished only after its links were inserted; a URL fetched but not yet recorded as finished
-comes back marked as a re-fetch; and the host's provisional next-allowed time was on disk
-before the request went out, so a restart cannot ask the site again too soon.
+an fsync; the requests begun in one pass of the event loop share one commit), so what
+survives a crash is always a prefix of what happened: a page is marked finished only after
+its links were inserted; a URL fetched but not yet recorded as finished comes back marked as
+a re-fetch; and the host's provisional next-allowed time was on disk before the request went
+out, so a restart cannot ask the site again too soon.
 SQLite calls take microseconds and run on the event loop's thread;
 only the commit touches the disk.
 
@@ -27,6 +28,7 @@ keys.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import time
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from politecrawl.config import MAX_WAIT_S
+from politecrawl.errors import FrontierError
 from politecrawl.frontier import Lease, UrlEntry
 from politecrawl.frontier.sqlitestore import SqliteStore
 from politecrawl.politeness import HostState
@@ -79,6 +82,8 @@ class SqliteFrontier:
         self._waiting: set[str] = set()  # every key in some _ip_waiting line
         self._ready_seq = itertools.count()
         self._queued = 0
+        self._commit_due: asyncio.Future[None] | None = None  # the next group commit
+        self.commits_waited = self.group_commits = 0
         self.refetches = 0
         store.queue_stats = self._queue_stats
         self._load()
@@ -398,9 +403,32 @@ class SqliteFrontier:
         return th[0][0] if th else None
 
     async def begin_request(self, key: str, state: HostState) -> None:
-        """Persist the host's provisional next time and any in-flight mark, then commit."""
+        """Persist the host's provisional next time and any in-flight mark; returns once they
+        are committed. Group commit: the requests begun in one pass of the event loop share
+        one commit (on a CPU-bound crawl, about 60 of them), and each waits for it, so no
+        request leaves before its state is on disk. A commit per request was a twentieth of
+        the crawler process's CPU with ``--processes``."""
         self.store.save_host(state)
-        self.store.commit()
+        due = self._commit_due
+        if due is None:
+            loop = asyncio.get_running_loop()
+            due = self._commit_due = loop.create_future()
+            loop.call_soon(self._group_commit)
+        self.commits_waited += 1
+        await asyncio.shield(due)  # one waiter cancelled must not cancel the others' commit
+
+    def _group_commit(self) -> None:
+        due, self._commit_due = self._commit_due, None
+        if due is None:
+            return
+        try:
+            self.store.commit()
+        except FrontierError as exc:
+            due.set_exception(exc)
+            due.exception()  # retrieved here too: every waiter may have been cancelled
+            return
+        self.group_commits += 1
+        due.set_result(None)
 
     async def release(self, key: str, state: HostState) -> None:
         self._leased.discard(key)
