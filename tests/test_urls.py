@@ -652,6 +652,24 @@ def test_join_never_raises_and_is_canonical(base: str, href: str) -> None:
         assert canonicalize(result) == result
 
 
+_BASES = st.sampled_from(
+    [RFC_BASE, "http://h17.test:38211/p/3.html", "https://[::1]/a/?q", "http://x.test/a/b/c"]
+)
+
+
+@_PROPS
+@given(st.lists(st.tuples(_BASES, st.one_of(_ANY_URL, _PATHS.map("/".__add__))), max_size=8))
+def test_join_remembered_is_join_worked_out(pairs: list[tuple[str, str]]) -> None:
+    """The joins remembered across pages (``urls._JOINED``) give what working them out gives,
+    whatever base asked first."""
+    from politecrawl import urls
+
+    for base, href in pairs + [
+        (b, h) for b in ("http://other.test:1/z/", RFC_BASE) for _, h in pairs
+    ]:
+        assert join(base, href) == urls._join(base, href), (base, href)
+
+
 @_PROPS
 @given(st.text(max_size=40), st.text(max_size=40))
 def test_join_never_raises_on_garbage(base: str, href: str) -> None:

@@ -298,12 +298,42 @@ def _base_parts(base: str) -> tuple[str, str, str, str | None, str] | None:
     return scheme, netloc, path, query, path[: path.rfind("/") + 1]
 
 
+_JOINED: dict[tuple[str, str, str], str | None] = {}
+_JOINED_MAX = 32_768  # about 8 MB at most; cleared whole when full (the working set refills it)
+_CACHEABLE = ("/", "http://", "https://")
+_MISS = object()
+
+
 def join(base: str, href: str) -> str | None:
     """Resolve a link against its page URL and canonicalise it; None if not crawlable.
 
     Resolution is RFC 3986 §5.2.2 (non-strict: "http:g" is relative, as in
     browsers), after the whitespace clean-up browsers do.  Never raises.
+
+    A site's menus and footers repeat on every page, so the joins of absolute and
+    root-relative links are remembered: such a link's result depends on the href and at
+    most the base's scheme and authority. On the bundled test web's realistic pages this
+    took link extraction from ~1.2 us a link to ~0.2 us on a repeat (bench/throughput.py).
     """
+    if isinstance(href, str) and href.startswith(_CACHEABLE) and isinstance(base, str):
+        if href[0] == "/":  # "/path" and "//host/path": the base's scheme and authority
+            parts = _base_parts(base)
+            if parts is None:
+                return None
+            key = (parts[0], parts[1], href)
+        else:  # "http(s)://...": the href alone
+            key = ("", "", href)
+        got = _JOINED.get(key, _MISS)
+        if got is _MISS:
+            got = _join(base, href)
+            if len(_JOINED) >= _JOINED_MAX:
+                _JOINED.clear()
+            _JOINED[key] = got
+        return got  # type: ignore[return-value]
+    return _join(base, href)
+
+
+def _join(base: str, href: str) -> str | None:
     if not isinstance(href, str):  # defensive: HTML parsers hand out None for bare attrs
         return None
     if len(href) > _MAX_RAW:  # the trap limit drops long URLs anyway: skip the costly work
