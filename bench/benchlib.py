@@ -36,8 +36,10 @@ def start_testweb(
     access_log: Path | None = None,
     plain: bool = False,
     rich: bool = False,
+    lean: bool = False,
 ) -> tuple[subprocess.Popen[str], int]:
-    """``python -m politecrawl.testweb`` on a free port; (process, port)."""
+    """``python -m politecrawl.testweb`` on a free port; (process, port). ``lean``: the
+    server that takes less of the CPU the crawler is measured on (``testweblean``)."""
     args = ["--hosts", str(hosts), "--pages", str(pages), "--port", "0"]
     if access_log is not None:
         args += ["--access-log", str(access_log)]
@@ -45,6 +47,8 @@ def start_testweb(
         args.append("--plain")
     if rich:
         args.append("--rich")
+    if lean:
+        args.append("--lean")
     proc = subprocess.Popen(
         [sys.executable, "-m", "politecrawl.testweb", *args], stdout=subprocess.PIPE, text=True
     )

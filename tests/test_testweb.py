@@ -344,3 +344,57 @@ async def test_plain_web_serves_only_normal_pages(tmp_path: Path) -> None:
         assert paths == expected
         assert {e.status for e in plain.access_log} == {200}
         assert summary.pages_fetched == 12 * 6
+
+
+async def _raw_exchange(port: int, data: bytes) -> bytes:
+    """Send ``data`` on one connection; everything the server sends until it closes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(data)
+    await writer.drain()
+    got = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return got
+
+
+async def test_the_lean_server_answers_what_the_aiohttp_server_answers() -> None:
+    """``--lean`` (benchmarks): the same status, body and validators for every kind of path,
+    304 to a conditional GET, gzip when accepted, keep-alive, HEAD, and the same access log;
+    a request it cannot read gets a 400 and a close."""
+    paths = ["/", "/p/1.html", "/robots.txt", "/gz.html", "/status/503", "/redirect/1",
+             "/nope.html", "/p/2.html?x=%20y"]  # fmt: skip
+    answers = {}
+    for lean in (False, True):
+        async with TestWeb(n_hosts=3, pages_per_host=4, lean=lean) as web:
+            got = []
+            async with aiohttp.ClientSession(auto_decompress=False) as s:
+                for path in paths:
+                    for host in ("h1.test", "unknown.test"):
+                        headers = {"Host": f"{host}:{web.port}", "Accept-Encoding": "gzip"}
+                        url = f"http://127.0.0.1:{web.port}{path}"
+                        async with s.get(url, headers=headers, allow_redirects=False) as r:
+                            body = (await r.read()).replace(str(web.port).encode(), b"PORT")
+                            etag = r.headers.get("ETag")
+                            got.append((path, host, r.status, body, etag and len(etag),
+                                        r.headers.get("Content-Encoding"),
+                                        r.headers.get("Location")))  # fmt: skip
+                        if etag:
+                            headers["If-None-Match"] = etag
+                            async with s.get(url, headers=headers) as r:
+                                got.append((path, host, r.status, await r.read()))
+            answers[lean] = got
+            log = [(e.host, e.path, e.method, e.status) for e in web.access_log]
+            assert len(log) == len(got)
+            assert all(e.user_agent.startswith("Python") for e in web.access_log)
+            if lean:
+                host = f"Host: h1.test:{web.port}\r\n"
+                two = (f"GET /p/1.html HTTP/1.1\r\n{host}\r\nHEAD / HTTP/1.1\r\n{host}"
+                       "Connection: close\r\n\r\n").encode()  # fmt: skip
+                raw = await _raw_exchange(web.port, two)
+                assert raw.count(b"HTTP/1.1 200 OK\r\n") == 2  # one connection, two answers
+                assert raw.endswith(b"Connection: close\r\n\r\n")  # the HEAD: no body
+                bad = await _raw_exchange(web.port, b"GET / HTTP/1.1\r\nno colon\r\n\r\n")
+                assert bad.startswith(b"HTTP/1.1 400 ")
+                assert [e.path for e in web.access_log[-2:]] == ["/p/1.html", "/"]
+    assert answers[True] == answers[False]
+    assert any(a[2] == 304 for a in answers[True])
+    assert any(len(a) > 5 and a[5] == "gzip" for a in answers[True])

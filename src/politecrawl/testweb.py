@@ -80,13 +80,14 @@ import contextlib
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import IO, Self
 
 from aiohttp import web
 
 from politecrawl.errors import ConfigError
+from politecrawl.testweblean import serve_lean
 from politecrawl.testweblog import AccessEntry, entry_json
 from politecrawl.testwebsite import (
     NOT_FOUND,
@@ -143,6 +144,7 @@ class TestWeb:
         port: int = 0,
         plain: bool = False,
         rich: bool = False,
+        lean: bool = False,
     ) -> None:
         if n_hosts < 1 or pages_per_host < 1 or extra_hosts < 0:
             raise ConfigError("need n_hosts >= 1, pages_per_host >= 1, extra_hosts >= 0")
@@ -154,6 +156,9 @@ class TestWeb:
         self.latency_s = latency_s
         self.port = port
         self.rich = rich  # realistic pages: 30-100 links, tens of KB of markup (implies plain)
+        if lean and latency_s > 0:
+            raise ConfigError("the lean server (benchmarks) has no latency")
+        self.lean = lean  # served by testweblean, not aiohttp: less CPU taken from a benchmark
         self.plain = plain or rich
         plain = self.plain
         self.hosts: list[str] = [f"h{i}.{suffix}" for i in range(n_hosts + extra_hosts)]
@@ -168,16 +173,21 @@ class TestWeb:
         self._cache: dict[tuple[int, str], Reply] = {}
         self._log_file: IO[str] | None = None
         self._runner: web.ServerRunner | None = None
+        self._lean: tuple[asyncio.Server, set[asyncio.Transport]] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Bind 127.0.0.1 (on a free port unless ``port`` was given) and start serving."""
-        if self._runner is not None:
+        if self._runner is not None or self._lean is not None:
             raise RuntimeError("TestWeb already started")
         if self.access_log_path is not None:
             self._log_file = open(self.access_log_path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
-        self._runner, self.port = await serve_loopback(self._handle, self.port)
+        if self.lean:
+            self._lean = await serve_lean(self, self.port)
+            self.port = int(self._lean[0].sockets[0].getsockname()[1])
+        else:
+            self._runner, self.port = await serve_loopback(self._handle, self.port)
         self._cache.clear()  # absolute links embed the port
         if self.rich:  # rendered before the first request: a benchmark measures the crawler
             for idx in range(len(self.hosts)):
@@ -186,6 +196,12 @@ class TestWeb:
 
     async def stop(self) -> None:
         """Stop serving and close the access log file."""
+        lean, self._lean = self._lean, None
+        if lean is not None:
+            lean[0].close()
+            for transport in list(lean[1]):
+                transport.close()
+            await lean[0].wait_closed()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
@@ -231,28 +247,11 @@ class TestWeb:
         try:
             if self.latency_s > 0:
                 await asyncio.sleep(self.latency_s)
-            idx = self._index.get(host)
-            if idx is None:
-                reply = UNKNOWN_HOST
-            elif request.path == "/bin/data":
+            if request.path == "/bin/data" and host in self._index:
                 status = 200
-                resp = await self._stream_bin(request)
-                return resp
-            else:
-                reply = self._lookup(idx, request.path)
-            body = reply.body
-            headers = reply.headers
-            if reply.etag is not None and not_modified(reply, request.headers):
-                resp = web.Response(status=304, headers={"ETag": reply.etag})
-            else:
-                if reply.gz_body is not None:
-                    headers = dict(headers)
-                    headers["Vary"] = "Accept-Encoding"
-                    if "gzip" in request.headers.get("Accept-Encoding", ""):
-                        body = reply.gz_body
-                        headers["Content-Encoding"] = "gzip"
-                resp = web.Response(status=reply.status, headers=headers, body=body)
-            status = resp.status
+                return await self._stream_bin(request)
+            status, headers, body = self.answer(host, request.path, request.headers)
+            resp = web.Response(status=status, headers=headers, body=body)
             try:
                 await resp.prepare(request)
                 await resp.write_eof()
@@ -260,7 +259,27 @@ class TestWeb:
                 pass
             return resp
         finally:
-            self._record(request, host, status, start, time.time())
+            hdrs = request.headers
+            self.record(host, request.raw_path, request.method, status, start, dict(hdrs),
+                        hdrs.get("User-Agent", ""))  # fmt: skip
+
+    def answer(
+        self, host: str, path: str, req_headers: Mapping[str, str]
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """Status, headers and body for ``path`` on ``host`` (a 304 to a matching conditional
+        request, the gzip body when accepted): what either server sends."""
+        idx = self._index.get(host)
+        reply = UNKNOWN_HOST if idx is None else self._lookup(idx, path)
+        if reply.etag is not None and not_modified(reply, req_headers):
+            return 304, {"ETag": reply.etag}, b""
+        headers, body = reply.headers, reply.body
+        if reply.gz_body is not None:
+            headers = dict(headers)
+            headers["Vary"] = "Accept-Encoding"
+            if "gzip" in req_headers.get("Accept-Encoding", ""):
+                body = reply.gz_body
+                headers["Content-Encoding"] = "gzip"
+        return reply.status, headers, body
 
     async def _stream_bin(self, request: web.BaseRequest) -> web.StreamResponse:
         """200 KB of octet-stream, written in chunks so an early client close is noticed."""
@@ -277,18 +296,25 @@ class TestWeb:
             pass
         return resp
 
-    def _record(
-        self, request: web.BaseRequest, host: str, status: int, start: float, end: float
+    def record(
+        self,
+        host: str,
+        raw_path: str,
+        method: str,
+        status: int,
+        start: float,
+        headers: dict[str, str],
+        user_agent: str,
     ) -> None:
-        headers = dict(request.headers)
+        """One request in the access log (memory and file), as it ends."""
         entry = AccessEntry(
             host=host,
-            path=request.raw_path,
-            method=request.method,
+            path=raw_path,
+            method=method,
             status=status,
             start=start,
-            end=end,
-            user_agent=request.headers.get("User-Agent", ""),
+            end=time.time(),
+            user_agent=user_agent,
             headers=headers,
         )
         self.access_log.append(entry)
@@ -340,6 +366,7 @@ async def _serve(args: argparse.Namespace) -> None:
         port=args.port,
         plain=args.plain,
         rich=args.rich,
+        lean=args.lean,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -376,7 +403,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="realistic pages (implies --plain): 30-100 links and 30-38 KB of markup each",
     )
+    p.add_argument(
+        "--lean",
+        action="store_true",
+        help="serve on a bare asyncio protocol, not aiohttp: the same answers and access log "
+        "for less CPU (benchmarks); no --latency",
+    )
     args = p.parse_args(argv)
+    if args.lean and args.latency > 0:
+        p.error("--lean has no --latency")
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(args))
     sys.stdout.flush()
