@@ -17,6 +17,7 @@ windows-1252 page is ``?q=caf%E9``), a character that encoding lacks as ``%26%23
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -34,18 +35,18 @@ _MAX_TITLE = 500
 _UNICODE_CODECS = ("utf-8", "utf-16-le", "utf-16-be")
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
-    """A link of a page: its absolute canonical URL, its anchor text, ``rel=nofollow``."""
+class Link(NamedTuple):
+    """A link of a page: its absolute canonical URL, its anchor text, ``rel=nofollow``.
+
+    A named tuple, not a dataclass: a page's links are made and, with ``--processes``,
+    pickled and unpickled by the hundred; a tuple does each in about half the time."""
 
     url: str
     anchor: str
     nofollow: bool
 
     def __reduce__(self) -> tuple[type[Link], tuple[str, str, bool]]:
-        """A page's links cross to the crawler process by the hundred (``workpool``): a
-        plain tuple pickles in a tenth of the time of a slots dataclass's default state."""
-        return Link, (self.url, self.anchor, self.nofollow)
+        return Link, (self.url, self.anchor, self.nofollow)  # not the slower default path
 
 
 @dataclass(slots=True)
