@@ -9,6 +9,7 @@ import collections
 import json
 import signal
 import sys
+import time
 from pathlib import Path
 
 from conftest import LOOP_LAG_S, UA
@@ -100,4 +101,32 @@ async def test_two_processes_resume_after_kill_minus_nine(tmp_path: Path) -> Non
     assert extra <= kills * len(web.hosts)
     assert not list((out / "warc").glob("*.open"))
     assert set(_warc_responses(out)) >= {web.url(h, p) for h, p in _pages(web)}
+    assert politeness_violations(web.access_log, DELAY, tolerance_s=LOOP_LAG_S) == []
+
+
+async def test_two_processes_keep_the_one_gate_and_the_never_crawl_list(tmp_path: Path) -> None:
+    """The mixed test web (robots.txt variants, nofollow in meta, X-Robots-Tag and rel, a
+    PDF and a JPEG, redirects past the hop cap) with pages read in the worker: none of the
+    paths a correct crawler never asks for is asked for, and a host on the never-crawl list,
+    added while the crawl runs, gets no request after the next check of the file."""
+    from politecrawl.testwebsite import NEVER_FETCH
+
+    async with TestWeb(n_hosts=8, pages_per_host=6, seed=9) as web:
+        never = tmp_path / "never.txt"
+        never.write_text("h5.test\n")
+        cfg = _config(tmp_path, web)
+        out = tmp_path / "out"
+        proc = await _start(cfg, out, "--exclude-file", str(never), "--exclude-check", "0.2")
+        await asyncio.sleep(1.0)
+        never.write_text("h5.test\nh6.test\n")
+        added_at = time.time()
+        _, err = await asyncio.wait_for(proc.communicate(), 180)
+        assert proc.returncode == 0, err.decode()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counters"]["pages_read_in_workers"] > 0
+    asked = [(e.host, e.path, e.start) for e in web.access_log]
+    assert not [a for a in asked if a[1] in NEVER_FETCH]
+    assert not [a for a in asked if a[0] == "h5.test"]  # listed from the start: never asked
+    # a second for the check (every 0.2 s) and a request already under way
+    assert not [a for a in asked if a[0] == "h6.test" and a[2] > added_at + 1.0]
     assert politeness_violations(web.access_log, DELAY, tolerance_s=LOOP_LAG_S) == []
