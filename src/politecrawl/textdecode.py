@@ -438,12 +438,13 @@ def _choose(body: bytes, header_content_type: str | None) -> tuple[str, Source, 
     bom = _bom(body)
     if bom is not None:
         return bom[0], "bom", bom[1]
-    declared: list[tuple[str | None, Source]] = [
-        (_codec(_header_label(header_content_type)), "header"),
-        (_meta_codec(body), "meta"),
-    ]
     lied = False
-    for codec, source in declared:
+    sources: tuple[Source, Source] = ("header", "meta")
+    for source in sources:  # the meta scan only when the header does not settle it
+        if source == "header":
+            codec = _codec(_header_label(header_content_type))
+        else:
+            codec = _meta_codec(body)
         if codec is None:
             continue
         if _fits(body, codec):
