@@ -31,6 +31,7 @@ import asyncio
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 from multidict import CIMultiDict, CIMultiDictProxy
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -101,17 +102,22 @@ class Page:
 
     def __getstate__(self) -> tuple[object, ...]:
         """For a worker process (``workpool``): every field in order but the tree, the
-        headers as pairs (a tuple, not a dict: this crosses processes once per page)."""
-        return tuple(
-            None if name == "tree" else list(self.headers.items()) if name == "headers"
-            else getattr(self, name)
-            for name in _PAGE_FIELDS
-        )  # fmt: skip
+        headers as pairs, the links as three columns (plain lists pickle in C, a link at a
+        time does not): this crosses processes once per page."""
+        state = [getattr(self, name) for name in _PAGE_FIELDS]
+        state[_TREE] = None
+        state[_HEADERS] = list(self.headers.items())
+        links = self.links
+        state[_LINKS] = ([k.url for k in links], [k.anchor for k in links],
+                         [k.nofollow for k in links])  # fmt: skip
+        return tuple(state)
 
     def __setstate__(self, state: tuple[object, ...]) -> None:
         for name, value in zip(_PAGE_FIELDS, state, strict=True):
             object.__setattr__(self, name, value)
         self.headers = CIMultiDictProxy(CIMultiDict(self.headers))
+        columns = cast(tuple[list[str], list[str], list[bool]], state[_LINKS])
+        self.links = list(map(Link._make, zip(*columns, strict=True)))
 
     def follow(self, links: Iterable[str | Link]) -> None:
         """Follow only these links of this page (the default is all of them). Call it as often
@@ -139,6 +145,7 @@ class Page:
 
 
 _PAGE_FIELDS: tuple[str, ...] = tuple(Page.__dataclass_fields__)
+_TREE, _HEADERS, _LINKS = (_PAGE_FIELDS.index(name) for name in ("tree", "headers", "links"))
 
 
 def read_page(
