@@ -321,13 +321,18 @@ async def _read_some(resp: aiohttp.ClientResponse) -> bytes:
     aiohttp (3.14) notices a bad chunk-size line only on its connection: the error is set
     there, the connection closed, and a reader waiting for the body is never woken, so the
     fetch would hang until its total timeout. The read is raced with the connection's
-    ``closed`` future, and the connection's error, if any, ends it.
+    ``closed`` future, and the connection's error, if any, ends it. Bytes already buffered
+    are taken without the race: no task and no wait for a piece already here.
     """
+    content = resp.content
+    buffered = content.read_nowait(_CHUNK)  # raises the stream's error, if it has one
+    if buffered or content.is_eof():  # no wait, so no race: the usual case, and no task
+        return buffered
     conn = resp.connection
     proto = conn.protocol if conn is not None else None
     closed = proto.closed if proto is not None else None
     if proto is None or closed is None:
-        return await resp.content.read(_CHUNK)
+        return await content.read(_CHUNK)
     read = asyncio.ensure_future(resp.content.read(_CHUNK))
     waiting: set[asyncio.Future[Any]] = {read, closed}
     try:
