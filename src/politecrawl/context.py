@@ -81,7 +81,7 @@ class CrawlContext:
         frontier: Backend | None,
     ) -> None:
         out = config.out_dir
-        self.pool = WorkPool(config.processes)  # workers start on first use
+        self.pool = WorkPool(config.processes)  # workers start with the crawl (Crawler.run)
         self.worker_cpu_s = 0.0  # CPU of the page work done in worker processes
         seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
         if not seeds_file.exists():

@@ -146,6 +146,7 @@ class Crawler:
         if self.cfg.progress and sys.stderr.isatty():
             ctx.progress = Dashboard(self.cfg, clock=self.clock)
         progress = ctx.progress
+        ctx.pool.start()
         async with Fetcher(self.cfg.fetch) as ctx.fetcher:
             await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
             with stop_on_signals(self._stop.is_set, self.stop):

@@ -82,6 +82,12 @@ class WorkPool:
         self.offloaded = 0
         self.inline = 0
 
+    def start(self) -> None:
+        """Start the workers now: they spend about a second importing, which the crawl's first
+        requests (robots.txt) cover, instead of holding up its first pages."""
+        if self.workers:
+            self._start()
+
     def _start(self) -> list[_Worker]:
         if self._pool is None:
             ctx = multiprocessing.get_context("spawn")
