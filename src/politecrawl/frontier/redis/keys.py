@@ -21,6 +21,7 @@ from politecrawl.frontier import RobotsRecord, UrlEntry
 _CRAWL_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 _MAX_BLOOM_BITS = 2**32  # a Redis string holds at most 512 MiB
 DEFAULT_SHARDS = 16  # a crawl's shards (fixed when it starts): see the module docstring
+MAX_CONNECTIONS = 256  # per server (per node of a cluster): commands in flight at once
 BATCH = 10_000  # URLs per reprioritize/trim script: one script blocks the server meanwhile
 
 SCRIPT_NAMES = (
@@ -160,7 +161,12 @@ async def connect(url: str) -> Client:
     """A client for ``url``: a ``RedisCluster`` when the named server runs in cluster mode
     (any node will do: the others are found from it), else a plain one."""
     url = split_url(url.replace("valkey://", "redis://", 1))[0]
-    r: aioredis.Redis = aioredis.Redis.from_url(url)
+    # one connection per command in flight; redis-py 8 fails a command beyond 100 of them
+    # ("Too many connections"): a crawl's turns wait for a free one instead
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url, max_connections=MAX_CONNECTIONS, timeout=None
+    )
+    r: aioredis.Redis = aioredis.Redis.from_pool(pool)
     try:
         info = await r.info("cluster")
     except (RedisError, OSError) as exc:
@@ -169,7 +175,8 @@ async def connect(url: str) -> Client:
     if not int(info.get("cluster_enabled", 0) or 0):
         return r
     await r.aclose()
-    cluster = aioredis.RedisCluster.from_url(url)
+    # (the cluster client has no waiting pool: per node, a bound no crawl's turns reach)
+    cluster = aioredis.RedisCluster.from_url(url, max_connections=10_000)
     try:
         await cluster.initialize()
     except (RedisError, OSError) as exc:
