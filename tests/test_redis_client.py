@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from redis_server import redis_url  # noqa: F401  (fixture)
+import pytest
+from redis_server import redis_cluster, redis_cluster_url, redis_url  # noqa: F401  (fixtures)
 
+from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.redis import RedisFrontier
 
 
@@ -21,5 +23,27 @@ async def test_more_commands_in_flight_than_the_pool_default_all_succeed(
         pongs = await asyncio.gather(*(f.store.r.ping() for _ in range(600)))
         assert all(pongs)
         assert await f.store.unseen([f"http://h{i}.test/" for i in range(300)])
+    finally:
+        await f.store.close()
+
+
+@pytest.mark.parametrize("where", ["server", "cluster"])
+async def test_batched_scripts_survive_a_server_that_forgot_them(
+    where: str, request: pytest.FixtureRequest
+) -> None:
+    # scripts to several shards go in one pipeline; a server restarted or flushed in between
+    # answers NOSCRIPT to those calls only, which run again by EVAL (the others ran: once)
+    url = request.getfixturevalue("redis_cluster_url" if where == "cluster" else "redis_url")
+    f = RedisFrontier.open(url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
+    try:
+        entries = [UrlEntry(f"http://h{i}.test/", f"h{i}.test") for i in range(40)]
+        assert await f.add(entries[:20]) == [True] * 20
+        assert len({f.store.dir[e.key] for e in entries[:20]}) > 4  # many shards at once
+        await f.store.r.script_flush()
+        assert await f.add(entries) == [False] * 20 + [True] * 20
+        await f.store.r.script_flush()
+        lease = await f.lease(1000.0)  # peeks every shard in one pipeline
+        assert lease.key is not None
+        assert (await f.store.stats())["queued"] == 39
     finally:
         await f.store.close()

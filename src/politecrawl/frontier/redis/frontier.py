@@ -119,9 +119,11 @@ class RedisFrontier:
                 e = entries[i]
                 args += [e.url, e.key, entry_json(e), fnum(-e.priority), fnum(e.not_before), e.ip]
                 args += self.store.seen_args(e.url)
-            calls.append(self.store.run("add", s, args, touch=False))
+            calls.append((s, args))
         out = [False] * len(entries)
-        for s, flags in zip(order, await self.store.gather("add", calls), strict=True):
+        for s, flags in zip(
+            order, await self.store.run_many("add", calls, touch=False), strict=True
+        ):
             *queued, changed = flags
             for i, f in zip(groups[s], queued, strict=True):
                 out[i] = bool(int(f))
@@ -192,11 +194,10 @@ class RedisFrontier:
         """The key's deferred finishes sent at once (its lease was lost: no release follows)."""
         done = self._done.pop(key, [])
         calls = [
-            self.store.run("finish", shard, [url, outcome, self._outcome_cap], touch=False)
+            (shard, [url, outcome, self._outcome_cap])
             for url, outcome in zip(done[::2], done[1::2], strict=True)
         ]
-        if calls:
-            await self.store.gather("finish", calls)
+        await self.store.run_many("finish", calls, touch=False)
 
     async def drop_queued(self, key: str, outcome: str) -> int:
         """Finish every queued URL of a key (the site became excluded or unreachable)."""
@@ -320,10 +321,12 @@ class RedisFrontier:
                 views[s] = c[2]
             else:
                 stale.append(s)
-        peeks = await self.store.gather(
-            "lease",
-            [self._lease_script(s, [*common, "", *rest, "peek"], now) for s in stale],
-        )
+        args = [*common, "", *rest, "peek"]
+        peeks = await self.store.run_many("lease", [(s, args) for s in stale], touch=False)
+        for i, s in enumerate(stale):
+            if peeks[i][0] == -1:  # expired leases found there: reclaimed, then asked again
+                await self._reclaim(s, peeks[i][1], now)
+                peeks[i] = await self._lease_script(s, args, now)
         for s, peek in zip(stale, peeks, strict=True):
             views[s] = self._remember(s, peek)
         return views
@@ -411,9 +414,7 @@ class RedisFrontier:
         groups: dict[int, list[Any]] = {}
         for key, (token, s) in self._held.items():
             groups.setdefault(s, [fnum(now + self.lease_ttl_s)]).extend([key, token])
-        res = await self.store.gather(
-            "renew", [self.store.run("renew", s, args, touch=False) for s, args in groups.items()]
-        )
+        res = await self.store.run_many("renew", list(groups.items()), touch=False)
         lost = [text(k) for keys in res for k in keys]
         for key in lost:
             self._lost(key)
@@ -496,6 +497,4 @@ class RedisFrontier:
             self._held.clear()
             self._states.clear()
             self._first.clear()
-            await self.store.gather(
-                "give_back", [self.store.run("give_back", s, a) for s, a in groups.items()]
-            )
+            await self.store.run_many("give_back", list(groups.items()))

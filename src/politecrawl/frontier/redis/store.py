@@ -14,7 +14,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from politecrawl.errors import FrontierError
@@ -157,6 +157,45 @@ class RedisStore:
         except RedisError as exc:
             raise self.fail(name, exc) from exc
 
+    async def run_many(
+        self, name: str, calls: Sequence[tuple[int, list[Any]]], *, touch: bool = True
+    ) -> list[Any]:
+        """Script ``name`` on several shards (shard, args), in one round trip: a pipeline,
+        split by node on a cluster. A server that lacks the script (restarted, flushed) gets
+        it by EVAL, for those calls only: the others ran."""
+        if len(calls) <= 1:
+            return [await self.run(name, s, args, touch=touch) for s, args in calls]
+        await self.ensure()
+        self.calls += len(calls)
+        script = self._scripts[name]
+        try:
+            pipe = self.r.pipeline(transaction=False)
+            for s, args in calls:
+                if touch:
+                    self.touch[s] += 1
+                p = self.sp[s]
+                pipe.execute_command("EVALSHA", script.sha, 1, p + "box", p, *args)
+            out = list(await pipe.execute(raise_on_error=False))
+            for i, res in enumerate(out):
+                if isinstance(res, NoScriptError):
+                    s, args = calls[i]
+                    out[i] = await script(self.r, self.sp[s], args)
+                elif isinstance(res, Exception):
+                    raise res
+        except RedisError as exc:
+            raise self.fail(name, exc) from exc
+        return out
+
+    async def pipe(self, what: str, add: Callable[[Any], object]) -> list[Any]:
+        """Plain commands (``add(pipeline)`` queues them) in one round trip."""
+        await self.ensure()
+        try:
+            pipe = self.r.pipeline(transaction=False)
+            add(pipe)
+            return list(await pipe.execute())
+        except RedisError as exc:
+            raise self.fail(what, exc) from exc
+
     async def gather(self, what: str, calls: Sequence[Awaitable[Any]]) -> list[Any]:
         try:
             return list(await asyncio.gather(*calls))
@@ -179,7 +218,7 @@ class RedisStore:
         if len(self.dir) > 1_000_000:
             self.dir.clear()
         dirs = list(todo)
-        got = await self.gather("dir", [self.run("dir", d, todo[d]) for d in dirs])
+        got = await self.run_many("dir", [(d, todo[d]) for d in dirs])
         for d, shards in zip(dirs, got, strict=True):
             for key, s in zip(todo[d][::2], shards, strict=True):
                 self.dir[key] = int(s)
@@ -196,7 +235,9 @@ class RedisStore:
         if ask:
             await self.ensure()
             dirs = list(ask)
-            got = await self.gather("dir", [self.r.hmget(self.sp[d] + "dir", ask[d]) for d in dirs])
+            got = await self.pipe(
+                "dir", lambda pipe: [pipe.hmget(self.sp[d] + "dir", ask[d]) for d in dirs]
+            )
             for d, shards in zip(dirs, got, strict=True):
                 for key, s in zip(ask[d], shards, strict=True):
                     if s is None:
@@ -228,22 +269,27 @@ class RedisStore:
         for i, s in enumerate(await self.url_shards(urls)):
             groups.setdefault(s, []).append(i)
         order = list(groups)
-        calls: list[Awaitable[Any]] = []
-        for s in order:
-            idx = groups[s]
-            if self.seen_mode == "bloom":
+        if self.seen_mode == "bloom":
+            calls: list[tuple[int, list[Any]]] = []
+            for s in order:
                 args: list[Any] = [self.bloom_k, "1" if set_ else "0"]
-                for i in idx:
+                for i in groups[s]:
                     args.extend(self.seen_args(urls[i]))
-                calls.append(self.run("bloom", s, args))
-            else:
-                digests = [url_digest(urls[i]) for i in idx]
-                if set_:
-                    calls.append(self.r.sadd(self.sp[s] + "seen", *digests))
-                else:
-                    calls.append(self.r.smismember(self.sp[s] + "seen", digests))
+                calls.append((s, args))
+            got = await self.run_many("bloom", calls)
+        else:
+
+            def queue(pipe: Any) -> None:
+                for s in order:
+                    digests = [url_digest(urls[i]) for i in groups[s]]
+                    if set_:
+                        pipe.sadd(self.sp[s] + "seen", *digests)
+                    else:
+                        pipe.smismember(self.sp[s] + "seen", digests)
+
+            got = await self.pipe("seen", queue)
         flags = [0] * len(urls)
-        for s, res in zip(order, await self.gather("seen", calls), strict=True):
+        for s, res in zip(order, got, strict=True):
             if isinstance(res, list):
                 for i, f in zip(groups[s], res, strict=True):
                     flags[i] = int(f)
@@ -316,9 +362,8 @@ class RedisStore:
         items = [(k, v) for k, v in delta.items() if v]
         if not items:
             return
-        await self.ensure()
-        await self.gather(
-            "counters", [self.r.hincrby(self._p + "counters", k, v) for k, v in items]
+        await self.pipe(
+            "counters", lambda pipe: [pipe.hincrby(self._p + "counters", k, v) for k, v in items]
         )
 
     async def counters(self) -> dict[str, int]:
@@ -347,10 +392,11 @@ class RedisStore:
         (durability is the server's)."""
         unsaved, self._unsaved = self._unsaved, {}
         if unsaved:
-            await self.ensure()
-            await self.gather(
+            await self.pipe(
                 "save_validators",
-                [self.r.hset(self.sp[s] + "pages", mapping=m) for s, m in unsaved.items()],
+                lambda pipe: [
+                    pipe.hset(self.sp[s] + "pages", mapping=m) for s, m in unsaved.items()
+                ],
             )
 
     async def close(self) -> None:
