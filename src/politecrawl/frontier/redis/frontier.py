@@ -117,7 +117,14 @@ class RedisFrontier:
             args: list[Any] = ["b" if bloom else "e", self.store.bloom_k if bloom else 1, len(idx)]
             for i in idx:
                 e = entries[i]
-                args += [e.url, e.key, entry_json(e), fnum(-e.priority), fnum(e.not_before), e.ip]
+                args += [
+                    e.url,
+                    e.key,
+                    entry_json(e, new=True),
+                    fnum(-e.priority),
+                    fnum(e.not_before),
+                    e.ip,
+                ]
                 args += self.store.seen_args(e.url)
             calls.append((s, args))
         out = [False] * len(entries)
@@ -139,6 +146,7 @@ class RedisFrontier:
             await self.store.place({entry.key: entry.ip})
         shard = held[1] if held is not None else self.store.dir[entry.key]
         self._flight.pop(entry.url, None)
+        self.store.new_urls.discard(entry.url)
         await self.store.run(
             "push",
             shard,
@@ -174,16 +182,22 @@ class RedisFrontier:
 
     def _in_flight(self, popped: Sequence[Any], shard: int, key: str) -> UrlEntry:
         url, meta, refetch = popped
-        entry = entry_from(text(url), meta, bool(int(refetch)))
+        entry, new = entry_from(text(url), meta, bool(int(refetch)))
         if len(self._flight) > 100_000:
             self._flight.clear()
+            self.store.new_urls.clear()
         self._flight[entry.url] = (shard, key)
+        if new:  # never fetched: the store need not ask for its validators
+            self.store.new_urls.add(entry.url)
+        else:
+            self.store.new_urls.discard(entry.url)
         return entry
 
     async def finish(self, url: str, outcome: str) -> None:
         """Done with a popped URL. While its key is held here, the finish goes with the
         key's release (the turn's last call); else at once."""
         flight = self._flight.pop(url, None)
+        self.store.new_urls.discard(url)
         if flight is not None and flight[1] in self._held:
             self._done.setdefault(flight[1], []).extend([url, outcome])
             return

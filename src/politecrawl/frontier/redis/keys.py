@@ -73,24 +73,28 @@ def url_digest(url: str) -> bytes:
     return hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
-def entry_json(e: UrlEntry) -> str:
-    return json.dumps(
-        {
-            "k": e.key,
-            "d": e.depth,
-            "h": e.hops,
-            "a": e.attempt,
-            "n": float(e.not_before),
-            "t": e.kind,
-            "p": float(e.priority),  # last: _REPRIORITIZE rewrites it in place
-        },
-        separators=(",", ":"),
-    )
+def entry_json(e: UrlEntry, *, new: bool = False) -> str:
+    """A queued URL's metadata. ``new``: queued by ``add`` (it passed the seen test, so it was
+    never fetched in this crawl and has no validators); a URL pushed back is not."""
+    d: dict[str, Any] = {
+        "k": e.key,
+        "d": e.depth,
+        "h": e.hops,
+        "a": e.attempt,
+        "n": float(e.not_before),
+        "t": e.kind,
+    }
+    if new:
+        d["f"] = 1
+    d["p"] = float(e.priority)  # last: reprioritize.lua rewrites it in place
+    return json.dumps(d, separators=(",", ":"))
 
 
-def entry_from(url: str, meta: bytes, refetch: bool) -> UrlEntry:
+def entry_from(url: str, meta: bytes, refetch: bool) -> tuple[UrlEntry, bool]:
+    """The entry, and whether it is new (see ``entry_json``; a re-fetch is not)."""
     d = json.loads(meta[16:])
-    return UrlEntry(url, d["k"], d["d"], d["h"], d["a"], d["n"], d["p"], d["t"], refetch=refetch)
+    e = UrlEntry(url, d["k"], d["d"], d["h"], d["a"], d["n"], d["p"], d["t"], refetch=refetch)
+    return e, "f" in d and not refetch
 
 
 def pack_robots(r: RobotsRecord) -> bytes:

@@ -86,6 +86,9 @@ class RedisStore:
         self.calls = 0
         self.refetched = 0  # URLs found to re-fetch (expired leases) when this store opened
         self._unsaved: dict[int, dict[bytes, str]] = {}  # validators to write: shard -> digest
+        # URLs this worker's frontier popped that ``add`` queued and were not fetched since
+        # (no validators can be stored for them: ``validators`` answers without a round trip)
+        self.new_urls: set[str] = set()
         self.cluster = False
         # run before the connection closes (the frontier gives back the leases it holds)
         self.closing: list[Callable[[], Awaitable[None]]] = []
@@ -340,7 +343,7 @@ class RedisStore:
         shard, digest = self.home(url), url_digest(url)
         data: bytes | str | None = self._unsaved.get(shard, {}).get(digest)
         try:
-            if data is None:
+            if data is None and url not in self.new_urls:
                 data = await self.r.hget(self.sp[shard] + "pages", digest)
         except RedisError as exc:
             raise self.fail("validators", exc) from exc
@@ -354,6 +357,7 @@ class RedisStore:
     ) -> None:
         """Kept here until ``flush`` (about once a second) writes them, one command per shard:
         not one round trip per page. Lost in a crash: that page's next visit is unconditional."""
+        self.new_urls.discard(url)
         value = json.dumps([etag, last_modified, fetched_at])
         self._unsaved.setdefault(self.home(url), {})[url_digest(url)] = value
 
