@@ -68,6 +68,7 @@ class RedisFrontier:
         self._held: dict[str, tuple[str, int]] = {}  # key -> (lease token, shard)
         self._states: dict[str, HostState] = {}  # held key -> its state, as the turn keeps it
         self._first: dict[str, UrlEntry] = {}  # held key -> its first URL, popped by the lease
+        self._taken: list[Lease] = []  # leased by a release (release_take), for the next lease
         self._last_now = 0.0
         self._beat: asyncio.Task[None] | None = None
         self._peek_cache_s = peek_cache_s
@@ -269,6 +270,10 @@ class RedisFrontier:
         With ``peek_cache_s``, a shard's view is reused for that long unless this worker
         changed what the shard may have ready, or its next time has come: what other workers
         did there meanwhile is seen that much later (a lease is always decided by the shard)."""
+        while self._taken:  # leased by a release's script (see ``release``)
+            ready = self._taken.pop(0)
+            if ready.key in self._held:  # (unless the lease was lost meanwhile)
+                return ready
         await self.store.ensure()
         self._last_now = max(self._last_now, now)
         common = [fnum(now), fnum(now + self.lease_ttl_s)]
@@ -282,25 +287,59 @@ class RedisFrontier:
                 ranked.append((0 if overdue else 1, first, score, key, s))
         for *_, s in sorted(ranked):
             token = f"{self.worker_id}/{next(self._tokens)}"
-            key_raw, _, host_raw, after, *first = await self._lease_script(
-                s, [*common, token, *rest, "take"], now
-            )
-            views[s] = self._remember(s, after)
-            if key_raw is not None:
-                key = text(key_raw)
-                self._held[key] = (token, s)
-                if first and first[0] is not None:  # the turn's first pop_url, done already
-                    self._first[key] = self._in_flight(first[0], s, key)
-                self.store.dir[key] = s
-                if self._heartbeat and (self._beat is None or self._beat.done()):
-                    self._beat = asyncio.create_task(self._beat_loop())
-                # the site's state as leased: while the lease holds only this worker writes it
-                host = host_of_stored(key, host_raw)
-                self._states[key] = host  # (as the turn updates it: for a give-back at close)
-                return Lease(host)
+            taken = await self._lease_script(s, [*common, token, *rest, "take"], now)
+            views[s] = self._remember(s, taken[3])
+            got = self._adopt(s, token, taken)
+            if got is not None:
+                return got
         times = [v[3] for v in views.values() if v[3] is not None]
         self._wake = (time.monotonic(), self.store.calls, min(times) if times else None)
         return Lease(None, await self._next_wake())
+
+    def _adopt(self, s: int, token: str, taken: Sequence[Any]) -> Lease | None:
+        """What a take (lease.lua) on shard ``s`` leased with ``token``, now held here."""
+        key_raw, _, host_raw, _, *first = taken
+        if key_raw is None:
+            return None
+        key = text(key_raw)
+        self._held[key] = (token, s)
+        if first and first[0] is not None:  # the turn's first pop_url, done already
+            self._first[key] = self._in_flight(first[0], s, key)
+        self.store.dir[key] = s
+        if self._heartbeat and (self._beat is None or self._beat.done()):
+            self._beat = asyncio.create_task(self._beat_loop())
+        # the site's state as leased: while the lease holds only this worker writes it
+        host = host_of_stored(key, host_raw)
+        self._states[key] = host  # (as the turn updates it: for a give-back at close)
+        return Lease(host)
+
+    def _take_after(self, shard: int, now: float) -> bool:
+        """Whether a release on ``shard`` should lease that shard's best key in the same
+        script: only while every shard's view is fresh (as ``lease`` would reuse it) and none
+        ranks before this shard's (longest-overdue, then best URL; the key name, which only
+        breaks ties, is not weighed: so a tie goes to the shard at hand)."""
+        if self._peek_cache_s <= 0:
+            return False
+        mono = time.monotonic()
+        best: tuple[int, float, float] | None = None
+        mine: tuple[int, float, float] | None = None
+        touch = self.store.touch
+        for s in range(self.store.shards):
+            c = self._peeks.get(s)
+            if c is None or c[1] != touch[s] or mono - c[0] >= self._peek_cache_s:
+                return False
+            key, score, oldest, nxt = c[2]
+            if key is None:
+                if nxt is not None and nxt <= now:
+                    return False  # its next time has come: lease would ask it
+                continue
+            overdue = oldest is not None and oldest <= now - self.max_wait_s
+            rank = (0, oldest or 0.0, score) if overdue else (1, 0.0, score)
+            if best is None or rank < best:
+                best = rank
+            if s == shard:
+                mine = rank
+        return mine is not None and mine == best
 
     def _remember(
         self, s: int, peek: Sequence[Any]
@@ -398,13 +437,35 @@ class RedisFrontier:
             self._outcome_cap,
             *self._done.pop(key, ()),
         ]
+        now = self._clock()
+        if held is not None and self._take_after(shard, now):
+            # this shard holds the next key the crawl would lease: leased by the same script,
+            # given by the next ``lease`` (one round trip instead of two)
+            token = f"{self.worker_id}/{next(self._tokens)}"
+            lease_args = [fnum(now), fnum(now + self.lease_ttl_s), token, fnum(self.max_wait_s)]
+            ok, taken = await self.store.run(
+                "release_take", shard, [len(args), *args, *lease_args, "take"], touch=False
+            )
+            if taken[0] == -1:  # expired leases there: the next lease reclaims them
+                self.store.touch[shard] += 1
+            else:
+                self._remember(shard, taken[3])
+                got = self._adopt(shard, token, taken)
+                if got is not None:
+                    self._last_now = max(self._last_now, now)
+                    self._taken.append(got)
+            self._released(ok, held, key)
+            return
         ok = await self.store.run("release", shard, args, touch=False)
+        self._released(ok, held, key)
         cached = self._peeks.get(shard)
         if cached is not None:  # the key (or the next one of its IP) is back in the box
             at, touch, (top, score, oldest, nxt) = cached
             soon = min(state.next_allowed, state.ip_next or state.next_allowed)
             nxt = soon if nxt is None else min(nxt, soon)
             self._peeks[shard] = (at, touch, (top, score, oldest, nxt))
+
+    def _released(self, ok: Any, held: tuple[str, int] | None, key: str) -> None:
         if not int(ok) and held is not None:
             self.lost_leases += 1
             log.warning("lease on %s had expired before its release", key)
@@ -511,4 +572,5 @@ class RedisFrontier:
             self._held.clear()
             self._states.clear()
             self._first.clear()
+            self._taken.clear()
             await self.store.run_many("give_back", list(groups.items()))

@@ -28,6 +28,7 @@ SCRIPT_NAMES = (
     "add", "bloom", "lease", "pop", "push", "begin", "release", "renew", "give_back", "finish",
     "drop", "reprioritize", "trim", "save_robots", "dir", "reclaim",
 )  # fmt: skip
+SCRIPTS = (*SCRIPT_NAMES, "release_take")  # what a store loads (release_take: composed below)
 
 
 def _lua(name: str) -> str:
@@ -40,6 +41,18 @@ def _lua(name: str) -> str:
 # written with %.17g, which round-trips a double exactly (Lua's tostring keeps 14 digits).
 LIB = _lua("lib")
 BODIES = {name: _lua(name) for name in (*SCRIPT_NAMES, "conf")}
+# release.lua, then lease.lua's take on the same shard: one round trip ends a turn and leases
+# the next key. ARGV: P, the count n of release.lua's own arguments, them, then lease.lua's
+# (P omitted). Returns {what release.lua returns, what lease.lua returns}.
+BODIES["release_take"] = (
+    "local n = tonumber(ARGV[2])\n"
+    "local RA, LA = {ARGV[1]}, {ARGV[1]}\n"
+    "for i = 3, n + 2 do RA[#RA + 1] = ARGV[i] end\n"
+    "for i = n + 3, #ARGV do LA[#LA + 1] = ARGV[i] end\n"
+    f"local released = (function()\nlocal ARGV = RA\n{BODIES['release']}\nend)()\n"
+    f"local taken = (function()\nlocal ARGV = LA\n{BODIES['lease']}\nend)()\n"
+    "return {released, taken}\n"
+)
 
 
 def prefix(crawl_id: str) -> str:

@@ -23,7 +23,7 @@ from politecrawl.frontier.redis.keys import (
     BODIES,
     DEFAULT_SHARDS,
     LIB,
-    SCRIPT_NAMES,
+    SCRIPTS,
     Client,
     Script,
     bloom_positions,
@@ -102,7 +102,7 @@ class RedisStore:
                 return
             self.r = r = await connect(self.url)
             self.cluster = isinstance(r, aioredis.RedisCluster)
-            for name in SCRIPT_NAMES:
+            for name in SCRIPTS:
                 self._scripts[name] = Script(LIB + BODIES[name])
             mode = "bloom" if self.seen_mode == "bloom" else "exact"
             m, k = bloom_sizing(self._expected, self._fp_rate)
