@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
+from redis.exceptions import ResponseError
 from redis_server import redis_cluster, redis_cluster_url, redis_url  # noqa: F401  (fixtures)
 
 from politecrawl.frontier import Lease, UrlEntry
@@ -172,3 +173,25 @@ async def test_a_key_leased_by_a_release_is_given_back_at_close(redis_url: str) 
         assert (await other.pop_url("b.test", T0 + 60)) is not None
     finally:
         await other.store.close()
+
+
+async def test_calls_made_together_share_round_trips_and_keep_their_own_replies(
+    redis_url: str,  # noqa: F811
+) -> None:
+    f = RedisFrontier.open(redis_url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
+    try:
+        await f.store.ensure()
+        batch = f.store.batch
+        p = f.store.sp[0]
+        await batch.command("SET", p + "word", "x")
+        before = batch.batches
+        calls = [batch.command("INCRBY", p + f"n{i % 5}", i) for i in range(60)]
+        calls.append(batch.command("INCR", p + "word"))  # not a number: its caller's error
+        calls += [f.store.run("renew", s, ["2000.0", "nobody.test", "t"]) for s in range(4)]
+        got = await asyncio.gather(*calls, return_exceptions=True)
+        assert batch.batches - before < 10  # 65 calls, a few round trips
+        assert got[:5] == [0, 1, 2, 3, 4] and got[59] == sum(range(4, 60, 5))
+        assert isinstance(got[60], ResponseError) and "not an integer" in str(got[60])
+        assert [[bytes(k) for k in r] for r in got[61:]] == [[b"nobody.test"]] * 4
+    finally:
+        await f.store.close()

@@ -14,11 +14,12 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from politecrawl.errors import FrontierError
 from politecrawl.frontier import RobotsRecord
+from politecrawl.frontier.redis.batch import Batcher
 from politecrawl.frontier.redis.keys import (
     BODIES,
     DEFAULT_SHARDS,
@@ -67,6 +68,7 @@ class RedisStore:
         self._p = prefix(crawl_id)  # the crawl's global keys: conf, counters, scope
         self.url = url
         self.r: Client = None
+        self.batch: Batcher = Batcher(None)  # (on the client, once connected)
         self.seen_mode: SeenMode = seen_mode
         self._expected = expected_urls
         self._fp_rate = seen_fp_rate
@@ -101,6 +103,7 @@ class RedisStore:
             if self._ready:
                 return
             self.r = r = await connect(self.url)
+            self.batch = Batcher(r)
             self.cluster = isinstance(r, aioredis.RedisCluster)
             for name in SCRIPTS:
                 self._scripts[name] = Script(LIB + BODIES[name])
@@ -150,44 +153,33 @@ class RedisStore:
 
     async def run(self, name: str, shard: int, args: list[Any], *, touch: bool = True) -> Any:
         """One script on one shard; every key it touches shares that shard's hash tag.
-        ``touch``: it may change what the shard has ready (the cached peek is dropped)."""
-        await self.ensure()
+        ``touch``: it may change what the shard has ready (the cached peek is dropped).
+        It goes with whatever else this worker's turns ask for meanwhile (``Batcher``)."""
+        if not self._ready:
+            await self.ensure()
         self.calls += 1
         if touch:
             self.touch[shard] += 1
         try:
-            return await self._scripts[name](self.r, self.sp[shard], args)
+            return await self.batch.script(self._scripts[name], self.sp[shard], args)
         except RedisError as exc:
             raise self.fail(name, exc) from exc
 
     async def run_many(
         self, name: str, calls: Sequence[tuple[int, list[Any]]], *, touch: bool = True
     ) -> list[Any]:
-        """Script ``name`` on several shards (shard, args), in one round trip: a pipeline,
-        split by node on a cluster. A server that lacks the script (restarted, flushed) gets
-        it by EVAL, for those calls only: the others ran."""
-        if len(calls) <= 1:
-            return [await self.run(name, s, args, touch=touch) for s, args in calls]
-        await self.ensure()
+        """Script ``name`` on several shards (shard, args), in one round trip (a pipeline,
+        split by node on a cluster, with whatever else is asked for meanwhile)."""
+        if not self._ready:
+            await self.ensure()
         self.calls += len(calls)
         script = self._scripts[name]
-        try:
-            pipe = self.r.pipeline(transaction=False)
-            for s, args in calls:
-                if touch:
-                    self.touch[s] += 1
-                p = self.sp[s]
-                pipe.execute_command("EVALSHA", script.sha, 1, p + "box", p, *args)
-            out = list(await pipe.execute(raise_on_error=False))
-            for i, res in enumerate(out):
-                if isinstance(res, NoScriptError):
-                    s, args = calls[i]
-                    out[i] = await script(self.r, self.sp[s], args)
-                elif isinstance(res, Exception):
-                    raise res
-        except RedisError as exc:
-            raise self.fail(name, exc) from exc
-        return out
+        futs = []
+        for s, args in calls:
+            if touch:
+                self.touch[s] += 1
+            futs.append(self.batch.script(script, self.sp[s], args))
+        return await self.gather(name, futs)
 
     async def pipe(self, what: str, add: Callable[[Any], object]) -> list[Any]:
         """Plain commands (``add(pipeline)`` queues them) in one round trip."""
@@ -281,16 +273,15 @@ class RedisStore:
                 calls.append((s, args))
             got = await self.run_many("bloom", calls)
         else:
-
-            def queue(pipe: Any) -> None:
-                for s in order:
-                    digests = [url_digest(urls[i]) for i in groups[s]]
-                    if set_:
-                        pipe.sadd(self.sp[s] + "seen", *digests)
-                    else:
-                        pipe.smismember(self.sp[s] + "seen", digests)
-
-            got = await self.pipe("seen", queue)
+            command = "SADD" if set_ else "SMISMEMBER"
+            got = await self.gather(
+                "seen",
+                [
+                    self.batch.command(command, self.sp[s] + "seen", *map(url_digest, group))
+                    for s in order
+                    for group in [[urls[i] for i in groups[s]]]
+                ],
+            )
         flags = [0] * len(urls)
         for s, res in zip(order, got, strict=True):
             if isinstance(res, list):
