@@ -52,6 +52,9 @@ class Batcher:
         while self._next:
             batch, self._next = self._next, []
             await self._send(batch)
+            # the callers just answered run before the next batch goes: their next calls
+            # (a turn's next step) join it
+            await asyncio.sleep(0)
 
     async def _send(self, batch: list[tuple[Script | None, Sequence[Any], Future]]) -> None:
         self.batches += 1
