@@ -195,3 +195,20 @@ async def test_calls_made_together_share_round_trips_and_keep_their_own_replies(
         assert [[bytes(k) for k in r] for r in got[61:]] == [[b"nobody.test"]] * 4
     finally:
         await f.store.close()
+
+
+async def test_calls_waiting_for_a_cancelled_batch_are_cancelled_not_left_pending(
+    redis_url: str,  # noqa: F811
+) -> None:
+    f = RedisFrontier.open(redis_url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
+    try:
+        await f.store.ensure()
+        batch = f.store.batch
+        calls = [batch.command("PING") for _ in range(3)]
+        assert batch._task is not None
+        batch._task.cancel()  # (as when the loop closes under it)
+        got = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 2.0)
+        assert all(isinstance(g, asyncio.CancelledError) for g in got)
+        assert await batch.command("PING")  # the next call starts a new batch
+    finally:
+        await f.store.close()

@@ -46,6 +46,7 @@ class Batcher:
         self._next.append((script, args, fut))
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._drain())
+            self._task.add_done_callback(self._stopped)
         return fut
 
     async def _drain(self) -> None:
@@ -55,6 +56,14 @@ class Batcher:
             # the callers just answered run before the next batch goes: their next calls
             # (a turn's next step) join it
             await asyncio.sleep(0)
+
+    def _stopped(self, task: asyncio.Task[None]) -> None:
+        """The sending task ended; if it was cancelled (the loop closes), so are the calls
+        still waiting for it, rather than left pending."""
+        if task.cancelled() and task is self._task:
+            waiting, self._next = self._next, []
+            for _, _, fut in waiting:
+                fut.cancel()
 
     async def _send(self, batch: list[tuple[Script | None, Sequence[Any], Future]]) -> None:
         self.batches += 1
@@ -70,8 +79,12 @@ class Batcher:
                 replies = list(await pipe.execute(raise_on_error=False))
         except BaseException as exc:  # the connection failed: every caller of the batch hears it
             for _, _, fut in batch:
-                if not fut.done():
+                if fut.done():
+                    continue
+                if isinstance(exc, Exception):
                     fut.set_exception(exc)
+                else:  # this task was cancelled (the loop closes): so are its callers
+                    fut.cancel()
             if not isinstance(exc, Exception):
                 raise
             return
