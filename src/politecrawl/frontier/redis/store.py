@@ -155,8 +155,7 @@ class RedisStore:
         """One script on one shard; every key it touches shares that shard's hash tag.
         ``touch``: it may change what the shard has ready (the cached peek is dropped).
         It goes with whatever else this worker's turns ask for meanwhile (``Batcher``)."""
-        if not self._ready:
-            await self.ensure()
+        await self.ensure()
         self.calls += 1
         if touch:
             self.touch[shard] += 1
@@ -170,8 +169,7 @@ class RedisStore:
     ) -> list[Any]:
         """Script ``name`` on several shards (shard, args), in one round trip (a pipeline,
         split by node on a cluster, with whatever else is asked for meanwhile)."""
-        if not self._ready:
-            await self.ensure()
+        await self.ensure()
         self.calls += len(calls)
         script = self._scripts[name]
         futs = []
