@@ -186,6 +186,9 @@ def shared_crawl(
         "pages": pages,
         "wall_s": wall,
         "commands_per_page_by_name": {k: round(v, 2) for k, v in top},
+        # Lua scripts run (a worker pipelines the calls its turns make at once: these are not
+        # round trips, which the server cannot count)
+        "scripts_per_page": by_command.get("evalsha", 0.0) + by_command.get("eval", 0.0),
         "worker_cpu_s": sum(cpu for _, cpu in results),
         "redis_commands": after["commands"] - before["commands"],
         "redis_cpu_s": after["cpu_s"] - before["cpu_s"],

@@ -421,6 +421,28 @@ async def test_validators_round_trip(open_frontier: Opener) -> None:
     )
 
 
+async def test_a_url_fetched_and_pushed_back_keeps_its_validators(open_frontier: Opener) -> None:
+    """A URL queued by ``add`` was never fetched; once fetched and pushed back (a revisit), its
+    validators are found when it is popped again, by whichever worker pops it."""
+    f = await open_frontier()
+    await f.add([e("1")])
+    assert await lease(f, T0) == "a.test"
+    got = await f.pop_url("a.test", T0)
+    assert got is not None and await f.store.validators(got.url) is None
+    await f.begin_request("a.test", state("a.test", T0 + 1, last_start=T0))
+    await f.store.save_validators(got.url, '"v1"', None, T0)
+    await f.store.flush()
+    got.not_before = T0 + 5
+    await f.push_back(got)
+    await f.release("a.test", state("a.test", T0 + 1, last_start=T0))
+    g = f if open_frontier.kind == "sqlite" else await open_frontier()
+    assert await lease(g, T0 + 5) == "a.test"
+    again = await g.pop_url("a.test", T0 + 5)
+    assert again is not None and again.url == got.url
+    assert await g.store.validators(again.url) == ('"v1"', None, T0)
+    assert await f.store.validators(got.url) == ('"v1"', None, T0)
+
+
 async def test_host_state_round_trip(open_frontier: Opener) -> None:
     f = await open_frontier()
     fresh = await f.store.host("a.test")

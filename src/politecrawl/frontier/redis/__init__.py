@@ -33,7 +33,7 @@ Keys (``P`` = ``pc:{CRAWL_ID:S}:``, one set per shard S; ``G`` = ``pc:{CRAWL_ID}
     ``P d:KEY``    zset  the key's URLs waiting for ``not_before`` (retries): score not_before
     ``P f:KEY``    set   the key's URLs in flight (popped, neither finished nor pushed back)
     ``P meta``     hash  queued/in-flight URL -> TAG + JSON (key, depth, hops, attempt,
-                         not_before, priority, kind)
+                         not_before, kind, "new" if queued by ``add``, priority)
     ``P rf``       set   URLs to be handed out marked ``refetch`` (their lease expired)
     ``P worst``    zset  queued URL -> priority: ``trim`` drops from its low end
     ``P seen``     set   8-byte blake2b digests (exact mode), or ``P bloom`` a bitmap
@@ -64,6 +64,18 @@ under which Redis refuses any access to a second slot; the shipped scripts carry
 header, so Redis 6.2 still runs them). Reads across shards (``stats``, ``next_wake``,
 ``status``) are pipelines that the cluster client splits by node.
 
+Round trips. A worker's turns run at once, each waiting on its own call; the store's
+``Batcher`` (``batch.py``) keeps one batch of calls on the wire and sends those made meanwhile
+as the next one, a pipeline (split by node on a cluster): one ``send`` and one wake-up for
+many calls, each caller still getting its own reply or error (a pipeline is not a
+transaction: every script stays one atomic step, as alone). Per turn the calls are: the
+lease's ``take`` (which also pops the first URL and returns the site's state), ``begin`` before
+the request, the page's ``unseen`` and ``add`` (one command or script per shard its links fall
+in) and ``release`` (with the turn's finishes). A URL queued by ``add`` is marked new (it
+passed the seen test, so it was never fetched in this crawl): the store answers
+``validators`` for it without asking. The connection pool waits for a free connection past
+256 (``MAX_CONNECTIONS``) rather than failing.
+
 Choosing a key across shards. ``lease`` first "peeks" at every shard (one script each, run
 concurrently: reclaim expired leases, promote due keys, and report the best ready key, its
 score, the longest-waiting key's due time and the shard's next time), ranks them by the
@@ -74,7 +86,11 @@ site's state, so ``host`` needs no round trip). Workers (``factory``) reuse a sh
 to a key not leased, ``push_back``, ``drop_queued``, ``trim``, ``reprioritize``, ``close``; a
 ``release`` moves the view's next time earlier instead) or its next time has come; ``next_wake``
 answers from the views while all are fresh. Other workers' changes are seen up to that much
-later, which only delays a pick; a lease is always decided atomically by the shard.
+later, which only delays a pick; a lease is always decided atomically by the shard. While
+every view is fresh and none ranks before the releasing shard's (the key name, a tie-break,
+aside), ``release`` runs ``release_take`` (``release.lua`` then ``lease.lua``'s take, one
+script): the shard's next key is leased in the same round trip and the next ``lease`` returns
+it at once (a key so leased and not yet turned is given back at ``close``, as any held key).
 
 Queue order. Within a key: highest priority first, FIFO among equals. The score is exactly
 ``-priority`` (any float: random priorities included, no precision lost to packing) and the
@@ -138,7 +154,8 @@ the crawl's mode; with ``--politeness-key ip`` the key is not known before resol
 ``unseen`` lets every URL through to ``add``, which decides). A URL marked seen before its
 key had a shard is remembered in the key's own hash shard: if the key is later placed by its
 IP elsewhere, that URL may be looked at once more by the gate (which refuses it again).
-``unseen``, ``mark_seen`` and ``add`` are one round trip per shard touched (per page).
+``unseen``, ``mark_seen`` and ``add`` are one command or script per shard touched (per page),
+sent together.
 
 Memory stays bounded by the work left: a queued URL costs about 690 bytes (measured by
 ``bench/cluster.py``, 60-70-char URLs: the URL is stored three times, as ``meta`` field, queue

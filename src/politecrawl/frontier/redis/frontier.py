@@ -68,6 +68,7 @@ class RedisFrontier:
         self._held: dict[str, tuple[str, int]] = {}  # key -> (lease token, shard)
         self._states: dict[str, HostState] = {}  # held key -> its state, as the turn keeps it
         self._first: dict[str, UrlEntry] = {}  # held key -> its first URL, popped by the lease
+        self._taken: list[Lease] = []  # leased by a release (release_take), for the next lease
         self._last_now = 0.0
         self._beat: asyncio.Task[None] | None = None
         self._peek_cache_s = peek_cache_s
@@ -117,11 +118,20 @@ class RedisFrontier:
             args: list[Any] = ["b" if bloom else "e", self.store.bloom_k if bloom else 1, len(idx)]
             for i in idx:
                 e = entries[i]
-                args += [e.url, e.key, entry_json(e), fnum(-e.priority), fnum(e.not_before), e.ip]
+                args += [
+                    e.url,
+                    e.key,
+                    entry_json(e, new=True),
+                    fnum(-e.priority),
+                    fnum(e.not_before),
+                    e.ip,
+                ]
                 args += self.store.seen_args(e.url)
-            calls.append(self.store.run("add", s, args, touch=False))
+            calls.append((s, args))
         out = [False] * len(entries)
-        for s, flags in zip(order, await self.store.gather("add", calls), strict=True):
+        for s, flags in zip(
+            order, await self.store.run_many("add", calls, touch=False), strict=True
+        ):
             *queued, changed = flags
             for i, f in zip(groups[s], queued, strict=True):
                 out[i] = bool(int(f))
@@ -137,6 +147,7 @@ class RedisFrontier:
             await self.store.place({entry.key: entry.ip})
         shard = held[1] if held is not None else self.store.dir[entry.key]
         self._flight.pop(entry.url, None)
+        self.store.new_urls.discard(entry.url)
         await self.store.run(
             "push",
             shard,
@@ -172,16 +183,22 @@ class RedisFrontier:
 
     def _in_flight(self, popped: Sequence[Any], shard: int, key: str) -> UrlEntry:
         url, meta, refetch = popped
-        entry = entry_from(text(url), meta, bool(int(refetch)))
+        entry, new = entry_from(text(url), meta, bool(int(refetch)))
         if len(self._flight) > 100_000:
             self._flight.clear()
+            self.store.new_urls.clear()
         self._flight[entry.url] = (shard, key)
+        if new:  # never fetched: the store need not ask for its validators
+            self.store.new_urls.add(entry.url)
+        else:
+            self.store.new_urls.discard(entry.url)
         return entry
 
     async def finish(self, url: str, outcome: str) -> None:
         """Done with a popped URL. While its key is held here, the finish goes with the
         key's release (the turn's last call); else at once."""
         flight = self._flight.pop(url, None)
+        self.store.new_urls.discard(url)
         if flight is not None and flight[1] in self._held:
             self._done.setdefault(flight[1], []).extend([url, outcome])
             return
@@ -192,11 +209,10 @@ class RedisFrontier:
         """The key's deferred finishes sent at once (its lease was lost: no release follows)."""
         done = self._done.pop(key, [])
         calls = [
-            self.store.run("finish", shard, [url, outcome, self._outcome_cap], touch=False)
+            (shard, [url, outcome, self._outcome_cap])
             for url, outcome in zip(done[::2], done[1::2], strict=True)
         ]
-        if calls:
-            await self.store.gather("finish", calls)
+        await self.store.run_many("finish", calls, touch=False)
 
     async def drop_queued(self, key: str, outcome: str) -> int:
         """Finish every queued URL of a key (the site became excluded or unreachable)."""
@@ -254,6 +270,10 @@ class RedisFrontier:
         With ``peek_cache_s``, a shard's view is reused for that long unless this worker
         changed what the shard may have ready, or its next time has come: what other workers
         did there meanwhile is seen that much later (a lease is always decided by the shard)."""
+        while self._taken:  # leased by a release's script (see ``release``)
+            ready = self._taken.pop(0)
+            if ready.key in self._held:  # (unless the lease was lost meanwhile)
+                return ready
         await self.store.ensure()
         self._last_now = max(self._last_now, now)
         common = [fnum(now), fnum(now + self.lease_ttl_s)]
@@ -267,25 +287,59 @@ class RedisFrontier:
                 ranked.append((0 if overdue else 1, first, score, key, s))
         for *_, s in sorted(ranked):
             token = f"{self.worker_id}/{next(self._tokens)}"
-            key_raw, _, host_raw, after, *first = await self._lease_script(
-                s, [*common, token, *rest, "take"], now
-            )
-            views[s] = self._remember(s, after)
-            if key_raw is not None:
-                key = text(key_raw)
-                self._held[key] = (token, s)
-                if first and first[0] is not None:  # the turn's first pop_url, done already
-                    self._first[key] = self._in_flight(first[0], s, key)
-                self.store.dir[key] = s
-                if self._heartbeat and (self._beat is None or self._beat.done()):
-                    self._beat = asyncio.create_task(self._beat_loop())
-                # the site's state as leased: while the lease holds only this worker writes it
-                host = host_of_stored(key, host_raw)
-                self._states[key] = host  # (as the turn updates it: for a give-back at close)
-                return Lease(host)
+            taken = await self._lease_script(s, [*common, token, *rest, "take"], now)
+            views[s] = self._remember(s, taken[3])
+            got = self._adopt(s, token, taken)
+            if got is not None:
+                return got
         times = [v[3] for v in views.values() if v[3] is not None]
         self._wake = (time.monotonic(), self.store.calls, min(times) if times else None)
         return Lease(None, await self._next_wake())
+
+    def _adopt(self, s: int, token: str, taken: Sequence[Any]) -> Lease | None:
+        """What a take (lease.lua) on shard ``s`` leased with ``token``, now held here."""
+        key_raw, _, host_raw, _, *first = taken
+        if key_raw is None:
+            return None
+        key = text(key_raw)
+        self._held[key] = (token, s)
+        if first and first[0] is not None:  # the turn's first pop_url, done already
+            self._first[key] = self._in_flight(first[0], s, key)
+        self.store.dir[key] = s
+        if self._heartbeat and (self._beat is None or self._beat.done()):
+            self._beat = asyncio.create_task(self._beat_loop())
+        # the site's state as leased: while the lease holds only this worker writes it
+        host = host_of_stored(key, host_raw)
+        self._states[key] = host  # (as the turn updates it: for a give-back at close)
+        return Lease(host)
+
+    def _take_after(self, shard: int, now: float) -> bool:
+        """Whether a release on ``shard`` should lease that shard's best key in the same
+        script: only while every shard's view is fresh (as ``lease`` would reuse it) and none
+        ranks before this shard's (longest-overdue, then best URL; the key name, which only
+        breaks ties, is not weighed: so a tie goes to the shard at hand)."""
+        if self._peek_cache_s <= 0:
+            return False
+        mono = time.monotonic()
+        best: tuple[int, float, float] | None = None
+        mine: tuple[int, float, float] | None = None
+        touch = self.store.touch
+        for s in range(self.store.shards):
+            c = self._peeks.get(s)
+            if c is None or c[1] != touch[s] or mono - c[0] >= self._peek_cache_s:
+                return False
+            key, score, oldest, nxt = c[2]
+            if key is None:
+                if nxt is not None and nxt <= now:
+                    return False  # its next time has come: lease would ask it
+                continue
+            overdue = oldest is not None and oldest <= now - self.max_wait_s
+            rank = (0, oldest or 0.0, score) if overdue else (1, 0.0, score)
+            if best is None or rank < best:
+                best = rank
+            if s == shard:
+                mine = rank
+        return mine is not None and mine == best
 
     def _remember(
         self, s: int, peek: Sequence[Any]
@@ -320,10 +374,12 @@ class RedisFrontier:
                 views[s] = c[2]
             else:
                 stale.append(s)
-        peeks = await self.store.gather(
-            "lease",
-            [self._lease_script(s, [*common, "", *rest, "peek"], now) for s in stale],
-        )
+        args = [*common, "", *rest, "peek"]
+        peeks = await self.store.run_many("lease", [(s, args) for s in stale], touch=False)
+        for i, s in enumerate(stale):
+            if peeks[i][0] == -1:  # expired leases found there: reclaimed, then asked again
+                await self._reclaim(s, peeks[i][1], now)
+                peeks[i] = await self._lease_script(s, args, now)
         for s, peek in zip(stale, peeks, strict=True):
             views[s] = self._remember(s, peek)
         return views
@@ -381,13 +437,35 @@ class RedisFrontier:
             self._outcome_cap,
             *self._done.pop(key, ()),
         ]
+        now = self._clock()
+        if held is not None and self._take_after(shard, now):
+            # this shard holds the next key the crawl would lease: leased by the same script,
+            # given by the next ``lease`` (one round trip instead of two)
+            token = f"{self.worker_id}/{next(self._tokens)}"
+            lease_args = [fnum(now), fnum(now + self.lease_ttl_s), token, fnum(self.max_wait_s)]
+            ok, taken = await self.store.run(
+                "release_take", shard, [len(args), *args, *lease_args, "take"], touch=False
+            )
+            if taken[0] == -1:  # expired leases there: the next lease reclaims them
+                self.store.touch[shard] += 1
+            else:
+                self._remember(shard, taken[3])
+                got = self._adopt(shard, token, taken)
+                if got is not None:
+                    self._last_now = max(self._last_now, now)
+                    self._taken.append(got)
+            self._released(ok, held, key)
+            return
         ok = await self.store.run("release", shard, args, touch=False)
+        self._released(ok, held, key)
         cached = self._peeks.get(shard)
         if cached is not None:  # the key (or the next one of its IP) is back in the box
             at, touch, (top, score, oldest, nxt) = cached
             soon = min(state.next_allowed, state.ip_next or state.next_allowed)
             nxt = soon if nxt is None else min(nxt, soon)
             self._peeks[shard] = (at, touch, (top, score, oldest, nxt))
+
+    def _released(self, ok: Any, held: tuple[str, int] | None, key: str) -> None:
         if not int(ok) and held is not None:
             self.lost_leases += 1
             log.warning("lease on %s had expired before its release", key)
@@ -411,9 +489,7 @@ class RedisFrontier:
         groups: dict[int, list[Any]] = {}
         for key, (token, s) in self._held.items():
             groups.setdefault(s, [fnum(now + self.lease_ttl_s)]).extend([key, token])
-        res = await self.store.gather(
-            "renew", [self.store.run("renew", s, args, touch=False) for s, args in groups.items()]
-        )
+        res = await self.store.run_many("renew", list(groups.items()), touch=False)
         lost = [text(k) for keys in res for k in keys]
         for key in lost:
             self._lost(key)
@@ -496,6 +572,5 @@ class RedisFrontier:
             self._held.clear()
             self._states.clear()
             self._first.clear()
-            await self.store.gather(
-                "give_back", [self.store.run("give_back", s, a) for s, a in groups.items()]
-            )
+            self._taken.clear()
+            await self.store.run_many("give_back", list(groups.items()))

@@ -21,12 +21,14 @@ from politecrawl.frontier import RobotsRecord, UrlEntry
 _CRAWL_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 _MAX_BLOOM_BITS = 2**32  # a Redis string holds at most 512 MiB
 DEFAULT_SHARDS = 16  # a crawl's shards (fixed when it starts): see the module docstring
+MAX_CONNECTIONS = 256  # per server (per node of a cluster): commands in flight at once
 BATCH = 10_000  # URLs per reprioritize/trim script: one script blocks the server meanwhile
 
 SCRIPT_NAMES = (
     "add", "bloom", "lease", "pop", "push", "begin", "release", "renew", "give_back", "finish",
     "drop", "reprioritize", "trim", "save_robots", "dir", "reclaim",
 )  # fmt: skip
+SCRIPTS = (*SCRIPT_NAMES, "release_take")  # what a store loads (release_take: composed below)
 
 
 def _lua(name: str) -> str:
@@ -39,6 +41,18 @@ def _lua(name: str) -> str:
 # written with %.17g, which round-trips a double exactly (Lua's tostring keeps 14 digits).
 LIB = _lua("lib")
 BODIES = {name: _lua(name) for name in (*SCRIPT_NAMES, "conf")}
+# release.lua, then lease.lua's take on the same shard: one round trip ends a turn and leases
+# the next key. ARGV: P, the count n of release.lua's own arguments, them, then lease.lua's
+# (P omitted). Returns {what release.lua returns, what lease.lua returns}.
+BODIES["release_take"] = (
+    "local n = tonumber(ARGV[2])\n"
+    "local RA, LA = {ARGV[1]}, {ARGV[1]}\n"
+    "for i = 3, n + 2 do RA[#RA + 1] = ARGV[i] end\n"
+    "for i = n + 3, #ARGV do LA[#LA + 1] = ARGV[i] end\n"
+    f"local released = (function()\nlocal ARGV = RA\n{BODIES['release']}\nend)()\n"
+    f"local taken = (function()\nlocal ARGV = LA\n{BODIES['lease']}\nend)()\n"
+    "return {released, taken}\n"
+)
 
 
 def prefix(crawl_id: str) -> str:
@@ -72,24 +86,28 @@ def url_digest(url: str) -> bytes:
     return hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
-def entry_json(e: UrlEntry) -> str:
-    return json.dumps(
-        {
-            "k": e.key,
-            "d": e.depth,
-            "h": e.hops,
-            "a": e.attempt,
-            "n": float(e.not_before),
-            "t": e.kind,
-            "p": float(e.priority),  # last: _REPRIORITIZE rewrites it in place
-        },
-        separators=(",", ":"),
-    )
+def entry_json(e: UrlEntry, *, new: bool = False) -> str:
+    """A queued URL's metadata. ``new``: queued by ``add`` (it passed the seen test, so it was
+    never fetched in this crawl and has no validators); a URL pushed back is not."""
+    d: dict[str, Any] = {
+        "k": e.key,
+        "d": e.depth,
+        "h": e.hops,
+        "a": e.attempt,
+        "n": float(e.not_before),
+        "t": e.kind,
+    }
+    if new:
+        d["f"] = 1
+    d["p"] = float(e.priority)  # last: reprioritize.lua rewrites it in place
+    return json.dumps(d, separators=(",", ":"))
 
 
-def entry_from(url: str, meta: bytes, refetch: bool) -> UrlEntry:
+def entry_from(url: str, meta: bytes, refetch: bool) -> tuple[UrlEntry, bool]:
+    """The entry, and whether it is new (see ``entry_json``; a re-fetch is not)."""
     d = json.loads(meta[16:])
-    return UrlEntry(url, d["k"], d["d"], d["h"], d["a"], d["n"], d["p"], d["t"], refetch=refetch)
+    e = UrlEntry(url, d["k"], d["d"], d["h"], d["a"], d["n"], d["p"], d["t"], refetch=refetch)
+    return e, "f" in d and not refetch
 
 
 def pack_robots(r: RobotsRecord) -> bytes:
@@ -160,7 +178,12 @@ async def connect(url: str) -> Client:
     """A client for ``url``: a ``RedisCluster`` when the named server runs in cluster mode
     (any node will do: the others are found from it), else a plain one."""
     url = split_url(url.replace("valkey://", "redis://", 1))[0]
-    r: aioredis.Redis = aioredis.Redis.from_url(url)
+    # one connection per command in flight; redis-py 8 fails a command beyond 100 of them
+    # ("Too many connections"): a crawl's turns wait for a free one instead
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url, max_connections=MAX_CONNECTIONS, timeout=None
+    )
+    r: aioredis.Redis = aioredis.Redis.from_pool(pool)
     try:
         info = await r.info("cluster")
     except (RedisError, OSError) as exc:
@@ -169,7 +192,8 @@ async def connect(url: str) -> Client:
     if not int(info.get("cluster_enabled", 0) or 0):
         return r
     await r.aclose()
-    cluster = aioredis.RedisCluster.from_url(url)
+    # (the cluster client has no waiting pool: per node, a bound no crawl's turns reach)
+    cluster = aioredis.RedisCluster.from_url(url, max_connections=10_000)
     try:
         await cluster.initialize()
     except (RedisError, OSError) as exc:

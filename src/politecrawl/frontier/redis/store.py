@@ -19,11 +19,12 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from politecrawl.errors import FrontierError
 from politecrawl.frontier import RobotsRecord
+from politecrawl.frontier.redis.batch import Batcher
 from politecrawl.frontier.redis.keys import (
     BODIES,
     DEFAULT_SHARDS,
     LIB,
-    SCRIPT_NAMES,
+    SCRIPTS,
     Client,
     Script,
     bloom_positions,
@@ -67,6 +68,7 @@ class RedisStore:
         self._p = prefix(crawl_id)  # the crawl's global keys: conf, counters, scope
         self.url = url
         self.r: Client = None
+        self.batch: Batcher = Batcher(None)  # (on the client, once connected)
         self.seen_mode: SeenMode = seen_mode
         self._expected = expected_urls
         self._fp_rate = seen_fp_rate
@@ -86,6 +88,9 @@ class RedisStore:
         self.calls = 0
         self.refetched = 0  # URLs found to re-fetch (expired leases) when this store opened
         self._unsaved: dict[int, dict[bytes, str]] = {}  # validators to write: shard -> digest
+        # URLs this worker's frontier popped that ``add`` queued and were not fetched since
+        # (no validators can be stored for them: ``validators`` answers without a round trip)
+        self.new_urls: set[str] = set()
         self.cluster = False
         # run before the connection closes (the frontier gives back the leases it holds)
         self.closing: list[Callable[[], Awaitable[None]]] = []
@@ -98,8 +103,9 @@ class RedisStore:
             if self._ready:
                 return
             self.r = r = await connect(self.url)
+            self.batch = Batcher(r)
             self.cluster = isinstance(r, aioredis.RedisCluster)
-            for name in SCRIPT_NAMES:
+            for name in SCRIPTS:
                 self._scripts[name] = Script(LIB + BODIES[name])
             mode = "bloom" if self.seen_mode == "bloom" else "exact"
             m, k = bloom_sizing(self._expected, self._fp_rate)
@@ -147,15 +153,41 @@ class RedisStore:
 
     async def run(self, name: str, shard: int, args: list[Any], *, touch: bool = True) -> Any:
         """One script on one shard; every key it touches shares that shard's hash tag.
-        ``touch``: it may change what the shard has ready (the cached peek is dropped)."""
+        ``touch``: it may change what the shard has ready (the cached peek is dropped).
+        It goes with whatever else this worker's turns ask for meanwhile (``Batcher``)."""
         await self.ensure()
         self.calls += 1
         if touch:
             self.touch[shard] += 1
         try:
-            return await self._scripts[name](self.r, self.sp[shard], args)
+            return await self.batch.script(self._scripts[name], self.sp[shard], args)
         except RedisError as exc:
             raise self.fail(name, exc) from exc
+
+    async def run_many(
+        self, name: str, calls: Sequence[tuple[int, list[Any]]], *, touch: bool = True
+    ) -> list[Any]:
+        """Script ``name`` on several shards (shard, args), in one round trip (a pipeline,
+        split by node on a cluster, with whatever else is asked for meanwhile)."""
+        await self.ensure()
+        self.calls += len(calls)
+        script = self._scripts[name]
+        futs = []
+        for s, args in calls:
+            if touch:
+                self.touch[s] += 1
+            futs.append(self.batch.script(script, self.sp[s], args))
+        return await self.gather(name, futs)
+
+    async def pipe(self, what: str, add: Callable[[Any], object]) -> list[Any]:
+        """Plain commands (``add(pipeline)`` queues them) in one round trip."""
+        await self.ensure()
+        try:
+            pipe = self.r.pipeline(transaction=False)
+            add(pipe)
+            return list(await pipe.execute())
+        except RedisError as exc:
+            raise self.fail(what, exc) from exc
 
     async def gather(self, what: str, calls: Sequence[Awaitable[Any]]) -> list[Any]:
         try:
@@ -179,7 +211,7 @@ class RedisStore:
         if len(self.dir) > 1_000_000:
             self.dir.clear()
         dirs = list(todo)
-        got = await self.gather("dir", [self.run("dir", d, todo[d]) for d in dirs])
+        got = await self.run_many("dir", [(d, todo[d]) for d in dirs])
         for d, shards in zip(dirs, got, strict=True):
             for key, s in zip(todo[d][::2], shards, strict=True):
                 self.dir[key] = int(s)
@@ -196,7 +228,9 @@ class RedisStore:
         if ask:
             await self.ensure()
             dirs = list(ask)
-            got = await self.gather("dir", [self.r.hmget(self.sp[d] + "dir", ask[d]) for d in dirs])
+            got = await self.pipe(
+                "dir", lambda pipe: [pipe.hmget(self.sp[d] + "dir", ask[d]) for d in dirs]
+            )
             for d, shards in zip(dirs, got, strict=True):
                 for key, s in zip(ask[d], shards, strict=True):
                     if s is None:
@@ -228,22 +262,26 @@ class RedisStore:
         for i, s in enumerate(await self.url_shards(urls)):
             groups.setdefault(s, []).append(i)
         order = list(groups)
-        calls: list[Awaitable[Any]] = []
-        for s in order:
-            idx = groups[s]
-            if self.seen_mode == "bloom":
+        if self.seen_mode == "bloom":
+            calls: list[tuple[int, list[Any]]] = []
+            for s in order:
                 args: list[Any] = [self.bloom_k, "1" if set_ else "0"]
-                for i in idx:
+                for i in groups[s]:
                     args.extend(self.seen_args(urls[i]))
-                calls.append(self.run("bloom", s, args))
-            else:
-                digests = [url_digest(urls[i]) for i in idx]
-                if set_:
-                    calls.append(self.r.sadd(self.sp[s] + "seen", *digests))
-                else:
-                    calls.append(self.r.smismember(self.sp[s] + "seen", digests))
+                calls.append((s, args))
+            got = await self.run_many("bloom", calls)
+        else:
+            command = "SADD" if set_ else "SMISMEMBER"
+            got = await self.gather(
+                "seen",
+                [
+                    self.batch.command(command, self.sp[s] + "seen", *map(url_digest, group))
+                    for s in order
+                    for group in [[urls[i] for i in groups[s]]]
+                ],
+            )
         flags = [0] * len(urls)
-        for s, res in zip(order, await self.gather("seen", calls), strict=True):
+        for s, res in zip(order, got, strict=True):
             if isinstance(res, list):
                 for i, f in zip(groups[s], res, strict=True):
                     flags[i] = int(f)
@@ -294,7 +332,7 @@ class RedisStore:
         shard, digest = self.home(url), url_digest(url)
         data: bytes | str | None = self._unsaved.get(shard, {}).get(digest)
         try:
-            if data is None:
+            if data is None and url not in self.new_urls:
                 data = await self.r.hget(self.sp[shard] + "pages", digest)
         except RedisError as exc:
             raise self.fail("validators", exc) from exc
@@ -308,6 +346,7 @@ class RedisStore:
     ) -> None:
         """Kept here until ``flush`` (about once a second) writes them, one command per shard:
         not one round trip per page. Lost in a crash: that page's next visit is unconditional."""
+        self.new_urls.discard(url)
         value = json.dumps([etag, last_modified, fetched_at])
         self._unsaved.setdefault(self.home(url), {})[url_digest(url)] = value
 
@@ -316,9 +355,8 @@ class RedisStore:
         items = [(k, v) for k, v in delta.items() if v]
         if not items:
             return
-        await self.ensure()
-        await self.gather(
-            "counters", [self.r.hincrby(self._p + "counters", k, v) for k, v in items]
+        await self.pipe(
+            "counters", lambda pipe: [pipe.hincrby(self._p + "counters", k, v) for k, v in items]
         )
 
     async def counters(self) -> dict[str, int]:
@@ -347,10 +385,11 @@ class RedisStore:
         (durability is the server's)."""
         unsaved, self._unsaved = self._unsaved, {}
         if unsaved:
-            await self.ensure()
-            await self.gather(
+            await self.pipe(
                 "save_validators",
-                [self.r.hset(self.sp[s] + "pages", mapping=m) for s, m in unsaved.items()],
+                lambda pipe: [
+                    pipe.hset(self.sp[s] + "pages", mapping=m) for s, m in unsaved.items()
+                ],
             )
 
     async def close(self) -> None:

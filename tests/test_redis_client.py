@@ -1,0 +1,214 @@
+"""The shared frontier's client: what a worker's many turns in flight ask of one connection."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from typing import Any
+
+import pytest
+from redis.exceptions import ResponseError
+from redis_server import redis_cluster, redis_cluster_url, redis_url  # noqa: F401  (fixtures)
+
+from politecrawl.frontier import Lease, UrlEntry
+from politecrawl.frontier.redis import RedisFrontier, RedisStore, shard_index
+from politecrawl.politeness import HostState
+
+T0 = 1000.0
+
+
+async def test_more_commands_in_flight_than_the_pool_default_all_succeed(
+    redis_url: str,  # noqa: F811
+) -> None:
+    # redis-py 8 fails the 101st command in flight at once ("Too many connections"); a crawl
+    # with 64 turns each asking, plus a lease peeking 16 shards, gets there: they must wait
+    f = RedisFrontier.open(redis_url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
+    try:
+        await f.store.ensure()
+        pongs = await asyncio.gather(*(f.store.r.ping() for _ in range(600)))
+        assert all(pongs)
+        assert await f.store.unseen([f"http://h{i}.test/" for i in range(300)])
+    finally:
+        await f.store.close()
+
+
+@pytest.mark.parametrize("where", ["server", "cluster"])
+async def test_batched_scripts_survive_a_server_that_forgot_them(
+    where: str, request: pytest.FixtureRequest
+) -> None:
+    # scripts to several shards go in one pipeline; a server restarted or flushed in between
+    # answers NOSCRIPT to those calls only, which run again by EVAL (the others ran: once)
+    url = request.getfixturevalue("redis_cluster_url" if where == "cluster" else "redis_url")
+    f = RedisFrontier.open(url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
+    try:
+        entries = [UrlEntry(f"http://h{i}.test/", f"h{i}.test") for i in range(40)]
+        assert await f.add(entries[:20]) == [True] * 20
+        assert len({f.store.dir[e.key] for e in entries[:20]}) > 4  # many shards at once
+        await f.store.r.script_flush()
+        assert await f.add(entries) == [False] * 20 + [True] * 20
+        await f.store.r.script_flush()
+        lease = await f.lease(1000.0)  # peeks every shard in one pipeline
+        assert lease.key is not None
+        assert (await f.store.stats())["queued"] == 39
+    finally:
+        await f.store.close()
+
+
+async def test_a_new_url_is_fetched_without_asking_for_validators(redis_url: str) -> None:  # noqa: F811
+    # a URL ``add`` queued passed the seen test: never fetched in this crawl, so no validators
+    # can be stored for it and the turn asks the server nothing; pushed back, it asks
+    f = RedisFrontier.open(redis_url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
+    try:
+        await f.add([UrlEntry("http://a.test/1", "a.test")])
+        reads: list[Any] = []
+        hget = f.store.r.hget
+        f.store.r.hget = lambda *a: reads.append(a) or hget(*a)
+        lease = await f.lease(1000.0)
+        got = await f.pop_url("a.test", 1000.0)
+        assert lease.key == "a.test" and got is not None
+        assert await f.store.validators(got.url) is None
+        assert reads == []
+        await f.push_back(got)  # e.g. robots.txt first: the entry is no longer known new
+        await f.release("a.test", HostState(key="a.test"))
+        assert (await f.lease(1000.0)).key == "a.test"
+        again = await f.pop_url("a.test", 1000.0)
+        assert again is not None and await f.store.validators(again.url) is None
+        assert len(reads) == 1
+    finally:
+        await f.store.close()
+
+
+def _worker(
+    url: str, crawl_id: str, shards: int, now: list[float], cache: float = 60.0
+) -> RedisFrontier:
+    """A worker as the CLI opens one (shard views reused: ``cache`` s), on a clock the test
+    sets."""
+    store = RedisStore(url, crawl_id, shards=shards)
+    return RedisFrontier(store, heartbeat=False, peek_cache_s=cache, clock=lambda: now[0])
+
+
+def _keys_of_shard(shard: int, shards: int, n: int) -> list[str]:
+    names = (f"k{i}.test" for i in itertools.count())
+    return list(itertools.islice((k for k in names if shard_index(k, shards) == shard), n))
+
+
+@pytest.mark.parametrize("where", ["server", "cluster"])
+async def test_a_release_leases_the_next_key_in_the_same_round_trip(
+    where: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("redis_cluster_url" if where == "cluster" else "redis_url")
+    now, crawl_id = [T0], f"c{uuid.uuid4().hex[:8]}"
+    f = _worker(url, crawl_id, 1, now)
+    other = _worker(url, crawl_id, 1, now, cache=0.0)  # (sees every change at once)
+    try:
+        await f.add([UrlEntry("http://a.test/1", "a.test"), UrlEntry("http://b.test/1", "b.test")])
+        await f.add([UrlEntry("http://b.test/2", "b.test")])
+        assert (await f.lease(T0)).key == "a.test"
+        await _turn(f, "a.test", ["1"], T0 + 5)
+        calls = f.store.calls
+        await f.release("a.test", HostState(key="a.test", next_allowed=T0 + 5))
+        assert f.store.calls == calls + 1  # released, and b.test leased, by one script
+        assert (await other.lease(T0)).key is None  # b.test is f's, a.test waits until T0 + 5
+        got = await f.lease(T0)
+        assert got.key == "b.test" and got.host == HostState(key="b.test")
+        assert f.store.calls == calls + 1  # no round trip: leased by the release
+        await _turn(f, "b.test", ["1"], T0 + 5)
+        await f.release("b.test", HostState(key="b.test", next_allowed=T0 + 5))
+        assert f.store.calls == calls + 2  # nothing else due in the shard: a plain release
+        assert await f.lease(T0) == Lease(None, T0 + 5)
+        now[0] = T0 + 5
+        assert (await other.lease(T0 + 5)).key == "b.test"  # its last URL, due now
+    finally:
+        await f.store.close()
+        await other.store.close()
+
+
+async def _turn(f: RedisFrontier, key: str, urls: list[str], t: float) -> None:
+    """Pop (and finish) the URL ``f`` leased, as a turn does."""
+    for name in urls:
+        got = await f.pop_url(key, t)
+        assert got is not None and got.url == f"http://{key}/{name}"
+        await f.finish(got.url, "stored")
+
+
+async def test_a_release_leases_only_if_its_shard_holds_the_best_key(redis_url: str) -> None:  # noqa: F811
+    now, crawl_id = [T0], f"c{uuid.uuid4().hex[:8]}"
+    f = _worker(redis_url, crawl_id, 2, now)
+    try:
+        x1, x2 = _keys_of_shard(0, 2, 2)
+        y1, y2 = _keys_of_shard(1, 2, 2)
+        await f.add([UrlEntry(f"http://{k}/1", k) for k in (x1, x2)])
+        assert (await f.lease(T0)).key == x1
+        await f.add([UrlEntry(f"http://{k}/1", k, priority=5.0) for k in (y1, y2)])
+        assert (await f.lease(T0)).key == y1  # the better URL, in the other shard
+        await _turn(f, x1, ["1"], T0)
+        calls = f.store.calls
+        await f.release(x1, HostState(key=x1, next_allowed=T0 + 5))  # x2 ready here, y2 better
+        assert f.store.calls == calls + 1
+        assert (await f.lease(T0)).key == y2  # asked for: the crawl's best, not x1's shard's
+        assert f.store.calls == calls + 2
+        await _turn(f, y1, ["1"], T0)
+        await f.release(y1, HostState(key=y1, next_allowed=T0 + 5))  # y2 held: x2 is best
+        assert (await f.lease(T0)).key == x2
+    finally:
+        await f.store.close()
+
+
+async def test_a_key_leased_by_a_release_is_given_back_at_close(redis_url: str) -> None:  # noqa: F811
+    now, crawl_id = [T0], f"c{uuid.uuid4().hex[:8]}"
+    f = _worker(redis_url, crawl_id, 1, now)
+    other = _worker(redis_url, crawl_id, 1, now)
+    try:
+        await f.add([UrlEntry("http://a.test/1", "a.test"), UrlEntry("http://b.test/1", "b.test")])
+        assert (await f.lease(T0)).key == "a.test"
+        await _turn(f, "a.test", ["1"], T0)
+        await f.release("a.test", HostState(key="a.test", next_allowed=T0 + 5))
+        await f.store.close()  # stops before its next lease: b.test (taken) is given back
+        st = await other.store.stats()
+        assert (st["in_flight"], st["queued"]) == (0, 1)
+        now[0] = T0 + 60
+        got = await other.lease(T0 + 60)
+        assert got.key == "b.test"
+        assert (await other.pop_url("b.test", T0 + 60)) is not None
+    finally:
+        await other.store.close()
+
+
+async def test_calls_made_together_share_round_trips_and_keep_their_own_replies(
+    redis_url: str,  # noqa: F811
+) -> None:
+    f = RedisFrontier.open(redis_url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
+    try:
+        await f.store.ensure()
+        batch = f.store.batch
+        p = f.store.sp[0]
+        await batch.command("SET", p + "word", "x")
+        before = batch.batches
+        calls = [batch.command("INCRBY", p + f"n{i % 5}", i) for i in range(60)]
+        calls.append(batch.command("INCR", p + "word"))  # not a number: its caller's error
+        calls += [f.store.run("renew", s, ["2000.0", "nobody.test", "t"]) for s in range(4)]
+        got = await asyncio.gather(*calls, return_exceptions=True)
+        assert batch.batches - before < 10  # 65 calls, a few round trips
+        assert got[:5] == [0, 1, 2, 3, 4] and got[59] == sum(range(4, 60, 5))
+        assert isinstance(got[60], ResponseError) and "not an integer" in str(got[60])
+        assert [[bytes(k) for k in r] for r in got[61:]] == [[b"nobody.test"]] * 4
+    finally:
+        await f.store.close()
+
+
+async def test_calls_waiting_for_a_cancelled_batch_are_cancelled_not_left_pending(
+    redis_url: str,  # noqa: F811
+) -> None:
+    f = RedisFrontier.open(redis_url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
+    try:
+        await f.store.ensure()
+        batch = f.store.batch
+        calls = [batch.command("PING") for _ in range(3)]
+        assert batch._task is not None
+        batch._task.cancel()  # (as when the loop closes under it)
+        got = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 2.0)
+        assert all(isinstance(g, asyncio.CancelledError) for g in got)
+        assert await batch.command("PING")  # the next call starts a new batch
+    finally:
+        await f.store.close()
