@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,19 +20,26 @@ from politecrawl.politeness import HostState
 T0 = 1000.0
 
 
+@contextlib.asynccontextmanager
+async def _frontier(url: str) -> AsyncIterator[RedisFrontier]:
+    """A frontier on a crawl of its own (no heartbeat), closed after the test."""
+    f = RedisFrontier.open(url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
+    try:
+        yield f
+    finally:
+        await f.store.close()
+
+
 async def test_more_commands_in_flight_than_the_pool_default_all_succeed(
     redis_url: str,  # noqa: F811
 ) -> None:
     # redis-py 8 fails the 101st command in flight at once ("Too many connections"); a crawl
     # with 64 turns each asking, plus a lease peeking 16 shards, gets there: they must wait
-    f = RedisFrontier.open(redis_url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
-    try:
+    async with _frontier(redis_url) as f:
         await f.store.ensure()
         pongs = await asyncio.gather(*(f.store.r.ping() for _ in range(600)))
         assert all(pongs)
         assert await f.store.unseen([f"http://h{i}.test/" for i in range(300)])
-    finally:
-        await f.store.close()
 
 
 @pytest.mark.parametrize("where", ["server", "cluster"])
@@ -40,8 +49,7 @@ async def test_batched_scripts_survive_a_server_that_forgot_them(
     # scripts to several shards go in one pipeline; a server restarted or flushed in between
     # answers NOSCRIPT to those calls only, which run again by EVAL (the others ran: once)
     url = request.getfixturevalue("redis_cluster_url" if where == "cluster" else "redis_url")
-    f = RedisFrontier.open(url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
-    try:
+    async with _frontier(url) as f:
         entries = [UrlEntry(f"http://h{i}.test/", f"h{i}.test") for i in range(40)]
         assert await f.add(entries[:20]) == [True] * 20
         assert len({f.store.dir[e.key] for e in entries[:20]}) > 4  # many shards at once
@@ -51,15 +59,12 @@ async def test_batched_scripts_survive_a_server_that_forgot_them(
         lease = await f.lease(1000.0)  # peeks every shard in one pipeline
         assert lease.key is not None
         assert (await f.store.stats())["queued"] == 39
-    finally:
-        await f.store.close()
 
 
 async def test_a_new_url_is_fetched_without_asking_for_validators(redis_url: str) -> None:  # noqa: F811
     # a URL ``add`` queued passed the seen test: never fetched in this crawl, so no validators
     # can be stored for it and the turn asks the server nothing; pushed back, it asks
-    f = RedisFrontier.open(redis_url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
-    try:
+    async with _frontier(redis_url) as f:
         await f.add([UrlEntry("http://a.test/1", "a.test")])
         reads: list[Any] = []
         hget = f.store.r.hget
@@ -75,8 +80,6 @@ async def test_a_new_url_is_fetched_without_asking_for_validators(redis_url: str
         again = await f.pop_url("a.test", 1000.0)
         assert again is not None and await f.store.validators(again.url) is None
         assert len(reads) == 1
-    finally:
-        await f.store.close()
 
 
 def _worker(
@@ -178,8 +181,7 @@ async def test_a_key_leased_by_a_release_is_given_back_at_close(redis_url: str) 
 async def test_calls_made_together_share_round_trips_and_keep_their_own_replies(
     redis_url: str,  # noqa: F811
 ) -> None:
-    f = RedisFrontier.open(redis_url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
-    try:
+    async with _frontier(redis_url) as f:
         await f.store.ensure()
         batch = f.store.batch
         p = f.store.sp[0]
@@ -193,15 +195,12 @@ async def test_calls_made_together_share_round_trips_and_keep_their_own_replies(
         assert got[:5] == [0, 1, 2, 3, 4] and got[59] == sum(range(4, 60, 5))
         assert isinstance(got[60], ResponseError) and "not an integer" in str(got[60])
         assert [[bytes(k) for k in r] for r in got[61:]] == [[b"nobody.test"]] * 4
-    finally:
-        await f.store.close()
 
 
 async def test_calls_waiting_for_a_cancelled_batch_are_cancelled_not_left_pending(
     redis_url: str,  # noqa: F811
 ) -> None:
-    f = RedisFrontier.open(redis_url, f"c{uuid.uuid4().hex[:8]}", heartbeat=False)
-    try:
+    async with _frontier(redis_url) as f:
         await f.store.ensure()
         batch = f.store.batch
         calls = [batch.command("PING") for _ in range(3)]
@@ -210,5 +209,3 @@ async def test_calls_waiting_for_a_cancelled_batch_are_cancelled_not_left_pendin
         got = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 2.0)
         assert all(isinstance(g, asyncio.CancelledError) for g in got)
         assert await batch.command("PING")  # the next call starts a new batch
-    finally:
-        await f.store.close()
