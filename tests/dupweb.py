@@ -52,8 +52,9 @@ from email.utils import format_datetime, parsedate_to_datetime
 from typing import Literal
 
 from aiohttp import web
-from loopbackweb import LoopbackWeb, serve_until_signal
+from loopbackweb import LoopbackWeb
 
+from politecrawl.testweb import serve_until_signal
 from politecrawl.testweblog import AccessEntry
 
 __all__ = ["EPOCH", "ChangeKind", "DupWeb", "FakeClock", "PageRef", "SiteKind", "main"]

@@ -3,9 +3,6 @@ running as a command until SIGINT/SIGTERM."""
 
 from __future__ import annotations
 
-import asyncio
-import signal
-from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Self
 
@@ -46,18 +43,3 @@ class LoopbackWeb:
         tb: TracebackType | None,
     ) -> None:  # fmt: skip
         await self.stop()
-
-
-async def serve_until_signal(site: LoopbackWeb, banner: Callable[[], list[str]]) -> None:
-    """Serve ``site``, print ``banner()`` once it listens, stop at SIGINT or SIGTERM."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await site.start()
-    try:
-        for line in banner():
-            print(line, flush=True)
-        await stop.wait()
-    finally:
-        await site.stop()

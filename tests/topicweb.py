@@ -47,8 +47,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from aiohttp import web
-from loopbackweb import LoopbackWeb, serve_until_signal
+from loopbackweb import LoopbackWeb
 
+from politecrawl.testweb import serve_until_signal
 from politecrawl.testweblog import AccessEntry
 
 __all__ = ["DEFAULT_TOPIC_WORDS", "HostSpec", "PageSpec", "TopicWeb", "main"]

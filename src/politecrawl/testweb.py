@@ -82,7 +82,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import IO, Self
+from typing import IO, Protocol, Self
 
 from aiohttp import web
 
@@ -102,7 +102,7 @@ from politecrawl.testwebsite import (
     status_reply,
 )
 
-__all__ = ["TestWeb", "main", "serve_loopback"]
+__all__ = ["TestWeb", "main", "serve_loopback", "serve_until_signal"]
 
 
 _BIN_SIZE = 200 * 1024
@@ -368,16 +368,30 @@ async def _serve(args: argparse.Namespace) -> None:
         rich=args.rich,
         lean=args.lean,
     )
+    await serve_until_signal(
+        web_, lambda: [f"serving {len(web_.hosts)} hosts on 127.0.0.1:{web_.port}"]
+    )
+
+
+class Servable(Protocol):
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+async def serve_until_signal(site: Servable, banner: Callable[[], list[str]]) -> None:
+    """Serve ``site``, print ``banner()`` once it listens, stop at SIGINT or SIGTERM (this
+    module's command and the tests' own webs)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await web_.start()
+    await site.start()
     try:
-        print(f"serving {len(web_.hosts)} hosts on 127.0.0.1:{web_.port}", flush=True)
+        for line in banner():
+            print(line, flush=True)
         await stop.wait()
     finally:
-        await web_.stop()
+        await site.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
