@@ -83,7 +83,7 @@ class SqliteFrontier:
         self._ready_seq = itertools.count()
         self._queued = 0
         self._commit_due: asyncio.Future[None] | None = None  # the next group commit
-        self.commits_waited = self.group_commits = 0
+        self.group_commits = 0
         self.refetches = 0
         store.queue_stats = self._queue_stats
         self._load()
@@ -414,7 +414,6 @@ class SqliteFrontier:
             loop = asyncio.get_running_loop()
             due = self._commit_due = loop.create_future()
             loop.call_soon(self._group_commit)
-        self.commits_waited += 1
         await asyncio.shield(due)  # one waiter cancelled must not cancel the others' commit
 
     def _group_commit(self) -> None:
