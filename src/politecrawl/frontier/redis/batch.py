@@ -104,7 +104,6 @@ class Batcher:
     async def _one(self, script: Script | None, args: Sequence[Any]) -> Any:
         if script is None:
             return await self.r.execute_command(*args)
-        try:
-            return await self.r.execute_command(*args)
-        except NoScriptError:
-            return await self.r.eval(script.body, *args[2:])
+        # ("EVALSHA", sha, 1, p + "box", p, *script_args): the script's own call, which
+        # loads it by EVAL where the server lacks it
+        return await script(self.r, args[4], args[5:])
