@@ -5,16 +5,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
+import signal
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from redis.exceptions import ResponseError
-from redis_server import redis_cluster, redis_cluster_url, redis_url  # noqa: F401  (fixtures)
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis_server import RedisServer, redis_cluster, redis_cluster_url, redis_url, server_binary  # noqa: F401  (fixtures)
 
+from politecrawl.errors import FrontierError
 from politecrawl.frontier import Lease, UrlEntry
 from politecrawl.frontier.redis import RedisFrontier, RedisStore, shard_index
+from politecrawl.frontier.redis import batch as batch_module
 from politecrawl.politeness import HostState
 
 T0 = 1000.0
@@ -209,3 +214,37 @@ async def test_calls_waiting_for_a_cancelled_batch_are_cancelled_not_left_pendin
         got = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 2.0)
         assert all(isinstance(g, asyncio.CancelledError) for g in got)
         assert await batch.command("PING")  # the next call starts a new batch
+
+
+async def test_a_batch_a_stalled_server_never_answers_fails_and_the_next_reads_its_own_replies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a batch's replies share one deadline (no timer per reply); a server that stops answering
+    # (here SIGSTOP) fails every call of the batch, and the replies it sends late must not be
+    # read as the next batch's: that one goes on a new connection
+    binary = server_binary()
+    assert binary is not None, "redis-server is needed (.ci/run installs it)"
+    server = RedisServer(binary)
+    server.start()
+    monkeypatch.setattr(batch_module, "BATCH_DEADLINE_S", 0.5)
+    try:
+        async with _frontier(server.url) as f:
+            await f.store.ensure()
+            b, p = f.store.batch, f.store.sp[0]
+            assert await b.command("SET", p + "k", "v")
+            assert server.proc is not None
+            os.kill(server.proc.pid, signal.SIGSTOP)
+            try:
+                got = await asyncio.gather(
+                    b.command("GET", p + "k"), b.command("INCR", p + "n"), return_exceptions=True
+                )
+                assert all(isinstance(g, RedisTimeoutError) for g in got), got
+                with pytest.raises(FrontierError, match="lost the frontier"):
+                    await f.store.run("renew", 0, ["2000.0", "nobody.test", "t"])
+            finally:
+                os.kill(server.proc.pid, signal.SIGCONT)
+            assert await b.command("GET", p + "k") == b"v"
+            assert await b.command("INCR", p + "n") == 2  # the stalled INCR did run, once
+            assert await b.command("PING") is True
+    finally:
+        server.stop()

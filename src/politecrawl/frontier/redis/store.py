@@ -401,6 +401,7 @@ class RedisStore:
                 await step()
         finally:
             if self.r is not None:
+                await self.batch.aclose()
                 await self.r.aclose()
 
 
