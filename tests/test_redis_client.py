@@ -270,3 +270,21 @@ def test_the_batches_packer_writes_what_redis_py_writes(args: list[Any]) -> None
     conn = aioredis.Redis().connection_pool.make_connection()
     call = ("EVALSHA", *args)
     assert hiredis.pack_command(call) == b"".join(conn.pack_command(*call))
+
+
+async def test_a_call_the_cluster_redirects_is_sent_again_to_the_right_node(
+    redis_cluster_url: str,  # noqa: F811
+) -> None:
+    # the batcher routes each call by its own copy of the slot map; a node that does not
+    # serve the slot answers MOVED, and the call goes again through the cluster client
+    async with _frontier(redis_cluster_url) as f:
+        await f.store.ensure()
+        b, r = f.store.batch, f.store.r
+        keys = [p + "k" for p in f.store.sp]
+        node = {k: r.get_node_from_key(k).name for k in keys}
+        assert len(set(node.values())) == 3
+        moved, other = keys[0], next(k for k in keys if node[k] != node[keys[0]])
+        b._slots[moved] = r.keyslot(other)  # as a stale slot map would: to the wrong node
+        got = await asyncio.gather(b.command("SET", moved, "v"), b.command("SET", other, "w"))
+        assert got == [True, True]
+        assert [await r.get(moved), await r.get(other)] == [b"v", b"w"]

@@ -9,15 +9,19 @@ Nothing changes for a caller: each gets its own reply or error, and every script
 one atomic step on one shard (a pipeline is not a transaction: scripts of one batch may
 interleave with other workers' calls, as separate calls did).
 
-On a single server the batches go over the batcher's own connection (one batch is on the
-wire at a time, so one connection is enough), written at once and read back in order under
-one deadline for the whole batch. redis-py's pipeline on a pooled connection costs more than
-the round trip it saves on loopback: the pool's condition and lock and its metrics on every
+The batches go over the batcher's own connections, one per server (one batch is on the wire
+at a time, so one is enough): each node's calls written at once, then its replies read back
+in order, all under one deadline for the whole batch. redis-py's pipeline costs more than
+the round trip it saves on loopback: the pool's condition, lock and metrics on every
 checkout, a timer armed and cancelled around every single reply (its socket timeout), and
-its own packing and reply bookkeeping. Measured with ``hiredis`` (one worker, the plain
-test web, 5,000 pages, three alternating rounds): about 5 % of a worker's CPU was those
-per-reply timers alone. A cluster keeps redis-py's pipeline, which routes each call to its
-node.
+its own packing and reply bookkeeping; its cluster pipeline adds its routing and retry
+layers. About 5 % of a worker's CPU was the per-reply timers alone (py-spy, with hiredis).
+
+On a cluster a call goes to the node that serves its key's slot in the client's map. A
+node that answers MOVED or ASK (slots moving), TRYAGAIN or CLUSTERDOWN gets that call sent
+again by the cluster client itself, which follows the redirect and refreshes its map; a
+node that cannot be reached sends the whole batch through redis-py's cluster pipeline, whose
+retries ride out a failover (scripts are safe to run again: redis-py's retry did the same).
 """
 
 from __future__ import annotations
@@ -28,7 +32,15 @@ from typing import Any
 
 import hiredis
 import redis.asyncio as aioredis
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    MovedError,
+    NoScriptError,
+    ResponseError,
+    TryAgainError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from politecrawl.frontier.redis.keys import Client, Script
@@ -45,11 +57,9 @@ class Batcher:
 
     def __init__(self, r: Client) -> None:
         self.r = r
-        self._own: aioredis.Connection | None = None  # a single server: the batches' own
-        if r is not None and not isinstance(r, aioredis.RedisCluster):
-            pool = r.connection_pool
-            # no per-reply timer: the batch's deadline stands for it (module docstring)
-            self._own = pool.connection_class(**{**pool.connection_kwargs, "socket_timeout": None})
+        self.cluster = isinstance(r, aioredis.RedisCluster)
+        self._conns: dict[str, aioredis.Connection] = {}  # per server (node name): its own
+        self._slots: dict[Any, int] = {}  # a cluster's keys: their slots (a crawl has few keys)
         self._next: list[tuple[Script | None, Sequence[Any], Future]] = []
         self._task: asyncio.Task[None] | None = None
         self.batches = 0  # round trips (for benchmarks)
@@ -60,7 +70,8 @@ class Batcher:
         return self._add(script, ("EVALSHA", script.sha, 1, p + "box", p, *args))
 
     def command(self, *args: Any) -> asyncio.Future[Any]:
-        """One plain command (its name first), its reply parsed as redis-py parses it."""
+        """One plain command (its name first, then its key), its reply parsed as redis-py
+        parses it."""
         return self._add(None, args)
 
     def _add(self, script: Script | None, args: Sequence[Any]) -> asyncio.Future[Any]:
@@ -90,17 +101,14 @@ class Batcher:
     async def _send(self, batch: list[tuple[Script | None, Sequence[Any], Future]]) -> None:
         self.batches += 1
         self.sent += len(batch)
+        calls = [args for _, args, _ in batch]
         try:
-            if self._own is not None:
-                replies = await self._exchange(self._own, [args for _, args, _ in batch])
-            elif len(batch) == 1:
-                script, args, fut = batch[0]
-                replies = [await self._one(script, args)]
-            else:
-                pipe = self.r.pipeline(transaction=False)
-                for _, args, _ in batch:
-                    pipe.execute_command(*args)
-                replies = list(await pipe.execute(raise_on_error=False))
+            try:
+                replies = await self._exchange(calls)
+            except (RedisConnectionError, RedisTimeoutError):
+                if not self.cluster:
+                    raise
+                replies = await self._pipeline(calls)  # (module docstring: a failover)
         except BaseException as exc:  # the connection failed: every caller of the batch hears it
             for _, _, fut in batch:
                 if fut.done():
@@ -113,8 +121,9 @@ class Batcher:
                 raise
             return
         for (script, args, fut), reply in zip(batch, replies, strict=True):
-            if isinstance(reply, NoScriptError) and script is not None:
-                try:  # the server forgot the script (restarted, flushed): this call by EVAL
+            if isinstance(reply, _SEND_AGAIN) and (script is not None or self.cluster):
+                try:  # a script the server forgot (restarted, flushed) goes by EVAL; a call
+                    # the cluster redirected, by the cluster client (module docstring)
                     reply = await self._one(script, args)
                 except Exception as exc:  # (the caller's to handle)
                     reply = exc
@@ -125,35 +134,75 @@ class Batcher:
             else:
                 fut.set_result(reply)
 
-    async def _exchange(self, conn: aioredis.Connection, calls: list[Sequence[Any]]) -> list[Any]:
-        """``calls`` written at once on ``conn`` and their replies read in order (an error
-        reply is that call's exception), within ``BATCH_DEADLINE_S``. Any other failure
-        leaves the connection closed (redis-py closes it on a failed read or write), so a
-        half-read batch never shifts the replies of the next: it reconnects."""
-        replies: list[Any] = []
+    def _connection(self, name: str, cls: type[aioredis.Connection], kw: dict[str, Any]) -> Any:
+        conn = self._conns.get(name)
+        if conn is None:
+            # no per-reply timer: the batch's deadline stands for it (module docstring)
+            conn = self._conns[name] = cls(**{**kw, "socket_timeout": None})
+        return conn
+
+    def _route(self, calls: list[Sequence[Any]]) -> list[tuple[Any, list[int], dict[str, Any]]]:
+        """(connection, the calls' indexes, reply parsers) per server the calls go to."""
+        if not self.cluster:
+            pool = self.r.connection_pool
+            conn = self._connection("", pool.connection_class, pool.connection_kwargs)
+            return [(conn, list(range(len(calls))), self.r.response_callbacks)]
+        groups: dict[str, tuple[Any, list[int], dict[str, Any]]] = {}
+        for i, call in enumerate(calls):
+            key = call[3] if call[0] == "EVALSHA" else call[1]
+            slot = self._slots.get(key)
+            if slot is None:
+                slot = self._slots[key] = self.r.keyslot(key)
+            node = self.r.nodes_manager.get_node_from_slot(slot)
+            group = groups.get(node.name)
+            if group is None:
+                conn = self._connection(node.name, node.connection_class, node.connection_kwargs)
+                group = groups[node.name] = (conn, [], node.response_callbacks)
+            group[1].append(i)
+        return list(groups.values())
+
+    async def _exchange(self, calls: list[Sequence[Any]]) -> list[Any]:
+        """``calls`` written at once to each server they go to, then their replies read in
+        order (an error reply is that call's exception), within ``BATCH_DEADLINE_S``. Any
+        failure closes every connection of the batch, so a half-read batch never shifts the
+        replies of the next: it reconnects."""
+        groups = self._route(calls)
+        replies: list[Any] = [None] * len(calls)
         try:
             async with asyncio.timeout(BATCH_DEADLINE_S):
-                # (hiredis packs a call in 3 us, redis-py's own packer in 13: the same bytes)
-                packed = b"".join([hiredis.pack_command(tuple(call)) for call in calls])
-                await conn.send_packed_command(packed, check_health=False)
-                for _ in calls:
-                    try:
-                        replies.append(await conn.read_response())
-                    except ResponseError as exc:
-                        replies.append(exc)
-        except TimeoutError:
-            await conn.disconnect(nowait=True)
-            raise RedisTimeoutError(f"no reply within {BATCH_DEADLINE_S:g} s") from None
-        callbacks = self.r.response_callbacks
-        for i, (args, reply) in enumerate(zip(calls, replies, strict=True)):
-            parse = callbacks.get(args[0])
-            if parse is not None and not isinstance(reply, Exception):
-                replies[i] = parse(reply)
+                for conn, idx, _ in groups:
+                    # (hiredis packs a call in 3 us, redis-py's own packer in 13: the same bytes)
+                    packed = b"".join([hiredis.pack_command(tuple(calls[i])) for i in idx])
+                    await conn.send_packed_command(packed, check_health=False)
+                for conn, idx, _ in groups:
+                    for i in idx:
+                        try:
+                            replies[i] = await conn.read_response()
+                        except ResponseError as exc:
+                            replies[i] = exc
+        except BaseException as exc:
+            for conn, _, _ in groups:
+                await conn.disconnect(nowait=True)
+            if isinstance(exc, TimeoutError):
+                raise RedisTimeoutError(f"no reply within {BATCH_DEADLINE_S:g} s") from None
+            raise
+        for _, idx, parsers in groups:
+            for i in idx:
+                parse = parsers.get(calls[i][0])
+                if parse is not None and not isinstance(replies[i], Exception):
+                    replies[i] = parse(replies[i])
         return replies
 
+    async def _pipeline(self, calls: list[Sequence[Any]]) -> list[Any]:
+        pipe = self.r.pipeline(transaction=False)
+        for args in calls:
+            pipe.execute_command(*args)
+        return list(await pipe.execute(raise_on_error=False))
+
     async def aclose(self) -> None:
-        if self._own is not None:
-            await self._own.disconnect()
+        conns, self._conns = self._conns, {}
+        for conn in conns.values():
+            await conn.disconnect()
 
     async def _one(self, script: Script | None, args: Sequence[Any]) -> Any:
         if script is None:
@@ -161,3 +210,7 @@ class Batcher:
         # ("EVALSHA", sha, 1, p + "box", p, *script_args): the script's own call, which
         # loads it by EVAL where the server lacks it
         return await script(self.r, args[4], args[5:])
+
+
+# error replies after which a call goes again (``Batcher._send``)
+_SEND_AGAIN = (NoScriptError, MovedError, AskError, TryAgainError, ClusterDownError)
