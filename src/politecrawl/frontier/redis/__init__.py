@@ -66,9 +66,10 @@ header, so Redis 6.2 still runs them). Reads across shards (``stats``, ``next_wa
 
 Round trips. A worker's turns run at once, each waiting on its own call; the store's
 ``Batcher`` (``batch.py``) keeps one batch of calls on the wire and sends those made meanwhile
-as the next one, a pipeline (split by node on a cluster): one ``send`` and one wake-up for
-many calls, each caller still getting its own reply or error (a pipeline is not a
-transaction: every script stays one atomic step, as alone). Per turn the calls are: the
+as the next one, over its own connection per server (split by their slots' nodes on a
+cluster, packed by hiredis, one deadline per batch): one ``send`` and one wake-up for many
+calls, each caller still getting its own reply or error (a batch is not a transaction:
+every script stays one atomic step, as alone). Per turn the calls are: the
 lease's ``take`` (which also pops the first URL and returns the site's state), ``begin`` before
 the request, the page's ``unseen`` and ``add`` (one command or script per shard its links fall
 in) and ``release`` (with the turn's finishes). A URL queued by ``add`` is marked new (it
