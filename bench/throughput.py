@@ -4,6 +4,8 @@
     python bench/throughput.py --plain --hosts 200 --pages 20 --delay 2 --no-scrapy
     python bench/throughput.py --rich --hosts 400 --pages 10 --delay 0.5 --no-redis \
         --processes 1,2 --topic "steam locomotives" --profile
+    python bench/throughput.py --rich --hosts 2000 --pages 5 --delay 0.5 --no-redis \
+        --no-scrapy --processes 1,2 --rounds 5
 
 ``--plain`` serves normal pages only (no error pages whose 429/503 double a site's delay by
 design), so politeness is the only bound: the rate is then judged against the ideal
@@ -12,6 +14,13 @@ hosts / delay, and the test server's access log gives each site's request gaps.
 ``--rich`` serves an all-HTML web of realistic pages (30-100 links, 30-38 KB of markup each).
 politecrawl runs as the real ``politecrawl crawl`` command in a child process (``--processes``
 lists the process counts to run); its CPU and peak RSS come from that child's rusage.
+``--rounds N`` runs the politecrawl variants N times, alternating (1, 2, 1, 2, ...), so that
+each pair shares the machine's noise (it is shared and noisy: the same crawl's CPU per page
+varies by a fifth from one minute to the next); each variant's median round is printed, and
+the ratio of processes is given per round, with the median. The ratio is also given once the
+crawl is under way (the server's log, page requests between their 10th and 90th percentile):
+the start (imports, the first round of robots.txt, one per site) is the same serial work for
+any number of processes, and weighs more the shorter the crawl.
 ``--profile`` adds a run under py-spy and prints the CPU by stage (bench/stages.py).
 The test web runs in its own process, so the crawler's CPU is its own; it is the lean server
 (``testweblean``), since it shares the machine's cores with the crawler (its CPU per request
@@ -30,6 +39,7 @@ import importlib.util
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -150,6 +160,27 @@ def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a running process (here: the test web's)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def median_run(
+    got: list[tuple[float, float, int, int, int, float]],
+) -> tuple[float, float, int, int, int, float]:
+    """The round whose pages/s is the median (the lower middle one of an even count)."""
+    ranked = sorted(got, key=lambda run: run[2] / run[0])
+    return ranked[(len(ranked) - 1) // 2]
+
+
+def steady_rate(access_log: Path, since: float, until: float) -> float:
+    """Pages per second once the crawl is under way, from the server's log: page requests
+    (not robots.txt) between the 10th and the 90th percentile of their start times, so the
+    start-up (imports, the first round of robots.txt fetches) and the tail are left out."""
+    starts = sorted(
+        e.start
+        for e in load_access_log(str(access_log))
+        if since <= e.start <= until and not e.path.endswith("/robots.txt")
+    )
+    lo, hi = starts[len(starts) // 10], starts[len(starts) * 9 // 10]
+    return (len(starts) * 8 // 10) / max(hi - lo, 1e-9)
 
 
 def politeness_use(
@@ -311,6 +342,12 @@ def main() -> int:
         default="1",
         help="comma-separated --processes values to run politecrawl with (e.g. 1,2)",
     )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the politecrawl variants this many times, alternating; medians reported",
+    )
     ap.add_argument("--topic", default=None, help="also run politecrawl with --topic TOPIC")
     ap.add_argument(
         "--profile",
@@ -335,15 +372,21 @@ def main() -> int:
         variants.append((f"politecrawl x{n}", extra))
     if args.topic:
         variants.append(("pc --topic", ("--topic", args.topic)))
+    rounds: dict[str, list[tuple[float, float, int, int, int, float]]] = {}
+    round_windows: dict[str, list[tuple[float, float]]] = {}
     try:
-        for name, extra in variants:
-            w0, s0 = time.time(), process_cpu_s(server.pid)
-            runs[name] = cli_crawl(
-                port, args.hosts, args.delay, args.concurrency, work / name.replace(" ", "_"),
-                extra=extra,
-            )  # fmt: skip
-            windows[name] = (w0, time.time())
-            server_cpu[name] = process_cpu_s(server.pid) - s0
+        for r in range(args.rounds):
+            for name, extra in variants:  # alternating: every variant under the same noise
+                w0, s0 = time.time(), process_cpu_s(server.pid)
+                out = work / f"{name.replace(' ', '_')}-{r}"
+                got = cli_crawl(port, args.hosts, args.delay, args.concurrency, out, extra=extra)
+                shutil.rmtree(out, ignore_errors=True)
+                rounds.setdefault(name, []).append(got)
+                round_windows.setdefault(name, []).append((w0, time.time()))
+                server_cpu[name] = server_cpu.get(name, 0.0) + process_cpu_s(server.pid) - s0
+        for name, got_runs in rounds.items():
+            runs[name] = median_run(got_runs)
+            windows[name] = round_windows[name][got_runs.index(runs[name])]
         pages = runs[variants[0][0]][2]
         _, bcpu, bok = asyncio.run(baseline(port, args.hosts, pages, args.concurrency))
         rw = {}
@@ -374,6 +417,10 @@ def main() -> int:
             name: politeness_use(access_log, since, until, args.delay)
             for name, (since, until) in windows.items()
         }
+        steady = {
+            name: [steady_rate(access_log, *window) for window in got]
+            for name, got in round_windows.items()
+        }
     finally:
         if server.poll() is None:
             server.terminate()
@@ -391,19 +438,28 @@ def main() -> int:
     for name, (wall, cpu, pages, requests, stored, rss) in runs.items():
         per_k = cpu / max(pages, 1) * 1000
         first_k = per_k if first_k is None else first_k
-        web_k = server_cpu[name] / max(requests, 1) * 1000
+        web_k = server_cpu[name] / max(requests * args.rounds, 1) * 1000
         print(
-            f"{name:<13}: {pages} pages ({requests} requests, {stored} stored) in {wall:.1f}s = "
+            f"{name:<13}: (median of {args.rounds}) {pages} pages ({requests} requests, "
+            f"{stored} stored) in {wall:.1f}s = "
             f"{pages / wall:.0f} pages/s; {per_k:.2f} CPU-s per 1000 pages; peak RSS "
             f"{rss:.0f} MiB; target <= 2.5 CPU-s: {'met' if per_k <= 2.5 else 'NOT met'}; "
             f"the test web took {web_k:.2f} CPU-s per 1000 requests"
         )
-    first = runs[variants[0][0]]
-    for name, run in list(runs.items())[1:]:
+    first_name = variants[0][0]
+    for name in list(runs)[1:]:
         if name.startswith("politecrawl"):
-            speed = (run[2] / run[0]) / (first[2] / first[0])
+            each = [
+                (b[2] / b[0]) / (a[2] / a[0])
+                for a, b in zip(rounds[first_name], rounds[name], strict=True)
+            ]
+            steady = [b / a for a, b in zip(steady[first_name], steady[name], strict=True)]
             print(
-                f"ratio        : {name} / {variants[0][0]} pages/s = {speed:.2f}x (target >= 1.7x)"
+                f"ratio        : {name} / {first_name} pages/s = "
+                f"{statistics.median(each):.2f}x median of {len(each)} alternating rounds "
+                f"({', '.join(f'{x:.2f}' for x in each)}; target >= 1.7x); after the robots.txt "
+                f"round (10th-90th percentile of page requests, server's log): "
+                f"{statistics.median(steady):.2f}x ({', '.join(f'{x:.2f}' for x in steady)})"
             )
     if sc is not None:
         swall, scpu, spages, srss = sc

@@ -45,3 +45,37 @@ async def test_a_dead_worker_leaves_the_job_to_the_crawler() -> None:
 def test_processes_must_be_positive() -> None:
     with pytest.raises(ConfigError):
         WorkPool(0)
+
+
+async def test_a_worker_collects_garbage_in_few_large_passes() -> None:
+    """A worker runs with ``gctune``'s settings: the import-time objects frozen, the youngest
+    generation collected every 50,000 allocations rather than CPython's 700."""
+    import gc
+
+    from politecrawl import gctune
+
+    pool = WorkPool(2)
+    try:
+        assert await pool.run(gc.get_threshold) == (
+            gctune.YOUNG_THRESHOLD,
+            gctune.MIDDLE_THRESHOLD,
+            gctune.OLD_THRESHOLD,
+        )
+        assert await pool.run(gc.get_freeze_count) > 10_000
+    finally:
+        pool.close()
+
+
+def test_tune_freezes_and_raises_the_thresholds() -> None:
+    import gc
+
+    from politecrawl import gctune
+
+    before = gc.get_threshold()
+    try:
+        gctune.tune()
+        assert gc.get_threshold()[0] == gctune.YOUNG_THRESHOLD
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from politecrawl import gctune
 from politecrawl.admission import HOST_URLS
 from politecrawl.config import (
     CrawlConfig,
@@ -379,6 +380,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         cfg = _join_shared(cfg, values)
     crawler = Crawler(cfg)
     write_config(cfg)
+    gctune.tune()  # this process is the crawl's: fewer, larger collections (gctune)
     summary = asyncio.run(crawler.run()).to_json()
     _print_summary(summary, cfg.out_dir)
     if crawler.fatal:

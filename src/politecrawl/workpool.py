@@ -47,6 +47,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+from politecrawl import gctune
 from politecrawl.errors import ConfigError
 
 P = ParamSpec("P")
@@ -227,3 +228,4 @@ def _worker_init(crawler_pid: int) -> None:
             pass
     if os.getppid() != crawler_pid:  # the crawler died before the request took effect
         os._exit(1)
+    gctune.tune()
