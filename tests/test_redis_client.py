@@ -24,6 +24,7 @@ from politecrawl.errors import FrontierError
 from politecrawl.frontier import Lease, UrlEntry
 from politecrawl.frontier.redis import RedisFrontier, RedisStore, shard_index
 from politecrawl.frontier.redis import batch as batch_module
+from politecrawl.frontier.redis.known import KnownSeen
 from politecrawl.politeness import HostState
 
 T0 = 1000.0
@@ -288,3 +289,41 @@ async def test_a_call_the_cluster_redirects_is_sent_again_to_the_right_node(
         got = await asyncio.gather(b.command("SET", moved, "v"), b.command("SET", other, "w"))
         assert got == [True, True]
         assert [await r.get(moved), await r.get(other)] == [b"v", b"w"]
+
+
+async def test_urls_a_worker_knows_are_seen_are_not_asked_again(redis_url: str) -> None:  # noqa: F811
+    # the seen-set only grows: a URL the server called seen, or this worker added or marked,
+    # is answered here; one it has not heard of (another worker's) is asked
+    async with _frontier(redis_url) as f, _frontier(redis_url) as quiet:
+        other = RedisFrontier.open(redis_url, f.crawl_id, heartbeat=False)
+        try:
+            urls = [f"http://h{i}.test/p" for i in range(6)]
+            assert await f.add([UrlEntry(u, f"h{i}.test") for i, u in enumerate(urls[:2])])
+            await f.store.mark_seen(urls[2:3])
+            await other.add([UrlEntry(urls[3], "h3.test")])  # not known to f yet
+            sent = f.store.batch.sent
+            assert await f.store.unseen(urls[:3]) == []
+            assert f.store.batch.sent == sent  # known: nothing asked
+            assert await f.store.unseen([urls[4], urls[3], urls[4]]) == [urls[4], urls[4]]
+            assert f.store.batch.sent > sent
+            sent = f.store.batch.sent
+            assert await f.store.unseen(urls[3:5]) == [urls[4]]  # h3's URL is known now
+            assert f.store.batch.sent > sent  # urls[4] is asked again: still not seen
+            assert await other.store.unseen(urls[:5]) == [urls[4]]  # the server's answer
+            assert await quiet.store.unseen(urls[:2]) == urls[:2]  # (another crawl)
+        finally:
+            await other.store.close()
+
+
+def test_what_a_worker_knows_is_seen_is_bounded() -> None:
+    known = KnownSeen(cap=10)
+    for i in range(100):
+        known.add(f"u{i}")
+        assert len(known) <= 10
+    assert "u99" in known and "u95" in known
+    assert "u0" not in known  # forgotten: only asked about again
+    known = KnownSeen(cap=10)
+    known.update(f"u{i}" for i in range(5))  # the newer half full: it becomes the older
+    assert "u0" in known  # asked for: moved back to the newer half
+    known.update(f"v{i}" for i in range(4))  # the newer full again: the older dropped
+    assert "u0" in known and "u1" not in known

@@ -38,6 +38,7 @@ from politecrawl.frontier.redis.keys import (
     unpack_robots,
     url_digest,
 )
+from politecrawl.frontier.redis.known import SEEN_CACHE, KnownSeen
 from politecrawl.frontier.sqlitestore import host_from_json
 from politecrawl.politeness import HostState
 from politecrawl.seen import SeenMode
@@ -61,6 +62,7 @@ class RedisStore:
         clock: Callable[[], float] = time.time,
         shards: int = DEFAULT_SHARDS,
         key_of: Callable[[str], str] | None = host_of,
+        seen_cache: int = SEEN_CACHE,
     ) -> None:
         if not 1 <= shards <= 4096:
             raise FrontierError("shards must be 1-4096")
@@ -91,6 +93,7 @@ class RedisStore:
         # URLs this worker's frontier popped that ``add`` queued and were not fetched since
         # (no validators can be stored for them: ``validators`` answers without a round trip)
         self.new_urls: set[str] = set()
+        self.known = KnownSeen(seen_cache)  # URLs known to be in the shared seen-set
         self.cluster = False
         # run before the connection closes (the frontier gives back the leases it holds)
         self.closing: list[Callable[[], Awaitable[None]]] = []
@@ -288,16 +291,29 @@ class RedisStore:
         return flags
 
     async def unseen(self, urls: Sequence[str]) -> list[str]:
+        """The URLs not in the crawl's seen-set. Those this worker already knows to be in it
+        (``KnownSeen``) are not asked about: the set only grows."""
         if not urls:
             return []
         if self._key_of is None:  # keys unknown here (``--politeness-key ip``): add decides
             return list(urls)
-        flags = await self._seen_flags(urls, False)
-        return [u for u, f in zip(urls, flags, strict=True) if not f]
+        known = self.known
+        ask = [u for u in urls if u not in known]
+        if not ask:
+            return []
+        flags = await self._seen_flags(ask, False)
+        fresh = set()
+        for u, f in zip(ask, flags, strict=True):
+            if f:
+                known.add(u)
+            else:
+                fresh.add(u)
+        return [u for u in urls if u in fresh]
 
     async def mark_seen(self, urls: Sequence[str]) -> None:
         if urls:
             await self._seen_flags(urls, True)
+            self.known.update(urls)
 
     # -- site states and robots --------------------------------------------------------------
     async def host(self, key: str) -> HostState:
