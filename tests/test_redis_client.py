@@ -76,9 +76,10 @@ async def test_a_new_url_is_fetched_without_asking_for_validators(redis_url: str
     # can be stored for it and the turn asks the server nothing; pushed back, it asks
     async with _frontier(redis_url) as f:
         await f.add([UrlEntry("http://a.test/1", "a.test")])
+        await f.store.ensure()
         reads: list[Any] = []
-        hget = f.store.r.hget
-        f.store.r.hget = lambda *a: reads.append(a) or hget(*a)
+        command = f.store.batch.command
+        f.store.batch.command = lambda *a: (a[0] == "HGET" and reads.append(a)) or command(*a)  # type: ignore[method-assign]
         lease = await f.lease(1000.0)
         got = await f.pop_url("a.test", 1000.0)
         assert lease.key == "a.test" and got is not None

@@ -62,6 +62,7 @@ class Batcher:
         self._slots: dict[Any, int] = {}  # a cluster's keys: their slots (a crawl has few keys)
         self._next: list[tuple[Script | None, Sequence[Any], Future]] = []
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.batches = 0  # round trips (for benchmarks)
         self.sent = 0  # calls
 
@@ -75,7 +76,10 @@ class Batcher:
         return self._add(None, args)
 
     def _add(self, script: Script | None, args: Sequence[Any]) -> asyncio.Future[Any]:
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        loop = self._loop
+        if loop is None or loop.is_closed():  # (asking each time costs a getpid() call)
+            loop = self._loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
         self._next.append((script, args, fut))
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._drain())

@@ -6,12 +6,13 @@ store's connection; the key layout is in ``frontier.redis``."""
 from __future__ import annotations
 
 import asyncio
-import json
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
@@ -30,6 +31,7 @@ from politecrawl.frontier.redis.keys import (
     bloom_positions,
     bloom_sizing,
     connect,
+    loads,
     pack_robots,
     prefix,
     shard_index,
@@ -182,16 +184,6 @@ class RedisStore:
             futs.append(self.batch.script(script, self.sp[s], args))
         return await self.gather(name, futs)
 
-    async def pipe(self, what: str, add: Callable[[Any], object]) -> list[Any]:
-        """Plain commands (``add(pipeline)`` queues them) in one round trip."""
-        await self.ensure()
-        try:
-            pipe = self.r.pipeline(transaction=False)
-            add(pipe)
-            return list(await pipe.execute())
-        except RedisError as exc:
-            raise self.fail(what, exc) from exc
-
     async def gather(self, what: str, calls: Sequence[Awaitable[Any]]) -> list[Any]:
         try:
             return list(await asyncio.gather(*calls))
@@ -231,8 +223,8 @@ class RedisStore:
         if ask:
             await self.ensure()
             dirs = list(ask)
-            got = await self.pipe(
-                "dir", lambda pipe: [pipe.hmget(self.sp[d] + "dir", ask[d]) for d in dirs]
+            got = await self.gather(
+                "dir", [self.batch.command("HMGET", self.sp[d] + "dir", *ask[d]) for d in dirs]
             )
             for d, shards in zip(dirs, got, strict=True):
                 for key, s in zip(ask[d], shards, strict=True):
@@ -319,7 +311,7 @@ class RedisStore:
     async def host(self, key: str) -> HostState:
         shard = await self.shard_of_key(key)
         try:
-            data = await self.r.hget(self.sp[shard] + "hosts", key)
+            data = await self.batch.command("HGET", self.sp[shard] + "hosts", key)
         except RedisError as exc:
             raise self.fail("host", exc) from exc
         return host_of_stored(key, data)
@@ -327,7 +319,7 @@ class RedisStore:
     async def robots(self, origin: str) -> RobotsRecord | None:
         await self.ensure()
         try:
-            data = await self.r.hget(self.sp[self.home(origin)] + "robots", origin)
+            data = await self.batch.command("HGET", self.sp[self.home(origin)] + "robots", origin)
         except RedisError as exc:
             raise self.fail("robots", exc) from exc
         if data is None:
@@ -349,12 +341,12 @@ class RedisStore:
         data: bytes | str | None = self._unsaved.get(shard, {}).get(digest)
         try:
             if data is None and url not in self.new_urls:
-                data = await self.r.hget(self.sp[shard] + "pages", digest)
+                data = await self.batch.command("HGET", self.sp[shard] + "pages", digest)
         except RedisError as exc:
             raise self.fail("validators", exc) from exc
         if data is None:
             return None
-        etag, modified, fetched_at = json.loads(data)
+        etag, modified, fetched_at = loads(data)
         return etag, modified, float(fetched_at)
 
     async def save_validators(
@@ -363,7 +355,7 @@ class RedisStore:
         """Kept here until ``flush`` (about once a second) writes them, one command per shard:
         not one round trip per page. Lost in a crash: that page's next visit is unconditional."""
         self.new_urls.discard(url)
-        value = json.dumps([etag, last_modified, fetched_at])
+        value = orjson.dumps([etag, last_modified, fetched_at]).decode()
         self._unsaved.setdefault(self.home(url), {})[url_digest(url)] = value
 
     # -- bookkeeping --------------------------------------------------------------------------
@@ -371,9 +363,9 @@ class RedisStore:
         items = [(k, v) for k, v in delta.items() if v]
         if not items:
             return
-        await self.pipe(
-            "counters", lambda pipe: [pipe.hincrby(self._p + "counters", k, v) for k, v in items]
-        )
+        await self.ensure()
+        key = self._p + "counters"
+        await self.gather("counters", [self.batch.command("HINCRBY", key, k, v) for k, v in items])
 
     async def counters(self) -> dict[str, int]:
         await self.ensure()
@@ -401,10 +393,12 @@ class RedisStore:
         (durability is the server's)."""
         unsaved, self._unsaved = self._unsaved, {}
         if unsaved:
-            await self.pipe(
+            await self.ensure()
+            await self.gather(
                 "save_validators",
-                lambda pipe: [
-                    pipe.hset(self.sp[s] + "pages", mapping=m) for s, m in unsaved.items()
+                [
+                    self.batch.command("HSET", self.sp[s] + "pages", *itertools.chain(*m.items()))
+                    for s, m in unsaved.items()
                 ],
             )
 
