@@ -256,6 +256,20 @@ async def test_a_batch_a_stalled_server_never_answers_fails_and_the_next_reads_i
         server.stop()
 
 
+async def test_batches_share_one_deadline_timer(redis_url: str) -> None:  # noqa: F811
+    # the deadline is one timer that outlives the batches (re-armed only when it comes due),
+    # not a timer armed and cancelled per batch; the stalled-server test checks it fires
+    async with _frontier(redis_url) as f:
+        await f.store.ensure()
+        b = f.store.batch
+        assert await b.command("PING")
+        watch = b._watch
+        assert watch is not None
+        for i in range(50):
+            assert await b.command("ECHO", str(i)) == str(i).encode()
+        assert b._watch is watch
+
+
 @given(
     st.lists(
         st.one_of(
