@@ -41,7 +41,7 @@ from politecrawl.frontier.redis.keys import (
     url_digest,
 )
 from politecrawl.frontier.redis.known import SEEN_CACHE, KnownSeen
-from politecrawl.frontier.sqlitestore import host_from_json
+from politecrawl.frontier.sqlitestore import host_from_dict
 from politecrawl.politeness import HostState
 from politecrawl.seen import SeenMode
 from politecrawl.urls import host_of
@@ -511,4 +511,4 @@ async def status(url: str, crawl_id: str = "default") -> dict[str, Any]:
 
 def host_of_stored(key: str, raw: bytes | str | None) -> HostState:
     """A key's state as its shard stores it (none yet: a fresh one)."""
-    return HostState(key=key) if raw is None else host_from_json(key, text(raw))
+    return HostState(key=key) if raw is None else host_from_dict(key, loads(raw))
