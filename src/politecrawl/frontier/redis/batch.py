@@ -11,11 +11,13 @@ interleave with other workers' calls, as separate calls did).
 
 The batches go over the batcher's own connections, one per server (one batch is on the wire
 at a time, so one is enough): each node's calls written at once, then its replies read back
-in order, all under one deadline for the whole batch. redis-py's pipeline costs more than
-the round trip it saves on loopback: the pool's condition, lock and metrics on every
-checkout, a timer armed and cancelled around every single reply (its socket timeout), and
-its own packing and reply bookkeeping; its cluster pipeline adds its routing and retry
-layers. About 5 % of a worker's CPU was the per-reply timers alone (py-spy, with hiredis).
+in order (straight from redis-py's hiredis reader), all under one deadline for the whole
+batch, kept by one timer that is re-armed only when it comes due (not armed and cancelled
+per batch). redis-py's pipeline costs more than the round trip it saves on loopback: the
+pool's condition, lock and metrics on every checkout, a timer armed and cancelled around
+every single reply (its socket timeout), and its own packing and reply bookkeeping; its
+cluster pipeline adds its routing and retry layers. About 5 % of a worker's CPU was the
+per-reply timers alone (py-spy, with hiredis).
 
 On a cluster a call goes to the node that serves its key's slot in the client's map. A
 node that answers MOVED or ASK (slots moving), TRYAGAIN or CLUSTERDOWN gets that call sent
@@ -84,6 +86,7 @@ class Batcher:
         loop = self._loop
         if loop is None or loop.is_closed():  # (asking each time costs a getpid() call)
             loop = self._loop = asyncio.get_running_loop()
+            self._watch = None  # (a timer of a loop that closed never fires)
         fut: asyncio.Future[Any] = loop.create_future()
         self._next.append((script, args, fut))
         if self._task is None or self._task.done():

@@ -186,6 +186,8 @@ class RedisStore:
 
     async def gather(self, what: str, calls: Sequence[Awaitable[Any]]) -> list[Any]:
         try:
+            if len(calls) == 1:  # (most pages' links fall in one shard: no gathering future)
+                return [await calls[0]]
             return list(await asyncio.gather(*calls))
         except RedisError as exc:
             raise self.fail(what, exc) from exc
