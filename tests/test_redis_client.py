@@ -256,6 +256,27 @@ async def test_a_batch_a_stalled_server_never_answers_fails_and_the_next_reads_i
         server.stop()
 
 
+@pytest.mark.parametrize("reader", ["hiredis", "read_response"])
+async def test_replies_and_error_replies_are_read_in_order_either_way(
+    reader: str,
+    redis_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # straight from hiredis's reader, or (a redis-py without its marker) by read_response
+    if reader == "read_response":
+        monkeypatch.setattr(batch_module, "NOT_ENOUGH_DATA", None)
+    async with _frontier(redis_url) as f:
+        await f.store.ensure()
+        b, p = f.store.batch, f.store.sp[0]
+        big = "x" * 200_000  # a reply longer than one read
+        calls = [b.command("SET", p + "big", big), b.command("GET", p + "big")]
+        calls += [b.command("HSET", p + "big", "f", "v"), b.command("ECHO", "after")]
+        got = await asyncio.gather(*calls, return_exceptions=True)
+        assert got[:2] == [True, big.encode()]
+        assert isinstance(got[2], ResponseError) and "WRONGTYPE" in str(got[2])
+        assert got[3] == b"after"
+
+
 async def test_batches_share_one_deadline_timer(redis_url: str) -> None:  # noqa: F811
     # the deadline is one timer that outlives the batches (re-armed only when it comes due),
     # not a timer armed and cancelled per batch; the stalled-server test checks it fires

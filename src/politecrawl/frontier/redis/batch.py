@@ -34,7 +34,6 @@ from typing import Any
 
 import hiredis
 import redis.asyncio as aioredis
-from redis._parsers.hiredis import NOT_ENOUGH_DATA
 from redis.exceptions import (
     AskError,
     ClusterDownError,
@@ -49,6 +48,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from politecrawl.frontier.redis.keys import Client, Script
 
 Future = asyncio.Future[Any]
+
+try:  # what redis-py's hiredis reader answers while a reply is incomplete (``_read``)
+    from redis._parsers.hiredis import NOT_ENOUGH_DATA
+except ImportError:  # (a redis-py without it: replies are read by its read_response)
+    NOT_ENOUGH_DATA = None
 
 # a batch's replies all come back within this, or the connection counts as lost (redis-py's
 # own socket timeout, which this replaces on the batcher's connection, is 5 s per reply)
@@ -257,7 +261,11 @@ async def _read(conn: Any, n: int) -> list[Any]:
     parser = getattr(conn, "_parser", None)
     reader = getattr(parser, "_reader", None)
     stream = getattr(parser, "_stream", None)
-    if not isinstance(reader, hiredis.Reader) or not isinstance(stream, asyncio.StreamReader):
+    if (
+        NOT_ENOUGH_DATA is None
+        or not isinstance(reader, hiredis.Reader)
+        or not isinstance(stream, asyncio.StreamReader)
+    ):
         return [await _read_one(conn) for _ in range(n)]
     out: list[Any] = []
     gets = reader.gets
