@@ -24,6 +24,7 @@ from politecrawl.errors import FrontierError
 from politecrawl.frontier import Lease, UrlEntry
 from politecrawl.frontier.redis import RedisFrontier, RedisStore, shard_index
 from politecrawl.frontier.redis import batch as batch_module
+from politecrawl.frontier.redis.known import KnownSeen
 from politecrawl.politeness import HostState
 
 T0 = 1000.0
@@ -75,9 +76,10 @@ async def test_a_new_url_is_fetched_without_asking_for_validators(redis_url: str
     # can be stored for it and the turn asks the server nothing; pushed back, it asks
     async with _frontier(redis_url) as f:
         await f.add([UrlEntry("http://a.test/1", "a.test")])
+        await f.store.ensure()
         reads: list[Any] = []
-        hget = f.store.r.hget
-        f.store.r.hget = lambda *a: reads.append(a) or hget(*a)
+        command = f.store.batch.command
+        f.store.batch.command = lambda *a: (a[0] == "HGET" and reads.append(a)) or command(*a)  # type: ignore[method-assign]
         lease = await f.lease(1000.0)
         got = await f.pop_url("a.test", 1000.0)
         assert lease.key == "a.test" and got is not None
@@ -254,6 +256,41 @@ async def test_a_batch_a_stalled_server_never_answers_fails_and_the_next_reads_i
         server.stop()
 
 
+@pytest.mark.parametrize("reader", ["hiredis", "read_response"])
+async def test_replies_and_error_replies_are_read_in_order_either_way(
+    reader: str,
+    redis_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # straight from hiredis's reader, or (a redis-py without its marker) by read_response
+    if reader == "read_response":
+        monkeypatch.setattr(batch_module, "NOT_ENOUGH_DATA", None)
+    async with _frontier(redis_url) as f:
+        await f.store.ensure()
+        b, p = f.store.batch, f.store.sp[0]
+        big = "x" * 200_000  # a reply longer than one read
+        calls = [b.command("SET", p + "big", big), b.command("GET", p + "big")]
+        calls += [b.command("HSET", p + "big", "f", "v"), b.command("ECHO", "after")]
+        got = await asyncio.gather(*calls, return_exceptions=True)
+        assert got[:2] == [True, big.encode()]
+        assert isinstance(got[2], ResponseError) and "WRONGTYPE" in str(got[2])
+        assert got[3] == b"after"
+
+
+async def test_batches_share_one_deadline_timer(redis_url: str) -> None:  # noqa: F811
+    # the deadline is one timer that outlives the batches (re-armed only when it comes due),
+    # not a timer armed and cancelled per batch; the stalled-server test checks it fires
+    async with _frontier(redis_url) as f:
+        await f.store.ensure()
+        b = f.store.batch
+        assert await b.command("PING")
+        watch = b._watch
+        assert watch is not None
+        for i in range(50):
+            assert await b.command("ECHO", str(i)) == str(i).encode()
+        assert b._watch is watch
+
+
 @given(
     st.lists(
         st.one_of(
@@ -288,3 +325,41 @@ async def test_a_call_the_cluster_redirects_is_sent_again_to_the_right_node(
         got = await asyncio.gather(b.command("SET", moved, "v"), b.command("SET", other, "w"))
         assert got == [True, True]
         assert [await r.get(moved), await r.get(other)] == [b"v", b"w"]
+
+
+async def test_urls_a_worker_knows_are_seen_are_not_asked_again(redis_url: str) -> None:  # noqa: F811
+    # the seen-set only grows: a URL the server called seen, or this worker added or marked,
+    # is answered here; one it has not heard of (another worker's) is asked
+    async with _frontier(redis_url) as f, _frontier(redis_url) as quiet:
+        other = RedisFrontier.open(redis_url, f.crawl_id, heartbeat=False)
+        try:
+            urls = [f"http://h{i}.test/p" for i in range(6)]
+            assert await f.add([UrlEntry(u, f"h{i}.test") for i, u in enumerate(urls[:2])])
+            await f.store.mark_seen(urls[2:3])
+            await other.add([UrlEntry(urls[3], "h3.test")])  # not known to f yet
+            sent = f.store.batch.sent
+            assert await f.store.unseen(urls[:3]) == []
+            assert f.store.batch.sent == sent  # known: nothing asked
+            assert await f.store.unseen([urls[4], urls[3], urls[4]]) == [urls[4], urls[4]]
+            assert f.store.batch.sent > sent
+            sent = f.store.batch.sent
+            assert await f.store.unseen(urls[3:5]) == [urls[4]]  # h3's URL is known now
+            assert f.store.batch.sent > sent  # urls[4] is asked again: still not seen
+            assert await other.store.unseen(urls[:5]) == [urls[4]]  # the server's answer
+            assert await quiet.store.unseen(urls[:2]) == urls[:2]  # (another crawl)
+        finally:
+            await other.store.close()
+
+
+def test_what_a_worker_knows_is_seen_is_bounded() -> None:
+    known = KnownSeen(cap=10)
+    for i in range(100):
+        known.add(f"u{i}")
+        assert len(known) <= 10
+    assert "u99" in known and "u95" in known
+    assert "u0" not in known  # forgotten: only asked about again
+    known = KnownSeen(cap=10)
+    known.update(f"u{i}" for i in range(5))  # the newer half full: it becomes the older
+    assert "u0" in known  # asked for: moved back to the newer half
+    known.update(f"v{i}" for i in range(4))  # the newer full again: the older dropped
+    assert "u0" in known and "u1" not in known

@@ -18,6 +18,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -88,7 +89,11 @@ def host_to_json(h: HostState) -> str:
 
 
 def host_from_json(key: str, data: str) -> HostState:
-    d = json.loads(data)
+    return host_from_dict(key, json.loads(data))
+
+
+def host_from_dict(key: str, d: dict[str, Any]) -> HostState:
+    """A HostState from its JSON, parsed (``host_to_json``'s fields)."""
     h = HostState(
         key=key,
         last_start=d["last_start"],

@@ -71,8 +71,10 @@ cluster, packed by hiredis, one deadline per batch): one ``send`` and one wake-u
 calls, each caller still getting its own reply or error (a batch is not a transaction:
 every script stays one atomic step, as alone). Per turn the calls are: the
 lease's ``take`` (which also pops the first URL and returns the site's state), ``begin`` before
-the request, the page's ``unseen`` and ``add`` (one command or script per shard its links fall
-in) and ``release`` (with the turn's finishes). A URL queued by ``add`` is marked new (it
+the request, the page's ``unseen`` (for links this worker does not already know are seen)
+and ``add`` (one command or script per shard its links fall in) and ``release`` (with the
+turn's finishes). The other reads of a turn (validators, robots.txt copies) go in the
+batches too. A URL queued by ``add`` is marked new (it
 passed the seen test, so it was never fetched in this crawl): the store answers
 ``validators`` for it without asking. The connection pool waits for a free connection past
 256 (``MAX_CONNECTIONS``) rather than failing.
@@ -156,7 +158,10 @@ the crawl's mode; with ``--politeness-key ip`` the key is not known before resol
 key had a shard is remembered in the key's own hash shard: if the key is later placed by its
 IP elsewhere, that URL may be looked at once more by the gate (which refuses it again).
 ``unseen``, ``mark_seen`` and ``add`` are one command or script per shard touched (per page),
-sent together.
+sent together. Nothing is ever taken out of the seen-set, so a worker remembers the URLs it
+knows are in it (the server said so, or this worker added or marked them; ``KnownSeen`` in
+``known.py``, bounded) and ``unseen`` asks only about the others: a page's links repeat
+across a site's pages (menus), and most are known.
 
 Memory stays bounded by the work left: a queued URL costs about 690 bytes (measured by
 ``bench/cluster.py``, 60-70-char URLs: the URL is stored three times, as ``meta`` field, queue

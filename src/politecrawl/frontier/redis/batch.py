@@ -11,11 +11,13 @@ interleave with other workers' calls, as separate calls did).
 
 The batches go over the batcher's own connections, one per server (one batch is on the wire
 at a time, so one is enough): each node's calls written at once, then its replies read back
-in order, all under one deadline for the whole batch. redis-py's pipeline costs more than
-the round trip it saves on loopback: the pool's condition, lock and metrics on every
-checkout, a timer armed and cancelled around every single reply (its socket timeout), and
-its own packing and reply bookkeeping; its cluster pipeline adds its routing and retry
-layers. About 5 % of a worker's CPU was the per-reply timers alone (py-spy, with hiredis).
+in order (straight from redis-py's hiredis reader), all under one deadline for the whole
+batch, kept by one timer that is re-armed only when it comes due (not armed and cancelled
+per batch). redis-py's pipeline costs more than the round trip it saves on loopback: the
+pool's condition, lock and metrics on every checkout, a timer armed and cancelled around
+every single reply (its socket timeout), and its own packing and reply bookkeeping; its
+cluster pipeline adds its routing and retry layers. About 5 % of a worker's CPU was the
+per-reply timers alone (py-spy, with hiredis).
 
 On a cluster a call goes to the node that serves its key's slot in the client's map. A
 node that answers MOVED or ASK (slots moving), TRYAGAIN or CLUSTERDOWN gets that call sent
@@ -47,6 +49,11 @@ from politecrawl.frontier.redis.keys import Client, Script
 
 Future = asyncio.Future[Any]
 
+try:  # what redis-py's hiredis reader answers while a reply is incomplete (``_read``)
+    from redis._parsers.hiredis import NOT_ENOUGH_DATA
+except ImportError:  # (a redis-py without it: replies are read by its read_response)
+    NOT_ENOUGH_DATA = None
+
 # a batch's replies all come back within this, or the connection counts as lost (redis-py's
 # own socket timeout, which this replaces on the batcher's connection, is 5 s per reply)
 BATCH_DEADLINE_S = 10.0
@@ -62,6 +69,11 @@ class Batcher:
         self._slots: dict[Any, int] = {}  # a cluster's keys: their slots (a crawl has few keys)
         self._next: list[tuple[Script | None, Sequence[Any], Future]] = []
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # the batch deadline: when the batch on the wire was sent, and the one timer
+        self._since: float | None = None
+        self._watch: asyncio.TimerHandle | None = None
+        self._expired = False  # the deadline cancelled the sending task
         self.batches = 0  # round trips (for benchmarks)
         self.sent = 0  # calls
 
@@ -75,7 +87,11 @@ class Batcher:
         return self._add(None, args)
 
     def _add(self, script: Script | None, args: Sequence[Any]) -> asyncio.Future[Any]:
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        loop = self._loop
+        if loop is None or loop.is_closed():  # (asking each time costs a getpid() call)
+            loop = self._loop = asyncio.get_running_loop()
+            self._watch = None  # (a timer of a loop that closed never fires)
+        fut: asyncio.Future[Any] = loop.create_future()
         self._next.append((script, args, fut))
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._drain())
@@ -168,30 +184,53 @@ class Batcher:
         replies of the next: it reconnects."""
         groups = self._route(calls)
         replies: list[Any] = [None] * len(calls)
+        self._since = self._loop_now()
+        if self._watch is None:
+            self._watch = asyncio.get_running_loop().call_later(BATCH_DEADLINE_S, self._check)
         try:
-            async with asyncio.timeout(BATCH_DEADLINE_S):
-                for conn, idx, _ in groups:
-                    # (hiredis packs a call in 3 us, redis-py's own packer in 13: the same bytes)
-                    packed = b"".join([hiredis.pack_command(tuple(calls[i])) for i in idx])
-                    await conn.send_packed_command(packed, check_health=False)
-                for conn, idx, _ in groups:
-                    for i in idx:
-                        try:
-                            replies[i] = await conn.read_response()
-                        except ResponseError as exc:
-                            replies[i] = exc
+            for conn, idx, _ in groups:
+                # (hiredis packs a call in 3 us, redis-py's own packer in 13: the same bytes)
+                packed = b"".join([hiredis.pack_command(tuple(calls[i])) for i in idx])
+                await conn.send_packed_command(packed, check_health=False)
+            for conn, idx, _ in groups:
+                for i, reply in zip(idx, await _read(conn, len(idx)), strict=True):
+                    replies[i] = reply
         except BaseException as exc:
             for conn, _, _ in groups:
                 await conn.disconnect(nowait=True)
-            if isinstance(exc, TimeoutError):
+            if isinstance(exc, asyncio.CancelledError) and self._expired:
+                self._expired = False
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
                 raise RedisTimeoutError(f"no reply within {BATCH_DEADLINE_S:g} s") from None
             raise
+        finally:
+            self._since = None
         for _, idx, parsers in groups:
             for i in idx:
                 parse = parsers.get(calls[i][0])
                 if parse is not None and not isinstance(replies[i], Exception):
                     replies[i] = parse(replies[i])
         return replies
+
+    def _loop_now(self) -> float:
+        return self._loop.time() if self._loop is not None else asyncio.get_running_loop().time()
+
+    def _check(self) -> None:
+        """The batch deadline's one timer (not one per batch): a batch on the wire for
+        ``BATCH_DEADLINE_S`` is cancelled (``_exchange`` turns that into a timeout); else the
+        timer waits for the rest of the current batch's time, or stops if none is sent."""
+        self._watch = None
+        since = self._since
+        if since is None:
+            return
+        left = since + BATCH_DEADLINE_S - self._loop_now()
+        if left > 0:
+            self._watch = asyncio.get_running_loop().call_later(left, self._check)
+        elif self._task is not None and not self._task.done():
+            self._expired = True
+            self._task.cancel()
 
     async def _pipeline(self, calls: list[Sequence[Any]]) -> list[Any]:
         pipe = self.r.pipeline(transaction=False)
@@ -200,6 +239,9 @@ class Batcher:
         return list(await pipe.execute(raise_on_error=False))
 
     async def aclose(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         conns, self._conns = self._conns, {}
         for conn in conns.values():
             await conn.disconnect()
@@ -210,6 +252,45 @@ class Batcher:
         # ("EVALSHA", sha, 1, p + "box", p, *script_args): the script's own call, which
         # loads it by EVAL where the server lacks it
         return await script(self.r, args[4], args[5:])
+
+
+async def _read(conn: Any, n: int) -> list[Any]:
+    """``n`` replies from ``conn``, an error reply as its exception (not raised). Straight
+    from redis-py's hiredis reader where the connection has one: its ``read_response`` per
+    reply (timeouts, health-check times, error wrapping) cost more than the parsing."""
+    parser = getattr(conn, "_parser", None)
+    reader = getattr(parser, "_reader", None)
+    stream = getattr(parser, "_stream", None)
+    if (
+        NOT_ENOUGH_DATA is None
+        or not isinstance(reader, hiredis.Reader)
+        or not isinstance(stream, asyncio.StreamReader)
+    ):
+        return [await _read_one(conn) for _ in range(n)]
+    out: list[Any] = []
+    gets = reader.gets
+    try:
+        while len(out) < n:
+            reply = gets()
+            if reply is NOT_ENOUGH_DATA:
+                data = await stream.read(65536)
+                if not data:
+                    raise RedisConnectionError("Connection closed by server.")
+                reader.feed(data)
+            elif isinstance(reply, RedisConnectionError):  # (e.g. LOADING: redis-py raises it)
+                raise reply
+            else:
+                out.append(reply)
+    except OSError as exc:
+        raise RedisConnectionError(f"Error while reading from the server: {exc}") from exc
+    return out
+
+
+async def _read_one(conn: Any) -> Any:
+    try:
+        return await conn.read_response()
+    except ResponseError as exc:
+        return exc
 
 
 # error replies after which a call goes again (``Batcher._send``)

@@ -129,9 +129,10 @@ class RedisFrontier:
                 args += self.store.seen_args(e.url)
             calls.append((s, args))
         out = [False] * len(entries)
-        for s, flags in zip(
-            order, await self.store.run_many("add", calls, touch=False), strict=True
-        ):
+        replies = await self.store.run_many("add", calls, touch=False)
+        # queued or not, every entry's URL is in the seen-set now (add.lua tests and sets it)
+        self.store.known.update(e.url for e in entries)
+        for s, flags in zip(order, replies, strict=True):
             *queued, changed = flags
             for i, f in zip(groups[s], queued, strict=True):
                 out[i] = bool(int(f))

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
+import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, RedisError
 
@@ -100,14 +101,24 @@ def entry_json(e: UrlEntry, *, new: bool = False) -> str:
     if new:
         d["f"] = 1
     d["p"] = float(e.priority)  # last: reprioritize.lua rewrites it in place
-    return json.dumps(d, separators=(",", ":"))
+    if math.isfinite(d["p"]) and math.isfinite(d["n"]):
+        return orjson.dumps(d).decode()  # (the same text as json's, in a fifth of the time)
+    return json.dumps(d, separators=(",", ":"))  # (orjson writes an infinity as null)
 
 
 def entry_from(url: str, meta: bytes, refetch: bool) -> tuple[UrlEntry, bool]:
     """The entry, and whether it is new (see ``entry_json``; a re-fetch is not)."""
-    d = json.loads(meta[16:])
+    d = loads(meta[16:])
     e = UrlEntry(url, d["k"], d["d"], d["h"], d["a"], d["n"], d["p"], d["t"], refetch=refetch)
     return e, "f" in d and not refetch
+
+
+def loads(data: bytes | str) -> Any:
+    """JSON this module wrote: orjson's reading, or json's where a number is infinite."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def pack_robots(r: RobotsRecord) -> bytes:

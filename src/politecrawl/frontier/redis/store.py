@@ -6,12 +6,13 @@ store's connection; the key layout is in ``frontier.redis``."""
 from __future__ import annotations
 
 import asyncio
-import json
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
@@ -30,6 +31,7 @@ from politecrawl.frontier.redis.keys import (
     bloom_positions,
     bloom_sizing,
     connect,
+    loads,
     pack_robots,
     prefix,
     shard_index,
@@ -38,7 +40,8 @@ from politecrawl.frontier.redis.keys import (
     unpack_robots,
     url_digest,
 )
-from politecrawl.frontier.sqlitestore import host_from_json
+from politecrawl.frontier.redis.known import SEEN_CACHE, KnownSeen
+from politecrawl.frontier.sqlitestore import host_from_dict
 from politecrawl.politeness import HostState
 from politecrawl.seen import SeenMode
 from politecrawl.urls import host_of
@@ -61,6 +64,7 @@ class RedisStore:
         clock: Callable[[], float] = time.time,
         shards: int = DEFAULT_SHARDS,
         key_of: Callable[[str], str] | None = host_of,
+        seen_cache: int = SEEN_CACHE,
     ) -> None:
         if not 1 <= shards <= 4096:
             raise FrontierError("shards must be 1-4096")
@@ -91,6 +95,7 @@ class RedisStore:
         # URLs this worker's frontier popped that ``add`` queued and were not fetched since
         # (no validators can be stored for them: ``validators`` answers without a round trip)
         self.new_urls: set[str] = set()
+        self.known = KnownSeen(seen_cache)  # URLs known to be in the shared seen-set
         self.cluster = False
         # run before the connection closes (the frontier gives back the leases it holds)
         self.closing: list[Callable[[], Awaitable[None]]] = []
@@ -179,18 +184,10 @@ class RedisStore:
             futs.append(self.batch.script(script, self.sp[s], args))
         return await self.gather(name, futs)
 
-    async def pipe(self, what: str, add: Callable[[Any], object]) -> list[Any]:
-        """Plain commands (``add(pipeline)`` queues them) in one round trip."""
-        await self.ensure()
-        try:
-            pipe = self.r.pipeline(transaction=False)
-            add(pipe)
-            return list(await pipe.execute())
-        except RedisError as exc:
-            raise self.fail(what, exc) from exc
-
     async def gather(self, what: str, calls: Sequence[Awaitable[Any]]) -> list[Any]:
         try:
+            if len(calls) == 1:  # (most pages' links fall in one shard: no gathering future)
+                return [await calls[0]]
             return list(await asyncio.gather(*calls))
         except RedisError as exc:
             raise self.fail(what, exc) from exc
@@ -228,8 +225,8 @@ class RedisStore:
         if ask:
             await self.ensure()
             dirs = list(ask)
-            got = await self.pipe(
-                "dir", lambda pipe: [pipe.hmget(self.sp[d] + "dir", ask[d]) for d in dirs]
+            got = await self.gather(
+                "dir", [self.batch.command("HMGET", self.sp[d] + "dir", *ask[d]) for d in dirs]
             )
             for d, shards in zip(dirs, got, strict=True):
                 for key, s in zip(ask[d], shards, strict=True):
@@ -288,22 +285,35 @@ class RedisStore:
         return flags
 
     async def unseen(self, urls: Sequence[str]) -> list[str]:
+        """The URLs not in the crawl's seen-set. Those this worker already knows to be in it
+        (``KnownSeen``) are not asked about: the set only grows."""
         if not urls:
             return []
         if self._key_of is None:  # keys unknown here (``--politeness-key ip``): add decides
             return list(urls)
-        flags = await self._seen_flags(urls, False)
-        return [u for u, f in zip(urls, flags, strict=True) if not f]
+        known = self.known
+        ask = [u for u in urls if u not in known]
+        if not ask:
+            return []
+        flags = await self._seen_flags(ask, False)
+        fresh = set()
+        for u, f in zip(ask, flags, strict=True):
+            if f:
+                known.add(u)
+            else:
+                fresh.add(u)
+        return [u for u in urls if u in fresh]
 
     async def mark_seen(self, urls: Sequence[str]) -> None:
         if urls:
             await self._seen_flags(urls, True)
+            self.known.update(urls)
 
     # -- site states and robots --------------------------------------------------------------
     async def host(self, key: str) -> HostState:
         shard = await self.shard_of_key(key)
         try:
-            data = await self.r.hget(self.sp[shard] + "hosts", key)
+            data = await self.batch.command("HGET", self.sp[shard] + "hosts", key)
         except RedisError as exc:
             raise self.fail("host", exc) from exc
         return host_of_stored(key, data)
@@ -311,7 +321,7 @@ class RedisStore:
     async def robots(self, origin: str) -> RobotsRecord | None:
         await self.ensure()
         try:
-            data = await self.r.hget(self.sp[self.home(origin)] + "robots", origin)
+            data = await self.batch.command("HGET", self.sp[self.home(origin)] + "robots", origin)
         except RedisError as exc:
             raise self.fail("robots", exc) from exc
         if data is None:
@@ -333,12 +343,12 @@ class RedisStore:
         data: bytes | str | None = self._unsaved.get(shard, {}).get(digest)
         try:
             if data is None and url not in self.new_urls:
-                data = await self.r.hget(self.sp[shard] + "pages", digest)
+                data = await self.batch.command("HGET", self.sp[shard] + "pages", digest)
         except RedisError as exc:
             raise self.fail("validators", exc) from exc
         if data is None:
             return None
-        etag, modified, fetched_at = json.loads(data)
+        etag, modified, fetched_at = loads(data)
         return etag, modified, float(fetched_at)
 
     async def save_validators(
@@ -347,7 +357,7 @@ class RedisStore:
         """Kept here until ``flush`` (about once a second) writes them, one command per shard:
         not one round trip per page. Lost in a crash: that page's next visit is unconditional."""
         self.new_urls.discard(url)
-        value = json.dumps([etag, last_modified, fetched_at])
+        value = orjson.dumps([etag, last_modified, fetched_at]).decode()
         self._unsaved.setdefault(self.home(url), {})[url_digest(url)] = value
 
     # -- bookkeeping --------------------------------------------------------------------------
@@ -355,9 +365,9 @@ class RedisStore:
         items = [(k, v) for k, v in delta.items() if v]
         if not items:
             return
-        await self.pipe(
-            "counters", lambda pipe: [pipe.hincrby(self._p + "counters", k, v) for k, v in items]
-        )
+        await self.ensure()
+        key = self._p + "counters"
+        await self.gather("counters", [self.batch.command("HINCRBY", key, k, v) for k, v in items])
 
     async def counters(self) -> dict[str, int]:
         await self.ensure()
@@ -385,10 +395,12 @@ class RedisStore:
         (durability is the server's)."""
         unsaved, self._unsaved = self._unsaved, {}
         if unsaved:
-            await self.pipe(
+            await self.ensure()
+            await self.gather(
                 "save_validators",
-                lambda pipe: [
-                    pipe.hset(self.sp[s] + "pages", mapping=m) for s, m in unsaved.items()
+                [
+                    self.batch.command("HSET", self.sp[s] + "pages", *itertools.chain(*m.items()))
+                    for s, m in unsaved.items()
                 ],
             )
 
@@ -501,4 +513,4 @@ async def status(url: str, crawl_id: str = "default") -> dict[str, Any]:
 
 def host_of_stored(key: str, raw: bytes | str | None) -> HostState:
     """A key's state as its shard stores it (none yet: a fresh one)."""
-    return HostState(key=key) if raw is None else host_from_json(key, text(raw))
+    return HostState(key=key) if raw is None else host_from_dict(key, loads(raw))
