@@ -438,7 +438,8 @@ def main() -> int:
     for name, (wall, cpu, pages, requests, stored, rss) in runs.items():
         per_k = cpu / max(pages, 1) * 1000
         first_k = per_k if first_k is None else first_k
-        web_k = server_cpu[name] / max(requests * args.rounds, 1) * 1000
+        all_requests = sum(run[3] for run in rounds[name])  # the server's CPU is every round's
+        web_k = server_cpu[name] / max(all_requests, 1) * 1000
         print(
             f"{name:<13}: (median of {args.rounds}) {pages} pages ({requests} requests, "
             f"{stored} stored) in {wall:.1f}s = "
@@ -453,13 +454,13 @@ def main() -> int:
                 (b[2] / b[0]) / (a[2] / a[0])
                 for a, b in zip(rounds[first_name], rounds[name], strict=True)
             ]
-            steady = [b / a for a, b in zip(steady[first_name], steady[name], strict=True)]
+            settled = [b / a for a, b in zip(steady[first_name], steady[name], strict=True)]
             print(
                 f"ratio        : {name} / {first_name} pages/s = "
                 f"{statistics.median(each):.2f}x median of {len(each)} alternating rounds "
                 f"({', '.join(f'{x:.2f}' for x in each)}; target >= 1.7x); after the robots.txt "
                 f"round (10th-90th percentile of page requests, server's log): "
-                f"{statistics.median(steady):.2f}x ({', '.join(f'{x:.2f}' for x in steady)})"
+                f"{statistics.median(settled):.2f}x ({', '.join(f'{x:.2f}' for x in settled)})"
             )
     if sc is not None:
         swall, scpu, spages, srss = sc
