@@ -5,7 +5,7 @@
     python bench/throughput.py --rich --hosts 400 --pages 10 --delay 0.5 --no-redis \
         --processes 1,2 --topic "steam locomotives" --profile
     python bench/throughput.py --rich --hosts 2000 --pages 5 --delay 0.5 --no-redis \
-        --no-scrapy --processes 1,2 --rounds 5
+        --no-scrapy --processes 1,2 --rounds 5 --ceiling
 
 ``--plain`` serves normal pages only (no error pages whose 429/503 double a site's delay by
 design), so politeness is the only bound: the rate is then judged against the ideal
@@ -21,6 +21,12 @@ the ratio of processes is given per round, with the median. The ratio is also gi
 crawl is under way (the server's log, page requests between their 10th and 90th percentile):
 the start (imports, the first round of robots.txt, one per site) is the same serial work for
 any number of processes, and weighs more the shorter the crawl.
+``--ceiling`` measures, each round, what two processes can give on this machine at all: a
+pure Python CPU loop in one process and in two (the cores' own gain: on a shared 2-vCPU
+machine it is well under 2x), and two independent crawls of half the sites each, against one
+crawl of all of them (nothing shared, nothing coordinated: the most any split of the crawl
+over two processes can give while the test web shares the cores); the ``--processes 2``
+ratio is then given as a share of that.
 ``--profile`` adds a run under py-spy and prints the CPU by stage (bench/stages.py).
 The test web runs in its own process, so the crawler's CPU is its own; it is the lean server
 (``testweblean``), since it shares the machine's cores with the crawler (its CPU per request
@@ -37,6 +43,8 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import multiprocessing
+import multiprocessing.pool
 import os
 import shutil
 import statistics
@@ -44,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import aiohttp
@@ -122,8 +131,24 @@ def cli_crawl(
     and peak RSS from the child's own rusage (``wait4``). With ``profile``, py-spy samples it
     (``--format raw``; see bench/stages.py). Returns wall, CPU-s, pages fetched, requests,
     stored, peak RSS in MiB."""
+    t0 = time.perf_counter()
+    proc = start_crawl(port, range(hosts), delay, concurrency, out, extra=extra, profile=profile)
+    return end_crawl(proc, out, t0)
+
+
+def start_crawl(
+    port: int,
+    host_ids: Iterable[int],
+    delay: float,
+    concurrency: int,
+    out: Path,
+    *,
+    extra: tuple[str, ...] = (),
+    profile: Path | None = None,
+) -> subprocess.Popen[str]:
+    """``politecrawl crawl`` seeded with the home pages of ``host_ids``, started."""
     seeds = out.parent / f"{out.name}-seeds.txt"
-    seeds.write_text("".join(f"http://h{i}.test:{port}/\n" for i in range(hosts)))
+    seeds.write_text("".join(f"http://h{i}.test:{port}/\n" for i in host_ids))
     cmd = [
         sys.executable, "-m", "politecrawl.cli", "crawl", "--seeds", str(seeds),
         "--user-agent", UA, "--out", str(out), "--resolve", f"*.test:{port}:127.0.0.1",
@@ -136,8 +161,13 @@ def cli_crawl(
     if profile is not None:
         cmd = ["py-spy", "record", "--format", "raw", "--subprocesses", "-r", "200",
                "-o", str(profile), "--", *cmd]  # fmt: skip
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def end_crawl(
+    proc: subprocess.Popen[str], out: Path, t0: float
+) -> tuple[float, float, int, int, int, float]:
+    """Wait for a crawl ``start_crawl`` began at ``t0``: what ``cli_crawl`` returns."""
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
@@ -154,6 +184,45 @@ def cli_crawl(
         int(summary["stored"]),
         usage.ru_maxrss / 1024,
     )
+
+
+def split_ceiling(
+    port: int, hosts: int, delay: float, concurrency: int, work: Path, r: int
+) -> float:
+    """What any split of the work over two processes can give on this machine, with the
+    test web sharing its cores: two independent crawls of half the sites each (nothing
+    shared, nothing to coordinate) against one crawl of all of them, all with ``--scope
+    host`` so that neither half strays into the other's sites. Returns the pages/s ratio."""
+    scoped = ("--scope", "host")
+    out = work / f"ceiling-one-{r}"
+    one = cli_crawl(port, hosts, delay, concurrency, out, extra=scoped)
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    outs = [work / f"ceiling-half{k}-{r}" for k in (0, 1)]
+    procs = [
+        start_crawl(port, range(k, hosts, 2), delay, concurrency, outs[k], extra=scoped)
+        for k in (0, 1)
+    ]
+    halves = [end_crawl(proc, o, t0) for proc, o in zip(procs, outs, strict=True)]
+    for o in outs:
+        shutil.rmtree(o, ignore_errors=True)
+    both = sum(h[2] for h in halves) / max(h[0] for h in halves)
+    return both / (one[2] / one[0])
+
+
+def _spin(n: int) -> float:
+    t0, s = time.perf_counter(), 0
+    for i in range(n):
+        s += i * i % 7
+    return time.perf_counter() - t0
+
+
+def core_scaling(pool: multiprocessing.pool.Pool, n: int = 12_000_000) -> float:
+    """The machine's own two-core gain: a pure Python CPU loop (about a second), in one
+    process and then in two at once; the throughput ratio. A crawl cannot scale better."""
+    one = _spin(n)
+    two = pool.map(_spin, [n, n])
+    return 2 * one / max(two)
 
 
 def process_cpu_s(pid: int) -> float:
@@ -350,6 +419,12 @@ def main() -> int:
     )
     ap.add_argument("--topic", default=None, help="also run politecrawl with --topic TOPIC")
     ap.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="each round, also measure what two processes can give on this machine: a pure "
+        "CPU loop in 1 and 2 processes, and two independent crawls of half the sites each",
+    )
+    ap.add_argument(
         "--profile",
         action="store_true",
         help="one more run under py-spy: the CPU by stage (bench/stages.py)",
@@ -374,6 +449,9 @@ def main() -> int:
         variants.append(("pc --topic", ("--topic", args.topic)))
     rounds: dict[str, list[tuple[float, float, int, int, int, float]]] = {}
     round_windows: dict[str, list[tuple[float, float]]] = {}
+    cores: list[float] = []
+    splits: list[float] = []
+    spinners = multiprocessing.Pool(2) if args.ceiling else None
     try:
         for r in range(args.rounds):
             for name, extra in variants:  # alternating: every variant under the same noise
@@ -384,6 +462,11 @@ def main() -> int:
                 rounds.setdefault(name, []).append(got)
                 round_windows.setdefault(name, []).append((w0, time.time()))
                 server_cpu[name] = server_cpu.get(name, 0.0) + process_cpu_s(server.pid) - s0
+            if spinners is not None:
+                cores.append(core_scaling(spinners))
+                splits.append(
+                    split_ceiling(port, args.hosts, args.delay, args.concurrency, work, r)
+                )
         for name, got_runs in rounds.items():
             runs[name] = median_run(got_runs)
             windows[name] = round_windows[name][got_runs.index(runs[name])]
@@ -422,6 +505,8 @@ def main() -> int:
             for name, got in round_windows.items()
         }
     finally:
+        if spinners is not None:
+            spinners.terminate()
         if server.poll() is None:
             server.terminate()
             server.wait(10)
@@ -462,6 +547,22 @@ def main() -> int:
                 f"round (10th-90th percentile of page requests, server's log): "
                 f"{statistics.median(settled):.2f}x ({', '.join(f'{x:.2f}' for x in settled)})"
             )
+    if cores:
+        x2 = [name for name in runs if name == "politecrawl x2"]
+        reach = ""
+        if x2:
+            mine = statistics.median(
+                (b[2] / b[0]) / (a[2] / a[0])
+                for a, b in zip(rounds[first_name], rounds[x2[0]], strict=True)
+            )
+            reach = f"; politecrawl x2 reaches {mine / statistics.median(splits):.0%} of it"
+        print(
+            f"ceiling      : a pure Python CPU loop in 2 processes = "
+            f"{statistics.median(cores):.2f}x 1 (median; {', '.join(f'{x:.2f}' for x in cores)});"
+            f" two independent crawls of half the sites each (--scope host, nothing shared) = "
+            f"{statistics.median(splits):.2f}x one crawl of all (median; "
+            f"{', '.join(f'{x:.2f}' for x in splits)}): the most any split can give{reach}"
+        )
     if sc is not None:
         swall, scpu, spages, srss = sc
         s_k = scpu / max(spages, 1) * 1000

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from redis_server import redis_url  # noqa: F401  (fixture)
 
 HERE = Path(__file__).parent
@@ -97,10 +98,12 @@ def start_gaps(rows: list[dict[str, Any]]) -> list[float]:
 # -- item 1: one server, many names --------------------------------------------------------------
 
 
-def test_one_request_at_a_time_per_server_ip_with_a_gap(tmp_path: Path) -> None:
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_one_request_at_a_time_per_server_ip_with_a_gap(tmp_path: Path, processes: str) -> None:
     """Six names on 127.0.0.1 and three on 127.0.0.2, default --politeness-key host: the
     server at each address never has two requests at once, and waits --ip-min-delay between
-    them; each host keeps its own --min-delay; the two servers are still crawled together."""
+    them; each host keeps its own --min-delay; the two servers are still crawled together.
+    The same with ``--processes 2``: the pages' work in a worker changes none of it."""
     ip_gap, host_delay = 0.1, 0.4
     with log_server(tmp_path, "127.0.0.1", "127.0.0.2", latency=0.05) as (port, log):
         one = [f"h{i}.one.test" for i in range(6)]
@@ -112,6 +115,7 @@ def test_one_request_at_a_time_per_server_ip_with_a_gap(tmp_path: Path) -> None:
             "--resolve", f"*.two.test:{port}:127.0.0.2",
             "--min-delay", str(host_delay),
             "--ip-min-delay", str(ip_gap),
+            "--processes", processes,
         )  # fmt: skip
         rows = read_log(log)
     assert len(rows) == 9 * 5  # robots.txt, /, /p/1..3 on every host
