@@ -12,7 +12,10 @@ import time
 from calendar import timegm
 from pathlib import Path
 
-from politecrawl.storage.logs import JsonlLog, iter_log_records, read_jsonl, rotated_files
+from hypothesis import given
+from hypothesis import strategies as st
+
+from politecrawl.storage.logs import JsonlLog, iter_log_records, log_time, read_jsonl, rotated_files
 
 
 class Clock:
@@ -219,3 +222,12 @@ def test_kill_9_while_writing_and_rotating_loses_nothing_written(tmp_path: Path)
     JsonlLog(path).close()  # the next start repairs and compresses what the crash left
     assert _seqs(tmp_path) == list(range(start))
     assert all(p.name.endswith(".gz") for p in rotated_files(tmp_path, "requests"))
+
+
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False))
+def test_log_time_is_iso_utc_to_the_millisecond(ts: float) -> None:
+    """Every log line's time: the second formatted once and reused, the same text as
+    formatting the whole time each line."""
+    whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
+    assert log_time(ts) == whole
+    assert log_time(ts + 1.0) > log_time(ts)  # in time order as text, as the tools read them

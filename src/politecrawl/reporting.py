@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from politecrawl import politeness
 from politecrawl.admission import HOST_URLS
 from politecrawl.fetch import FetchResult
 from politecrawl.outcome import DropReason
+from politecrawl.storage import log_time
 from politecrawl.urls import host_of
 
 if TYPE_CHECKING:
@@ -75,10 +75,6 @@ def write_summary(path: Path, summary: Summary) -> None:
     tmp.replace(path)
 
 
-def iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
-
-
 def log_request(
     ctx: CrawlContext,
     res: FetchResult,
@@ -91,7 +87,7 @@ def log_request(
 ) -> None:
     """One line of ``log/requests.jsonl`` (and the dashboard's request feed)."""
     rec: dict[str, Any] = {
-        "time": iso(res.started),
+        "time": log_time(res.started),
         "url": res.url,
         "ip": res.ip,
         "status": res.status,
@@ -123,7 +119,7 @@ def log_robots(ctx: CrawlContext, origin: str, res: FetchResult, outcome: str) -
     """One line of ``log/robots.jsonl``, with the whole body as received."""
     ctx.robots_log.write(
         {
-            "time": iso(res.started),
+            "time": log_time(res.started),
             "host": host_of(origin + "/"),
             "origin": origin,
             "url": res.url,
@@ -148,7 +144,7 @@ def trap_found(ctx: CrawlContext, host: str, pattern: str, example: str) -> None
     )
     ctx.traps_log.write(
         {
-            "time": iso(ctx.clock()),
+            "time": log_time(ctx.clock()),
             "host": host,
             "pattern": pattern,
             "example": example,

@@ -13,12 +13,11 @@ counted done, as with a failed WARC write); ``close`` is called once at the end.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from politecrawl.page import Page
-from politecrawl.storage import JsonlLog
+from politecrawl.storage import JsonlLog, log_time
 
 __all__ = ["ItemRecord", "ItemsLog", "PageRecord", "PagesLog", "Record", "Sink"]
 
@@ -74,7 +73,7 @@ class PagesLog:
         page = record.page
         self.log.write(
             {
-                "time": _iso(record.fetched_at),
+                "time": log_time(record.fetched_at),
                 "url": page.url,
                 "kept": record.kept,
                 "warc_record_id": record.warc_record_id,
@@ -112,7 +111,3 @@ class ItemsLog:
 
     def close(self) -> None:
         self.log.close()
-
-
-def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"

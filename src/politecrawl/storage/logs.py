@@ -16,6 +16,7 @@ Rotation assumes one writing process per log (the crawler); readers use ``iter_l
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -30,13 +31,25 @@ import orjson
 
 from politecrawl.errors import StorageError
 
-__all__ = ["JsonlLog", "iter_log_records", "read_jsonl", "rotated_files"]
+__all__ = ["JsonlLog", "iter_log_records", "log_time", "read_jsonl", "rotated_files"]
 
 DEFAULT_ROTATE_BYTES = 64 << 20
 DEFAULT_RETENTION_DAYS = 30.0
 _DAY_S = 86400
 _STAMP = "%Y-%m-%dT%H%M%S"
 _GZIP_LEVEL = 3  # ~8x on request logs at a fraction of level 6's CPU; compression is synchronous
+
+
+def log_time(ts: float) -> str:
+    """A Unix time as every log line writes it: ISO 8601, UTC, milliseconds
+    (``2026-11-27T22:26:11.042Z``). The part to the second is formatted once a second, not
+    once a line (a few lines are written per page)."""
+    return f"{_to_the_second(int(ts))}.{int(ts % 1 * 1000):03d}Z"
+
+
+@functools.lru_cache(maxsize=4)
+def _to_the_second(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
 
 
 class JsonlLog:
