@@ -26,6 +26,7 @@ from politecrawl.errors import FrontierError, StorageError
 from politecrawl.fetch import Fetcher
 from politecrawl.frontier import Backend
 from politecrawl.handler import PageHandler
+from politecrawl.partition import Partition
 from politecrawl.relevance import NuggetFunction
 from politecrawl.reporting import Summary, summary_of, write_summary
 from politecrawl.robotscache import RobotsCache
@@ -41,6 +42,7 @@ log = logging.getLogger("politecrawl")
 _FLUSH_S = 1.0
 _SEED_PRIORITY = 2.0  # above any link's: the seeds first, whatever the strategy
 _FOCUS_SAVE_S = 60.0
+_PARTITION_IDLE_S = 0.05  # nothing queued here: how often to look whether the crawl is over
 
 
 class Crawler:
@@ -63,6 +65,7 @@ class Crawler:
         relevance: NuggetFunction | None = None,
         sinks: Iterable[Sink] = (),
         frontier: Backend | None = None,
+        partition: Partition | None = None,
     ) -> None:
         # every seed in its canonical form, whoever gave it (API or CLI); a bad one is an error
         config = dataclasses.replace(config, seeds=canonical_seeds(config.seeds))
@@ -82,7 +85,9 @@ class Crawler:
             relevance=relevance,
             sinks=sinks,
             frontier=frontier,
+            partition=partition,
         )
+        self.partition = partition
         self._flushed: Counter[str] = Counter()
         self._rescoring: asyncio.Task[None] | None = None
         self._last_focus_save = time.monotonic()
@@ -114,6 +119,8 @@ class Crawler:
         if not self._stop.is_set():
             self._stopped_by = why
             self._stop.set()
+            if self.partition is not None:
+                self.partition.request_stop(why)  # one stops, all stop
             if self._wake is not None:
                 self._wake.set()
 
@@ -147,12 +154,19 @@ class Crawler:
             ctx.progress = Dashboard(self.cfg, clock=self.clock)
         progress = ctx.progress
         ctx.pool.start()
+        part = self.partition
         async with Fetcher(self.cfg.fetch) as ctx.fetcher:
+            if part is not None:
+                part.wake = self._wake.set
+                await part.open()
             await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
             with stop_on_signals(self._stop.is_set, self.stop):
                 while not self._stop.is_set():
                     now = self.clock()
                     self._check_limits(now)
+                    if part is not None and (why := part.stop_requested()):
+                        self.stop(why)
+                        break
                     if ctx.never.maybe_reload(now):
                         ctx.counters["never_crawl_reloads"] += 1
                     wake = None
@@ -165,7 +179,9 @@ class Crawler:
                         tasks.add(task)
                         task.add_done_callback(self._task_done(tasks))
                     if not tasks and wake is None:
-                        break
+                        if part is None or part.finished():
+                            break
+                        wake = now + _PARTITION_IDLE_S  # links from the others may come
                     if len(tasks) >= self.cfg.concurrency:
                         wake = None  # full: only a finished turn (or the flush tick) matters
                     timeout = _FLUSH_S if wake is None else min(_FLUSH_S, max(0.0, wake - now))
@@ -183,6 +199,9 @@ class Crawler:
                             )
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
+            if part is not None:
+                await part.close()
+                ctx.counters["links_from_other_processes"] += part.received
         if progress:
             await progress.done(ctx.counters, ctx.store, ctx.harvest(), ctx.pages_this_run)
         return await self._finish()
@@ -196,7 +215,10 @@ class Crawler:
         return done
 
     def _check_limits(self, now: float) -> None:
-        if self.cfg.max_pages is not None and self.ctx.pages_this_run >= self.cfg.max_pages:
+        pages = self.ctx.pages_this_run
+        if self.partition is not None:
+            pages = self.partition.pages(pages)  # the limit is the crawl's, over all processes
+        if self.cfg.max_pages is not None and pages >= self.cfg.max_pages:
             self.stop("max_pages")
         elif self.cfg.max_time_s is not None and now - self._started >= self.cfg.max_time_s:
             self.stop("max_time")
@@ -224,7 +246,7 @@ class Crawler:
             await asyncio.sleep(0)
 
     def _save_focus(self) -> None:
-        path = self.cfg.out_dir / "focus.json"
+        path = self.ctx.focus_path
         try:
             self.ctx.focus.save(path)
         except OSError as exc:
@@ -242,6 +264,8 @@ class Crawler:
             self._flushed = now
         await ctx.store.flush()
         ctx.continuity.flush()
+        if self.partition is not None:
+            self.partition.saved()  # the links the others sent are saved: they may forget them
 
     def _storage_failed(self, exc: Exception) -> None:
         """Disk full, I/O error: stop cleanly; the first error is the one reported."""
@@ -294,6 +318,6 @@ class Crawler:
             stopped_by=self._stopped_by,
         )
         with self._saving():
-            write_summary(self.cfg.out_dir / "summary.json", summary)
+            write_summary(self.cfg.out_dir / ctx.tagged("summary.json"), summary)
         summary.stopped_by = self._stopped_by
         return summary
