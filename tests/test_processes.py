@@ -146,3 +146,20 @@ async def test_two_processes_keep_the_one_gate_and_the_never_crawl_list(tmp_path
     assert any(a[2] > added_at + 1.0 for a in asked)
     assert any(a[0] == "h6.test" for a in asked)
     assert politeness_violations(web.access_log, DELAY, tolerance_s=LOOP_LAG_S) == []
+
+
+async def test_a_crawl_resumes_only_with_the_processes_it_was_made_with(tmp_path: Path) -> None:
+    """Sites are spread over the processes by hash: resuming with another count would give a
+    site to two processes, so the command refuses in one line (exit 2), either way round."""
+    async with TestWeb(n_hosts=4, pages_per_host=3, seed=10, plain=True) as web:
+        cfg = _config(tmp_path, web)
+        for made, resumed in (("2", "1"), ("1", "2")):
+            out = tmp_path / f"out-{made}"
+            first = await _start(cfg, out, "--processes", made, "--max-pages", "2")
+            _, err = await asyncio.wait_for(first.communicate(), 120)
+            assert first.returncode == 0, err.decode()
+            again = await _start(cfg, out, "--processes", resumed)
+            _, err = await asyncio.wait_for(again.communicate(), 120)
+            lines = err.decode().strip().splitlines()
+            assert again.returncode == 2 and len(lines) == 1, lines
+            assert f"--processes {made}" in lines[0]

@@ -373,7 +373,6 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     """Exit codes: 0 done (or a limit reached), 1 a storage error or nothing could be
     fetched, 130 stopped by Ctrl-C / SIGTERM."""
-    from politecrawl.crawler import Crawler
     from politecrawl.partition import check_layout, run_partitioned
 
     cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
@@ -387,6 +386,8 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         write_config(cfg)
         summary, fatal = run_partitioned(cfg)
     else:
+        from politecrawl.crawler import Crawler  # (the partitions' supervisor does without)
+
         crawler = Crawler(cfg)
         write_config(cfg)
         gctune.tune()  # this process is the crawl's: fewer, larger collections (gctune)
