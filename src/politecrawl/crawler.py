@@ -157,7 +157,7 @@ class Crawler:
         part = self.partition
         async with Fetcher(self.cfg.fetch) as ctx.fetcher:
             if part is not None:
-                part.wake = self._wake.set
+                part.wake, part.failed = self._wake.set, self._storage_failed
                 await part.open()
             await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
             with stop_on_signals(self._stop.is_set, self.stop):

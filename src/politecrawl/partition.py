@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from politecrawl.errors import ConfigError
+from politecrawl.errors import ConfigError, PolitecrawlError
 from politecrawl.urls import politeness_key
 
 if TYPE_CHECKING:
@@ -157,6 +157,7 @@ class Partition:
         self.admission: Admission | None = None
         self.store: SqliteStore | None = None
         self.wake: Callable[[], None] = lambda: None
+        self.failed: Callable[[Exception], None] = lambda exc: None  # the crawler's
         self.received = 0  # links received (a counter of the crawl)
 
     # -- links ----------------------------------------------------------------------------
@@ -189,10 +190,10 @@ class Partition:
     def _send(self, peer: int, payload: bytes) -> None:
         assert self.store is not None
         seq = self.store.outbox_add(peer, payload)  # saved with the page that found them
-        self._frame(peer, ("links", seq, payload))
         sh = self._shared
-        with sh.lock:
+        with sh.lock:  # counted before it can be received
             sh.state[4 * self.index + 1] += 1
+        self._frame(peer, ("links", seq, payload))
 
     def _frame(self, peer: int, message: tuple[Any, ...]) -> None:
         writer = self._writers.get(peer)
@@ -238,6 +239,9 @@ class Partition:
                         batch, depth=depth, hops=hops, kind=kind, source=src, routed=True
                     )
                     self._got[peer] = max(self._got.get(peer, 0), seq)
+                except (PolitecrawlError, OSError) as exc:  # the store failed: the crawl stops
+                    self.failed(exc)  # (the batch stays in the sender's outbox)
+                    return
                 finally:
                     self._admitting -= 1
                 self.wake()
@@ -445,7 +449,6 @@ def _partition_main(
         return
     from politecrawl import gctune
     from politecrawl.crawler import Crawler
-    from politecrawl.errors import PolitecrawlError
 
     gctune.tune()
     part = Partition(index, count, socks, shared, config.politeness.key_mode)
