@@ -9,6 +9,7 @@ output folder is locked (one live crawl per folder), then the stores are opened.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import random
 from collections import Counter
@@ -21,7 +22,7 @@ from politecrawl.admission import Admission, Gate
 from politecrawl.config import CrawlConfig
 from politecrawl.continuity import Continuity
 from politecrawl.dashboard import Dashboard
-from politecrawl.errors import ConfigError
+from politecrawl.errors import ConfigError, StorageError
 from politecrawl.exclusions import NeverCrawlList
 from politecrawl.fetch import Fetcher
 from politecrawl.focus import Focus
@@ -35,7 +36,7 @@ from politecrawl.relevance import NuggetFunction
 from politecrawl.robotscache import RobotsCache
 from politecrawl.sinks import ItemsLog, PagesLog, Sink
 from politecrawl.storage import JsonlLog, WarcWriter
-from politecrawl.urls import origin_of
+from politecrawl.urls import origin_of, politeness_key
 from politecrawl.workpool import WorkPool
 
 _MAX_IPS = 1_000_000  # origins whose address is remembered before the cache starts over
@@ -173,6 +174,22 @@ class CrawlContext:
         from politecrawl.reporting import trap_found
 
         self.admission.gate.spaces.on_trap = functools.partial(trap_found, self)
+
+    async def rescore(self) -> None:
+        """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""
+        items = self.focus.rescore()
+        mode = self.cfg.politeness.key_mode
+        for i in range(0, len(items), 2000):
+            chunk = [(u, politeness_key(u, mode), p) for u, p in items[i : i + 2000]]
+            self.counters["rescored"] += await self.frontier.reprioritize(chunk)
+            await asyncio.sleep(0)
+
+    def save_focus(self) -> None:
+        """What the focused strategy learned (``focus.json``), for the next run."""
+        try:
+            self.focus.save(self.focus_path)
+        except OSError as exc:
+            raise StorageError(f"cannot save {self.focus_path}: {exc}") from exc
 
     def tagged(self, name: str) -> str:
         """A file's name for this process (``partition.tagged``: as is with one process)."""

@@ -26,14 +26,13 @@ from politecrawl.errors import FrontierError, StorageError
 from politecrawl.fetch import Fetcher
 from politecrawl.frontier import Backend
 from politecrawl.handler import PageHandler
-from politecrawl.partition import Partition
+from politecrawl.partition import IDLE_POLL_S, Partition
 from politecrawl.relevance import NuggetFunction
 from politecrawl.reporting import Summary, summary_of, write_summary
 from politecrawl.robotscache import RobotsCache
 from politecrawl.signals import stop_on_signals
 from politecrawl.sinks import Sink
 from politecrawl.turn import take_turn
-from politecrawl.urls import politeness_key
 
 __all__ = ["Crawler", "Summary"]
 
@@ -42,7 +41,6 @@ log = logging.getLogger("politecrawl")
 _FLUSH_S = 1.0
 _SEED_PRIORITY = 2.0  # above any link's: the seeds first, whatever the strategy
 _FOCUS_SAVE_S = 60.0
-_PARTITION_IDLE_S = 0.05  # nothing queued here: how often to look whether the crawl is over
 
 
 class Crawler:
@@ -157,16 +155,12 @@ class Crawler:
         part = self.partition
         async with Fetcher(self.cfg.fetch) as ctx.fetcher:
             if part is not None:
-                part.wake, part.failed = self._wake.set, self._storage_failed
-                await part.open()
+                await part.open(self._wake.set, self._storage_failed)
             await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
             with stop_on_signals(self._stop.is_set, self.stop):
                 while not self._stop.is_set():
                     now = self.clock()
                     self._check_limits(now)
-                    if part is not None and (why := part.stop_requested()):
-                        self.stop(why)
-                        break
                     if ctx.never.maybe_reload(now):
                         ctx.counters["never_crawl_reloads"] += 1
                     wake = None
@@ -181,7 +175,7 @@ class Crawler:
                     if not tasks and wake is None:
                         if part is None or part.finished():
                             break
-                        wake = now + _PARTITION_IDLE_S  # links from the others may come
+                        wake = now + IDLE_POLL_S  # links from the others may come
                     if len(tasks) >= self.cfg.concurrency:
                         wake = None  # full: only a finished turn (or the flush tick) matters
                     timeout = _FLUSH_S if wake is None else min(_FLUSH_S, max(0.0, wake - now))
@@ -200,8 +194,7 @@ class Crawler:
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
             if part is not None:
-                await part.close()
-                ctx.counters["links_from_other_processes"] += part.received
+                await part.close(ctx.counters)
         if progress:
             await progress.done(ctx.counters, ctx.store, ctx.harvest(), ctx.pages_this_run)
         return await self._finish()
@@ -216,8 +209,8 @@ class Crawler:
 
     def _check_limits(self, now: float) -> None:
         pages = self.ctx.pages_this_run
-        if self.partition is not None:
-            pages = self.partition.pages(pages)  # the limit is the crawl's, over all processes
+        if self.partition is not None:  # the limits are the crawl's; a stop in one stops all
+            pages = self.partition.pages(pages, self.stop)
         if self.cfg.max_pages is not None and pages >= self.cfg.max_pages:
             self.stop("max_pages")
         elif self.cfg.max_time_s is not None and now - self._started >= self.cfg.max_time_s:
@@ -230,27 +223,11 @@ class Crawler:
             n = await ctx.frontier.trim(self.cfg.max_queue)
             ctx.counters["queue_full"] += n
         if ctx.focus.rescore_due() and (self._rescoring is None or self._rescoring.done()):
-            self._rescoring = asyncio.create_task(self._rescore())
+            self._rescoring = asyncio.create_task(ctx.rescore())
         if time.monotonic() - self._last_focus_save > _FOCUS_SAVE_S:
             self._last_focus_save = time.monotonic()
-            self._save_focus()
+            ctx.save_focus()
             ctx.continuity.save()
-
-    async def _rescore(self) -> None:
-        """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""
-        items = self.ctx.focus.rescore()
-        mode = self.cfg.politeness.key_mode
-        for i in range(0, len(items), 2000):
-            chunk = [(u, politeness_key(u, mode), p) for u, p in items[i : i + 2000]]
-            self.ctx.counters["rescored"] += await self.ctx.frontier.reprioritize(chunk)
-            await asyncio.sleep(0)
-
-    def _save_focus(self) -> None:
-        path = self.ctx.focus_path
-        try:
-            self.ctx.focus.save(path)
-        except OSError as exc:
-            raise StorageError(f"cannot save {path}: {exc}") from exc
 
     async def _flush(self) -> None:
         """WARC first: a page counts as stored in the frontier only once its records are
@@ -294,7 +271,7 @@ class Crawler:
             with self._saving():
                 await self._rescoring
         with self._saving():
-            self._save_focus()
+            ctx.save_focus()
         with self._saving():
             await self._flush()
         queued_left = -1  # unknown: the frontier could not say

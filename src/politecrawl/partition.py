@@ -59,6 +59,7 @@ _READ_LIMIT = 1 << 30
 _IP_SLOTS = 1 << 16  # server IPs hashed into this many slots (a collision only waits more)
 _IP_POLL_S = 0.05  # a key whose IP another process holds asks again after this
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+IDLE_POLL_S = 0.05  # nothing queued in a partition: how often it looks whether the crawl is over
 _LAYOUT = "partitions.json"  # OUT/partitions.json: how many processes the crawl was made with
 STOP_REASONS = (
     "", "interrupted", "max_pages", "max_time", "storage_error", "target_relevant",
@@ -202,8 +203,10 @@ class Partition:
         frame = pickle.dumps(message, protocol=5)
         writer.write(len(frame).to_bytes(_HEAD, "little") + frame)
 
-    async def open(self) -> None:
-        """Streams to every peer, their readers, and what the last run left unacknowledged."""
+    async def open(self, wake: Callable[[], None], failed: Callable[[Exception], None]) -> None:
+        """Streams to every peer, their readers, and what the last run left unacknowledged.
+        ``wake``: the crawler's loop (links came); ``failed``: its storage error."""
+        self.wake, self.failed = wake, failed
         for peer, sock in self._socks.items():
             reader, writer = await asyncio.open_connection(sock=sock, limit=_READ_LIMIT)
             self._writers[peer] = writer
@@ -268,10 +271,13 @@ class Partition:
             got = sum(s[4 * j + 2] for j in range(n))
         return idle and sent == got
 
-    def pages(self, mine: int) -> int:
-        """The pages of this run in every partition, this one's being ``mine``."""
+    def pages(self, mine: int, stop: Callable[[str], None] | None = None) -> int:
+        """The pages of this run in every partition, this one's being ``mine``; ``stop`` is
+        called with the reason if another partition has stopped the crawl."""
         s = self._shared.state
         s[4 * self.index + 3] = float(mine)
+        if stop is not None and (why := self.stop_requested()):
+            stop(why)
         return int(sum(s[4 * j + 3] for j in range(self.count)))
 
     def request_stop(self, why: str) -> None:
@@ -285,7 +291,8 @@ class Partition:
         code = int(self._shared.state[4 * self.count])
         return STOP_REASONS[code] if code else None
 
-    async def close(self) -> None:
+    async def close(self, counters: Counter[str]) -> None:
+        counters["links_from_other_processes"] += self.received
         for task in self._readers:
             task.cancel()
         for writer in self._writers.values():
