@@ -59,6 +59,7 @@ _READ_LIMIT = 1 << 30
 _IP_SLOTS = 1 << 16  # server IPs hashed into this many slots (a collision only waits more)
 _IP_POLL_S = 0.05  # a key whose IP another process holds asks again after this
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_SENT_CACHE = 200_000  # URLs remembered as sent (about 30 MB at the most)
 IDLE_POLL_S = 0.05  # nothing queued in a partition: how often it looks whether the crawl is over
 _LAYOUT = "partitions.json"  # OUT/partitions.json: how many processes the crawl was made with
 STOP_REASONS = (
@@ -182,7 +183,7 @@ class Partition:
             elif url not in sent:
                 sent.add(url)
                 out.setdefault(who, []).append((url, priority))
-        if len(sent) > 2_000_000:
+        if len(sent) > _SENT_CACHE:
             sent.clear()  # only a saving of work: the owner's seen-set is the truth
         for peer, batch in out.items():
             self._send(peer, pickle.dumps((depth, hops, kind, src, batch), protocol=5))
