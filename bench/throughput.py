@@ -13,7 +13,8 @@ hosts / delay, and the test server's access log gives each site's request gaps.
 
 ``--rich`` serves an all-HTML web of realistic pages (30-100 links, 30-38 KB of markup each).
 politecrawl runs as the real ``politecrawl crawl`` command in a child process (``--processes``
-lists the process counts to run); its CPU and peak RSS come from that child's rusage.
+lists the process counts to run); its CPU and peak RSS come from that child's rusage (with
+``--processes N``, the CPU of all its crawler processes, and the peak RSS of the largest).
 ``--rounds N`` runs the politecrawl variants N times, alternating (1, 2, 1, 2, ...), so that
 each pair shares the machine's noise (it is shared and noisy: the same crawl's CPU per page
 varies by a fifth from one minute to the next); each variant's median round is printed, and

@@ -127,6 +127,12 @@ def test_one_request_at_a_time_per_server_ip_with_a_gap(tmp_path: Path, processe
     for host, seq in group(rows, "host").items():
         assert min(start_gaps(seq)) >= host_delay - CLOCK_S, host
     assert max_in_flight(rows) == 2  # one per server: the rule is per IP, not global
+    if processes == "2":  # each server's names were crawled by both processes
+        logs = sorted((tmp_path / "out" / "log").glob("requests*.jsonl"))
+        keys = [{json.loads(x)["key"] for x in p.read_text().splitlines()} for p in logs]
+        assert len(keys) == 2
+        for ks in keys:
+            assert {k.split(".", 1)[1] for k in ks} == {"one.test", "two.test"}
 
 
 def test_two_worker_processes_share_the_ip_rule(redis_url: str, tmp_path: Path) -> None:  # noqa: F811

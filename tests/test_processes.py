@@ -1,6 +1,6 @@
-"""``--processes 2``: the page work goes to a worker process, and the crawl is exactly as
-polite, as complete and as resumable as with one. The real command against the test web,
-judged by the server's access log and the output files."""
+"""``--processes 2``: the sites are partitioned over two crawler processes, and the crawl is
+exactly as polite, as complete and as resumable as with one. The real command against the
+test web, judged by the server's access log and the output files."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from conftest import LOOP_LAG_S, UA
 from warcio.archiveiterator import ArchiveIterator
 
+from politecrawl.storage.logs import iter_log_records
 from politecrawl.testweb import TestWeb
 from politecrawl.testweblog import politeness_violations
 
@@ -56,6 +57,15 @@ def _warc_responses(out: Path) -> list[str]:
     return urls
 
 
+def _each_site_in_one_process(out: Path, web: TestWeb) -> None:
+    """Both processes made requests, and each site's requests all came from one of them."""
+    logs = sorted((out / "log").glob("requests*.jsonl"))
+    assert [p.name for p in logs] == ["requests.jsonl", "requests@1.jsonl"]
+    sites = [{json.loads(x)["key"] for x in p.read_text().splitlines()} for p in logs]
+    assert sites[0] and sites[1] and not sites[0] & sites[1]
+    assert sites[0] | sites[1] <= set(web.hosts)
+
+
 async def test_two_processes_polite_complete_once(tmp_path: Path) -> None:
     async with TestWeb(n_hosts=8, pages_per_host=10, seed=7, plain=True) as web:
         out = tmp_path / "out"
@@ -63,7 +73,8 @@ async def test_two_processes_polite_complete_once(tmp_path: Path) -> None:
         _, err = await asyncio.wait_for(proc.communicate(), 180)
         assert proc.returncode == 0, err.decode()
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["counters"]["pages_read_in_workers"] > 0  # the worker really did the work
+    _each_site_in_one_process(out, web)
+    assert summary["counters"]["links_from_other_processes"] > 0  # links crossed over
     seen = collections.Counter((e.host, e.path) for e in web.access_log)
     assert {k for k in seen if k[1] != "/robots.txt"} == _pages(web)  # every page
     assert max(seen.values()) == 1  # and each once
@@ -71,9 +82,9 @@ async def test_two_processes_polite_complete_once(tmp_path: Path) -> None:
     # the archive holds each page once, in records a standard tool reads and checks
     stored = sorted(_warc_responses(out))
     assert len(stored) == len(set(stored)) == summary["stored"] == len(_pages(web))
-    rows = [json.loads(x) for x in (out / "pages.jsonl").read_text().splitlines()]
+    rows = list(iter_log_records(out, "pages"))  # pages.jsonl and pages@1.jsonl, by time
     assert sorted(r["url"] for r in rows) == stored
-    assert all(r["title"] for r in rows)  # read in the worker, recorded by the crawler
+    assert all(r["title"] for r in rows)
 
 
 async def test_two_processes_resume_after_kill_minus_nine(tmp_path: Path) -> None:
@@ -117,13 +128,15 @@ async def test_two_processes_keep_the_one_gate_and_the_never_crawl_list(tmp_path
         cfg = _config(tmp_path, web)
         out = tmp_path / "out"
         proc = await _start(cfg, out, "--exclude-file", str(never), "--exclude-check", "0.2")
-        await asyncio.sleep(1.0)
+        for _ in range(200):  # h6 is listed once its crawl is under way (bounded: 20 s)
+            if sum(e.host == "h6.test" for e in web.access_log) >= 2:
+                break
+            await asyncio.sleep(0.1)
         never.write_text("h5.test\nh6.test\n")
         added_at = time.time()
         _, err = await asyncio.wait_for(proc.communicate(), 180)
         assert proc.returncode == 0, err.decode()
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["counters"]["pages_read_in_workers"] > 0
+    _each_site_in_one_process(out, web)
     asked = [(e.host, e.path, e.start) for e in web.access_log]
     assert not [a for a in asked if a[1] in NEVER_FETCH]
     assert not [a for a in asked if a[0] == "h5.test"]  # listed from the start: never asked
@@ -133,3 +146,20 @@ async def test_two_processes_keep_the_one_gate_and_the_never_crawl_list(tmp_path
     assert any(a[2] > added_at + 1.0 for a in asked)
     assert any(a[0] == "h6.test" for a in asked)
     assert politeness_violations(web.access_log, DELAY, tolerance_s=LOOP_LAG_S) == []
+
+
+async def test_a_crawl_resumes_only_with_the_processes_it_was_made_with(tmp_path: Path) -> None:
+    """Sites are spread over the processes by hash: resuming with another count would give a
+    site to two processes, so the command refuses in one line (exit 2), either way round."""
+    async with TestWeb(n_hosts=4, pages_per_host=3, seed=10, plain=True) as web:
+        cfg = _config(tmp_path, web)
+        for made, resumed in (("2", "1"), ("1", "2")):
+            out = tmp_path / f"out-{made}"
+            first = await _start(cfg, out, "--processes", made, "--max-pages", "2")
+            _, err = await asyncio.wait_for(first.communicate(), 120)
+            assert first.returncode == 0, err.decode()
+            again = await _start(cfg, out, "--processes", resumed)
+            _, err = await asyncio.wait_for(again.communicate(), 120)
+            lines = err.decode().strip().splitlines()
+            assert again.returncode == 2 and len(lines) == 1, lines
+            assert f"--processes {made}" in lines[0]

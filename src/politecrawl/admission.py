@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 from politecrawl.config import CrawlConfig
 from politecrawl.errors import ConfigError, UrlError
@@ -46,6 +46,14 @@ def canonical_seeds(seeds: Sequence[str]) -> tuple[str, ...]:
         except UrlError as exc:
             raise ConfigError(f"seed {seed[:200]!r} is not a crawlable URL: {exc}") from None
     return tuple(out)
+
+
+class Router(Protocol):
+    """Where the URLs of other processes' sites go (``partition.Partition``)."""
+
+    def keep_mine(
+        self, items: Sequence[tuple[str, float]], depth: int, hops: int, kind: int, src: str | None
+    ) -> list[tuple[str, float]]: ...
 
 
 class Gate:
@@ -134,8 +142,11 @@ class Admission:
         rewrite: Callable[[str], str] | None = None,
         *,
         ip_rule: bool = False,
+        router: Router | None = None,
     ) -> None:
         self.frontier = frontier
+        # --processes N: the URLs of other processes' sites go to them (``partition``)
+        self.router = router
         self.store = store
         self.gate = gate
         self.ip_of = ip_of
@@ -155,14 +166,18 @@ class Admission:
         kind: int = PAGE,
         raw: bool = False,
         source: str | None = None,
+        routed: bool = False,
     ) -> set[str]:
         """Queue ``(url, priority)`` pairs that pass; returns the URLs queued (canonical).
 
         ``raw``: the URLs come from outside the crawler and are canonicalised first; one
         with no canonical form is counted as ``invalid_url``. ``source``: the page the URLs
-        were found on (a link or a redirect), for the URL-space trap guard."""
+        were found on (a link or a redirect), for the URL-space trap guard. ``routed``: the
+        URLs came from another process of the crawl, and are this one's (``partition``)."""
         if raw:
             items = self._canonical(items)
+        if self.router is not None and not routed and items:
+            items = self.router.keep_mine(items, depth, hops, kind, source)
         if not items:
             return set()
         if self.rewrite is not None:

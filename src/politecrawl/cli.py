@@ -373,19 +373,30 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     """Exit codes: 0 done (or a limit reached), 1 a storage error or nothing could be
     fetched, 130 stopped by Ctrl-C / SIGTERM."""
-    from politecrawl.crawler import Crawler
+    from politecrawl.partition import check_layout, run_partitioned
 
     cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
     if cfg.frontier_url:
         cfg = _join_shared(cfg, values)
-    crawler = Crawler(cfg)
-    write_config(cfg)
-    gctune.tune()  # this process is the crawl's: fewer, larger collections (gctune)
-    summary = asyncio.run(crawler.run()).to_json()
+    else:
+        check_layout(cfg.out_dir, cfg.processes)  # resumed with the processes it was made with
+    fatal: str | None
+    if cfg.processes > 1 and not cfg.frontier_url:
+        # the sites partitioned over N crawler processes (partition); this one supervises
+        write_config(cfg)
+        summary, fatal = run_partitioned(cfg)
+    else:
+        from politecrawl.crawler import Crawler  # (the partitions' supervisor does without)
+
+        crawler = Crawler(cfg)
+        write_config(cfg)
+        gctune.tune()  # this process is the crawl's: fewer, larger collections (gctune)
+        summary = asyncio.run(crawler.run()).to_json()
+        fatal = crawler.fatal
     _print_summary(summary, cfg.out_dir)
-    if crawler.fatal:
+    if fatal:
         print(
-            f"politecrawl: stopped: {crawler.fatal} (run the same command again to resume)",
+            f"politecrawl: stopped: {fatal} (run the same command again to resume)",
             file=sys.stderr,
         )
         return 1

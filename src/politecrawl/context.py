@@ -9,6 +9,7 @@ output folder is locked (one live crawl per folder), then the stores are opened.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import random
 from collections import Counter
@@ -21,6 +22,7 @@ from politecrawl.admission import Admission, Gate
 from politecrawl.config import CrawlConfig
 from politecrawl.continuity import Continuity
 from politecrawl.dashboard import Dashboard
+from politecrawl.errors import ConfigError, StorageError
 from politecrawl.exclusions import NeverCrawlList
 from politecrawl.fetch import Fetcher
 from politecrawl.focus import Focus
@@ -28,15 +30,23 @@ from politecrawl.frontier import Backend, CrawlStore
 from politecrawl.frontier.factory import make_frontier
 from politecrawl.handler import PageHandler, load_handler
 from politecrawl.outlock import OutputLock
+from politecrawl.partition import Partition, tagged
 from politecrawl.politeness import robots_retry_base_s
 from politecrawl.relevance import NuggetFunction
 from politecrawl.robotscache import RobotsCache
 from politecrawl.sinks import ItemsLog, PagesLog, Sink
 from politecrawl.storage import JsonlLog, WarcWriter
-from politecrawl.urls import origin_of
+from politecrawl.urls import origin_of, politeness_key
 from politecrawl.workpool import WorkPool
 
 _MAX_IPS = 1_000_000  # origins whose address is remembered before the cache starts over
+
+
+class _Held:
+    """The output folder's lock when another process (the partitions' supervisor) holds it."""
+
+    def release(self) -> None:
+        pass
 
 
 class CrawlContext:
@@ -56,8 +66,10 @@ class CrawlContext:
         relevance: NuggetFunction | None = None,
         sinks: Iterable[Sink] = (),
         frontier: Backend | None = None,
+        partition: Partition | None = None,
     ) -> None:
         self.cfg = config
+        self.partition = partition
         self.clock = clock
         self.stop = stop
         self.storage_failed = storage_failed
@@ -66,7 +78,9 @@ class CrawlContext:
         self.token = config.fetch.product_token
         out = config.out_dir
         out.mkdir(parents=True, exist_ok=True)
-        self.lock = OutputLock(out)  # one live crawl per folder; released by Crawler._finish
+        # one live crawl per folder; released by Crawler._finish (a partition's supervisor
+        # holds it for the partitions)
+        self.lock: OutputLock | _Held = _Held() if partition is not None else OutputLock(out)
         try:
             self._open(config, relevance, sinks, frontier)
         except BaseException:
@@ -86,7 +100,7 @@ class CrawlContext:
         seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
         if not seeds_file.exists():
             seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
-        self.frontier: Backend = frontier or make_frontier(config)
+        self.frontier: Backend = frontier or make_frontier(config, self.tagged("state.sqlite"))
         self.store: CrawlStore = self.frontier.store
         self.counters: Counter[str] = Counter()
         self.rng = random.Random()
@@ -102,7 +116,19 @@ class CrawlContext:
             self.counters,
             self.ip_of,
             ip_rule=config.politeness.ip_min_delay_s is not None,
+            router=self.partition,
         )
+        partition = self.partition
+        if partition is not None:
+            from politecrawl.frontier.sqlite import SqliteFrontier
+            from politecrawl.frontier.sqlitestore import SqliteStore
+
+            if not isinstance(self.frontier, SqliteFrontier):
+                raise ConfigError("--processes N > 1 partitions the embedded frontier only")
+            assert isinstance(self.store, SqliteStore)
+            partition.admission, partition.store = self.admission, self.store
+            if config.politeness.ip_min_delay_s is not None:
+                self.frontier.shared_ips = partition.ips
         self._ips: dict[str, str | None] = {}
         self.robots = RobotsCache(
             self.store, config.robots_ttl_s, retry_s=robots_retry_base_s(config.politeness)
@@ -111,8 +137,9 @@ class CrawlContext:
             "rotate_bytes": config.log_rotate_bytes,
             "retention_days": config.log_retention_days,
         }
-        self.request_log = JsonlLog(out / "log" / "requests.jsonl", **logs)
-        self.robots_log = JsonlLog(out / "log" / "robots.jsonl", **logs)
+        log = out / "log"
+        self.request_log = JsonlLog(log / self.tagged("requests.jsonl"), **logs)
+        self.robots_log = JsonlLog(log / self.tagged("robots.jsonl"), **logs)
         from politecrawl import __version__
 
         self.warc = WarcWriter(
@@ -120,15 +147,17 @@ class CrawlContext:
             f"politecrawl/{__version__}",
             config.fetch.user_agent,
             config.warc_max_bytes,
+            prefix=self.tagged("politecrawl"),
         )
         self.focus = Focus.from_options(
             config.strategy, config.topic, relevance if relevance is not None else config.relevance
         )
-        self.focus.load(out / "focus.json")
-        self.pages_log = JsonlLog(out / "pages.jsonl", **logs)
+        self.focus_path = out / self.tagged("focus.json")
+        self.focus.load(self.focus_path)
+        self.pages_log = JsonlLog(out / self.tagged("pages.jsonl"), **logs)
         self.sinks: list[Sink] = [PagesLog(self.pages_log)]
         if self.on_page is not None:
-            self.sinks.append(ItemsLog(JsonlLog(out / "items.jsonl", **logs)))
+            self.sinks.append(ItemsLog(JsonlLog(out / self.tagged("items.jsonl"), **logs)))
         self.sinks += sinks
         self.keep_tree = len(self.sinks) > 1  # a handler or a user's sink sees the whole tree
         self.continuity = Continuity(
@@ -136,14 +165,35 @@ class CrawlContext:
             recrawl=config.recrawl,
             revisit_min_s=config.revisit_min_s,
             revisit_max_s=config.revisit_max_s,
-            rules_log=JsonlLog(out / "log" / "rules.jsonl", **logs),
+            rules_log=JsonlLog(log / self.tagged("rules.jsonl"), **logs),
+            name=self.tagged("continuity.sqlite"),
         )
         self.admission.rewrite = self.continuity.rewrite
-        self.traps_log = JsonlLog(out / "log" / "traps.jsonl", **logs)
-        self.links_log = JsonlLog(out / "log" / "links.jsonl", **logs)  # segment fetches only
+        self.traps_log = JsonlLog(log / self.tagged("traps.jsonl"), **logs)
+        self.links_log = JsonlLog(log / self.tagged("links.jsonl"), **logs)  # segment fetches
         from politecrawl.reporting import trap_found
 
         self.admission.gate.spaces.on_trap = functools.partial(trap_found, self)
+
+    async def rescore(self) -> None:
+        """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""
+        items = self.focus.rescore()
+        mode = self.cfg.politeness.key_mode
+        for i in range(0, len(items), 2000):
+            chunk = [(u, politeness_key(u, mode), p) for u, p in items[i : i + 2000]]
+            self.counters["rescored"] += await self.frontier.reprioritize(chunk)
+            await asyncio.sleep(0)
+
+    def save_focus(self) -> None:
+        """What the focused strategy learned (``focus.json``), for the next run."""
+        try:
+            self.focus.save(self.focus_path)
+        except OSError as exc:
+            raise StorageError(f"cannot save {self.focus_path}: {exc}") from exc
+
+    def tagged(self, name: str) -> str:
+        """A file's name for this process (``partition.tagged``: as is with one process)."""
+        return tagged(name, self.partition.index) if self.partition is not None else name
 
     def close_pool(self) -> None:
         """Stop the worker processes; what they did goes in the counters."""

@@ -94,6 +94,7 @@ class Continuity:
         revisit_min_s: float,
         revisit_max_s: float,
         rules_log: JsonlLog,
+        name: str = "continuity.sqlite",
     ) -> None:
         self.recrawl = recrawl
         self.policy = RevisitPolicy(min_s=revisit_min_s, max_s=revisit_max_s)
@@ -101,7 +102,7 @@ class Continuity:
         self.rules = RuleLearner()
         self._rules_log = rules_log
         self._hints: dict[str, float] = {}
-        path = out_dir / "continuity.sqlite"
+        path = out_dir / name
         try:
             self._db = sqlite3.connect(path, isolation_level="DEFERRED")
         except sqlite3.Error as exc:

@@ -26,13 +26,13 @@ from politecrawl.errors import FrontierError, StorageError
 from politecrawl.fetch import Fetcher
 from politecrawl.frontier import Backend
 from politecrawl.handler import PageHandler
+from politecrawl.partition import IDLE_POLL_S, Partition
 from politecrawl.relevance import NuggetFunction
 from politecrawl.reporting import Summary, summary_of, write_summary
 from politecrawl.robotscache import RobotsCache
 from politecrawl.signals import stop_on_signals
 from politecrawl.sinks import Sink
 from politecrawl.turn import take_turn
-from politecrawl.urls import politeness_key
 
 __all__ = ["Crawler", "Summary"]
 
@@ -63,6 +63,7 @@ class Crawler:
         relevance: NuggetFunction | None = None,
         sinks: Iterable[Sink] = (),
         frontier: Backend | None = None,
+        partition: Partition | None = None,
     ) -> None:
         # every seed in its canonical form, whoever gave it (API or CLI); a bad one is an error
         config = dataclasses.replace(config, seeds=canonical_seeds(config.seeds))
@@ -82,7 +83,9 @@ class Crawler:
             relevance=relevance,
             sinks=sinks,
             frontier=frontier,
+            partition=partition,
         )
+        self.partition = partition
         self._flushed: Counter[str] = Counter()
         self._rescoring: asyncio.Task[None] | None = None
         self._last_focus_save = time.monotonic()
@@ -114,6 +117,8 @@ class Crawler:
         if not self._stop.is_set():
             self._stopped_by = why
             self._stop.set()
+            if self.partition is not None:
+                self.partition.request_stop(why)  # one stops, all stop
             if self._wake is not None:
                 self._wake.set()
 
@@ -147,7 +152,10 @@ class Crawler:
             ctx.progress = Dashboard(self.cfg, clock=self.clock)
         progress = ctx.progress
         ctx.pool.start()
+        part = self.partition
         async with Fetcher(self.cfg.fetch) as ctx.fetcher:
+            if part is not None:
+                await part.open(self._wake.set, self._storage_failed)
             await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
             with stop_on_signals(self._stop.is_set, self.stop):
                 while not self._stop.is_set():
@@ -165,7 +173,9 @@ class Crawler:
                         tasks.add(task)
                         task.add_done_callback(self._task_done(tasks))
                     if not tasks and wake is None:
-                        break
+                        if part is None or part.finished():
+                            break
+                        wake = now + IDLE_POLL_S  # links from the others may come
                     if len(tasks) >= self.cfg.concurrency:
                         wake = None  # full: only a finished turn (or the flush tick) matters
                     timeout = _FLUSH_S if wake is None else min(_FLUSH_S, max(0.0, wake - now))
@@ -183,6 +193,8 @@ class Crawler:
                             )
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
+            if part is not None:
+                await part.close(ctx.counters)
         if progress:
             await progress.done(ctx.counters, ctx.store, ctx.harvest(), ctx.pages_this_run)
         return await self._finish()
@@ -196,7 +208,10 @@ class Crawler:
         return done
 
     def _check_limits(self, now: float) -> None:
-        if self.cfg.max_pages is not None and self.ctx.pages_this_run >= self.cfg.max_pages:
+        pages = self.ctx.pages_this_run
+        if self.partition is not None:  # the limits are the crawl's; a stop in one stops all
+            pages = self.partition.pages(pages, self.stop)
+        if self.cfg.max_pages is not None and pages >= self.cfg.max_pages:
             self.stop("max_pages")
         elif self.cfg.max_time_s is not None and now - self._started >= self.cfg.max_time_s:
             self.stop("max_time")
@@ -208,27 +223,11 @@ class Crawler:
             n = await ctx.frontier.trim(self.cfg.max_queue)
             ctx.counters["queue_full"] += n
         if ctx.focus.rescore_due() and (self._rescoring is None or self._rescoring.done()):
-            self._rescoring = asyncio.create_task(self._rescore())
+            self._rescoring = asyncio.create_task(ctx.rescore())
         if time.monotonic() - self._last_focus_save > _FOCUS_SAVE_S:
             self._last_focus_save = time.monotonic()
-            self._save_focus()
+            ctx.save_focus()
             ctx.continuity.save()
-
-    async def _rescore(self) -> None:
-        """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""
-        items = self.ctx.focus.rescore()
-        mode = self.cfg.politeness.key_mode
-        for i in range(0, len(items), 2000):
-            chunk = [(u, politeness_key(u, mode), p) for u, p in items[i : i + 2000]]
-            self.ctx.counters["rescored"] += await self.ctx.frontier.reprioritize(chunk)
-            await asyncio.sleep(0)
-
-    def _save_focus(self) -> None:
-        path = self.cfg.out_dir / "focus.json"
-        try:
-            self.ctx.focus.save(path)
-        except OSError as exc:
-            raise StorageError(f"cannot save {path}: {exc}") from exc
 
     async def _flush(self) -> None:
         """WARC first: a page counts as stored in the frontier only once its records are
@@ -242,6 +241,8 @@ class Crawler:
             self._flushed = now
         await ctx.store.flush()
         ctx.continuity.flush()
+        if self.partition is not None:
+            self.partition.saved()  # the links the others sent are saved: they may forget them
 
     def _storage_failed(self, exc: Exception) -> None:
         """Disk full, I/O error: stop cleanly; the first error is the one reported."""
@@ -270,7 +271,7 @@ class Crawler:
             with self._saving():
                 await self._rescoring
         with self._saving():
-            self._save_focus()
+            ctx.save_focus()
         with self._saving():
             await self._flush()
         queued_left = -1  # unknown: the frontier could not say
@@ -294,6 +295,6 @@ class Crawler:
             stopped_by=self._stopped_by,
         )
         with self._saving():
-            write_summary(self.cfg.out_dir / "summary.json", summary)
+            write_summary(self.cfg.out_dir / ctx.tagged("summary.json"), summary)
         summary.stopped_by = self._stopped_by
         return summary

@@ -59,8 +59,9 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     (
         "processes",
         int,
-        "processes for the page work (decode, parse, fingerprints); the crawler process keeps "
-        "every decision (default 1; see docs/architecture.md)",
+        "crawler processes, the sites partitioned over them (files of process i > 0 tagged "
+        "@i: state@1.sqlite, log/requests@1.jsonl, pages@1.jsonl; resume with the same N); "
+        "with a Redis frontier, processes for the page work (default 1; docs/architecture.md)",
     ),
     ("max-pages", int, "stop after this many page requests in this run"),
     ("max-time", float, "stop after this many seconds"),

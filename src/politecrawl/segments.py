@@ -29,17 +29,19 @@ _UNFETCHED = "state = 0 OR outcome = 'dropped:queue_full'"
 
 
 def _rows(crawl_dir: Path) -> Iterator[tuple[str, bool]]:
-    """(url, fetched) for every URL a crawl discovered."""
+    """(url, fetched) for every URL a crawl discovered (in every process's state file,
+    ``state@1.sqlite``... with ``--processes``: ``partition.tagged``)."""
     path = crawl_dir / "state.sqlite"
     if not path.exists():
         raise ConfigError(f"{crawl_dir} is not a crawl folder (no state.sqlite in it)")
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        yield from db.execute(f"SELECT url, NOT ({_UNFETCHED}) FROM urls")
-    except sqlite3.DatabaseError as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
-    finally:
-        db.close()
+    for one in [path, *sorted(crawl_dir.glob("state@*.sqlite"))]:
+        db = sqlite3.connect(f"file:{one}?mode=ro", uri=True)
+        try:
+            yield from db.execute(f"SELECT url, NOT ({_UNFETCHED}) FROM urls")
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"cannot read {one}: {exc}") from None
+        finally:
+            db.close()
 
 
 def _recorded_links(crawl_dir: Path) -> Iterator[str]:

@@ -1,16 +1,14 @@
-"""Every core: the CPU-heavy work of a page (decode, parse, fingerprints) in worker processes.
+"""The CPU-heavy work of a page (decode, parse, fingerprints) in worker processes.
 
-``--processes N`` keeps one crawler process, which alone owns the frontier, the gate, the
-seen-set, politeness, the logs and the WARC files, and adds ``N - 1`` worker processes that
-only compute: bytes in, a picklable result out. So every promise made with one process (one
-request per site and per server, the gate, resume after ``kill -9``, the never-crawl list)
-holds unchanged with N, by construction: nothing that decides or stores moved.
+Used where a crawl must stay one process: the API (``Crawler(config)`` with
+``processes > 1``, whose page handler and sinks are objects in the caller's process) and a
+Redis worker (``politecrawl worker``, already one of many processes on a shared frontier).
+``politecrawl crawl --processes N`` partitions the sites over N whole crawler processes
+instead (``partition``), which measured better: docs/architecture.md ("Every core").
 
-Why not hosts partitioned over N crawler processes? Then the state, the logs and the WARC
-files split N ways (every operator tool would read N folders), a link found by one process
-for another's host must cross over durably, and per-IP politeness needs hosts grouped by
-address before they are resolved. Measured on the rich test web, the page work that moves is
-about 60 % of a crawl's CPU (bench/throughput.py --profile): enough for two cores.
+The crawler process keeps the frontier, the gate, the seen-set, politeness, the logs and the
+WARC files, and ``N - 1`` worker processes only compute: bytes in, a picklable result out.
+So every promise made with one process holds unchanged with N, by construction.
 
 Work stealing: a page goes to the least busy worker while it has fewer than
 ``_QUEUED_PER_WORKER`` queued (so none idles while the crawler is busy); otherwise the

@@ -69,8 +69,9 @@ def lease_ttl_for(config: CrawlConfig) -> float:
     return max(60.0, 2 * config.fetch.total_timeout_s)
 
 
-def make_frontier(config: CrawlConfig) -> Backend:
-    """The frontier ``config`` asks for (see the module docstring)."""
+def make_frontier(config: CrawlConfig, name: str = "state.sqlite") -> Backend:
+    """The frontier ``config`` asks for (see the module docstring); ``name``: the embedded
+    store's file in the output folder (one per process with ``--processes``)."""
     if config.frontier_url:
         # (--state, the robots/site statistics shared between crawls, is what a shared
         # frontier already is: every worker of the crawl reads and writes the same ones)
@@ -102,7 +103,7 @@ def make_frontier(config: CrawlConfig) -> Backend:
             peek_cache_s=0.05,
         )
     return SqliteFrontier.open(
-        config.out_dir / "state.sqlite",
+        config.out_dir / name,
         seen_mode=config.resolved_seen_mode,
         expected_urls=config.expected_urls,
         seen_fp_rate=config.seen_fp_rate,

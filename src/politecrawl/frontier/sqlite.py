@@ -35,7 +35,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError
@@ -46,6 +46,14 @@ from politecrawl.politeness import HostState
 WINDOW = 32
 _COLS = "url, key, depth, hops, attempt, not_before, priority, kind, seq"
 _STORE_OPTIONS = ("seen_mode", "expected_urls", "seen_fp_rate", "robots_cache_size", "state_path")
+
+
+class SharedIps(Protocol):
+    """Server IPs held over all the processes of a crawl (``partition.IpTable``)."""
+
+    def hold(self, ip: str, now: float) -> float: ...
+
+    def release(self, ip: str, free_at: float) -> None: ...
 
 
 class SqliteFrontier:
@@ -80,6 +88,8 @@ class SqliteFrontier:
         self._ip_next: dict[str, float] = {}  # IP -> when it may be asked again
         self._ip_waiting: dict[str, deque[str]] = {}  # IP -> keys due, waiting for it
         self._waiting: set[str] = set()  # every key in some _ip_waiting line
+        # --processes N: the IP rule over all processes (``partition.IpTable``), after this one's
+        self.shared_ips: SharedIps | None = None
         self._ready_seq = itertools.count()
         self._queued = 0
         self._commit_due: asyncio.Future[None] | None = None  # the next group commit
@@ -376,6 +386,9 @@ class SqliteFrontier:
             if ip_next > now:
                 self._schedule(key, ip_next)
                 return False
+            if self.shared_ips is not None and (when := self.shared_ips.hold(ip, now)):
+                self._schedule(key, when)  # another process has it, or had it too recently
+                return False
             self._ip_holder[ip] = key
         self._leased.add(key)
         return True
@@ -435,6 +448,8 @@ class SqliteFrontier:
         if ip and self._ip_holder.get(ip) == key:
             del self._ip_holder[ip]
             self._ip_next[ip] = max(self._ip_next.get(ip, 0.0), state.ip_next)
+            if self.shared_ips is not None:
+                self.shared_ips.release(ip, state.ip_next)
             self._call_next(ip)
         self.store.save_host(state)
         if self._pending.get(key):

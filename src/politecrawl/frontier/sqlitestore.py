@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS pages(
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS key_ips(key TEXT PRIMARY KEY, ip TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS outbox(seq INTEGER PRIMARY KEY, peer INT NOT NULL, batch BLOB NOT NULL);
 """
 
 # Host knowledge: in the crawl's own file, or in a --state file shared across crawls/segments.
@@ -145,7 +146,10 @@ class SqliteStore:
             raise FrontierError(f"cannot open crawl state {path}: {exc}") from exc
         self._t_hosts = f"{db}.hosts"
         self._t_robots = f"{db}.robots"
-        self._seen_path = path.with_name("seen.bloom")
+        # state.sqlite -> seen.bloom (state@1.sqlite -> seen@1.bloom: ``partition.tagged``)
+        self._seen_path = path.with_name(
+            path.name.replace("state", "seen", 1).replace(".sqlite", ".bloom")
+        )
         self.hosts: dict[str, HostState] = {}
         self._robots: OrderedDict[str, RobotsRecord] = OrderedDict()
         self._robots_cap = robots_cache_size
@@ -270,6 +274,26 @@ class SqliteStore:
             "seen": self.seen.count,
             "seen_bytes": self.seen.bytes_used() if self.seen.mode == "bloom" else 0,
         }
+
+    # -- --processes N: links for other processes' sites, kept until their owner has them --
+    def outbox_add(self, peer: int, batch: bytes) -> int:
+        """Saved with the page that found them (same transaction); returns its number."""
+        try:
+            cur = self.db.execute("INSERT INTO outbox(peer, batch) VALUES (?,?)", (peer, batch))
+        except sqlite3.DatabaseError as exc:
+            raise FrontierError(f"cannot save crawl state: {exc}") from exc
+        return int(cur.lastrowid or 0)
+
+    def outbox_drop(self, peer: int, upto: int) -> None:
+        """The owner ``peer`` has saved every batch up to ``upto``."""
+        try:
+            self.db.execute("DELETE FROM outbox WHERE peer=? AND seq<=?", (peer, upto))
+        except sqlite3.DatabaseError as exc:
+            raise FrontierError(f"cannot save crawl state: {exc}") from exc
+
+    def outbox_rows(self) -> list[tuple[int, int, bytes]]:
+        """What the last run sent and was not told was saved: sent again on resuming."""
+        return list(self.db.execute("SELECT seq, peer, batch FROM outbox ORDER BY seq"))
 
     def commit(self) -> None:
         try:

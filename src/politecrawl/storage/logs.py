@@ -16,8 +16,10 @@ Rotation assumes one writing process per log (the crawler); readers use ``iter_l
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
+import heapq
 import json
 import os
 import re
@@ -245,10 +247,25 @@ def rotated_files(log_dir: Path, stem: str) -> list[Path]:
 
 
 def iter_log_records(log_dir: Path, stem: str) -> Iterator[dict[str, Any]]:
-    """Every complete record of a log, rotated files first, in time order.
+    """Every complete record of a log, rotated files first, in time order; with
+    ``--processes N``, the log of every process (``stem@1``, ...: ``partition.tagged``)
+    merged by time.
 
     Torn or unparsable lines are skipped: a reader must never fail on a crash's leftovers.
     """
+    stems = [stem]
+    with contextlib.suppress(FileNotFoundError):
+        tagged = re.compile(rf"^({re.escape(stem)}@\d+)\.")
+        stems += sorted({m.group(1) for p in log_dir.iterdir() if (m := tagged.match(p.name))})
+    if len(stems) == 1:
+        yield from _one_log(log_dir, stem)
+        return
+    yield from heapq.merge(
+        *(_one_log(log_dir, s) for s in stems), key=lambda rec: str(rec.get("time", ""))
+    )
+
+
+def _one_log(log_dir: Path, stem: str) -> Iterator[dict[str, Any]]:
     paths = rotated_files(log_dir, stem)
     current = log_dir / f"{stem}.jsonl"
     if current.exists():

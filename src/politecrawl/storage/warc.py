@@ -140,7 +140,8 @@ class WarcWriter:
         self._prefix = prefix
         self.repaired = {
             p.name: cut
-            for p in sorted(directory.glob("*.warc.gz.open"))
+            # this writer's own leftovers only: another process's file may be open and live
+            for p in sorted(directory.glob(f"{prefix}-*.warc.gz.open"))
             if (cut := repair_open_file(p)) is not None
         }
         self._serial = len(list(directory.glob(f"{prefix}-*.warc.gz")))
