@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import os
 import signal
 import sys
 import time
@@ -163,3 +164,36 @@ async def test_a_crawl_resumes_only_with_the_processes_it_was_made_with(tmp_path
             lines = err.decode().strip().splitlines()
             assert again.returncode == 2 and len(lines) == 1, lines
             assert f"--processes {made}" in lines[0]
+
+
+async def test_sigterm_to_the_command_and_ctrl_c_to_its_group_stop_every_process(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM to the command is passed on to its crawler processes, which save and end (exit
+    130, ``stopped_by`` interrupted, resumable); Ctrl-C twice (the terminal signals the
+    whole process group) ends it at once, also with 130."""
+    async with TestWeb(n_hosts=6, pages_per_host=40, seed=11, plain=True) as web:
+        cfg = _config(tmp_path, web)
+        for how, out in (("term", tmp_path / "out-term"), ("int2", tmp_path / "out-int")):
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "politecrawl.cli", "crawl", "--config", str(cfg),
+                "--out", str(out), "--no-progress", "--processes", "2",
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )  # fmt: skip
+            for _ in range(200):  # under way (bounded: 20 s)
+                if len(web.access_log) > 20:
+                    break
+                await asyncio.sleep(0.1)
+            if how == "term":
+                proc.send_signal(signal.SIGTERM)
+            else:
+                os.killpg(proc.pid, signal.SIGINT)
+                await asyncio.sleep(0.05)
+                os.killpg(proc.pid, signal.SIGINT)
+            _, err = await asyncio.wait_for(proc.communicate(), 60)
+            assert proc.returncode == 130, (how, err.decode())
+            if how == "term":
+                summary = json.loads((out / "summary.json").read_text())
+                assert summary["stopped_by"] == "interrupted" and summary["queued_left"] > 0
+            web.access_log.clear()

@@ -393,11 +393,13 @@ def run_partitioned(config: CrawlConfig) -> tuple[dict[str, Any], str | None]:
             counters.update(s.get("counters", {}))
         stops = [s.get("stopped_by", "done") for s in summaries]
         stopped_by = next((s for s in stops if s != "done"), "done")
-        if len(summaries) < n:
-            stopped_by = "partition_died"
         fatal = next((s["fatal"] for s in summaries if s.get("fatal")), None)
-        if len(summaries) < n and fatal is None:
-            fatal = "a crawler process ended without saving its summary"
+        if len(summaries) < n:
+            if all(p.exitcode in (0, 130) for p in procs):  # a second Ctrl-C: out at once
+                stopped_by = "interrupted"
+            else:
+                stopped_by = "partition_died"
+                fatal = fatal or "a crawler process ended without saving its summary"
         summary = summary_of(
             counters,
             seconds=max((float(s.get("seconds", 0.0)) for s in summaries), default=0.0),
@@ -411,9 +413,10 @@ def run_partitioned(config: CrawlConfig) -> tuple[dict[str, Any], str | None]:
 
 
 def _wait(procs: list[Any], shared: Shared) -> None:
-    """Until every partition has ended. SIGTERM is passed on; Ctrl-C reaches them all
-    (one process group). A partition that dies stops the others (they save and end)."""
-    forwarded = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    """Until every partition has ended. SIGTERM is passed on; Ctrl-C reaches them all (one
+    process group), so this process ignores it from here on (a second Ctrl-C ends them at
+    once, and must not cut the summary short here). A partition that dies stops the others
+    (they save and end)."""
 
     def forward(signum: int, _frame: Any) -> None:
         for p in procs:
@@ -422,22 +425,16 @@ def _wait(procs: list[Any], shared: Shared) -> None:
                     os.kill(p.pid, signum)
 
     signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, lambda *_: None)  # the children have it too
-    try:
-        running = {p.sentinel: p for p in procs}
-        while running:
-            for ended in multiprocessing.connection.wait(list(running)):
-                p = running.pop(ended)
-                p.join()
-                if p.exitcode != 0:
-                    with shared.lock:
-                        if not shared.state[4 * shared.count]:
-                            shared.state[4 * shared.count] = float(
-                                STOP_REASONS.index("partition_died")
-                            )
-    finally:
-        for sig, handler in forwarded.items():
-            signal.signal(sig, handler)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    running = {p.sentinel: p for p in procs}
+    while running:
+        for ended in multiprocessing.connection.wait(list(running)):
+            p = running.pop(ended)
+            p.join()
+            if p.exitcode != 0:
+                with shared.lock:
+                    if not shared.state[4 * shared.count]:
+                        shared.state[4 * shared.count] = float(STOP_REASONS.index("partition_died"))
 
 
 def _partition_main(
