@@ -38,7 +38,7 @@ def start_testweb(
     rich: bool = False,
     lean: bool = False,
 ) -> tuple[subprocess.Popen[str], int]:
-    """``python -m politecrawl.testweb`` on a free port; (process, port). ``lean``: the
+    """``python -m politecrawl.demo.web`` on a free port; (process, port). ``lean``: the
     server that takes less of the CPU the crawler is measured on (``testweblean``)."""
     args = ["--hosts", str(hosts), "--pages", str(pages), "--port", "0"]
     if access_log is not None:
@@ -50,7 +50,7 @@ def start_testweb(
     if lean:
         args.append("--lean")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "politecrawl.testweb", *args], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "politecrawl.demo.web", *args], stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()  # "serving N hosts on 127.0.0.1:PORT"

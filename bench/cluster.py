@@ -48,7 +48,7 @@ from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.redis import RedisFrontier
 
 UA = "politecrawl-bench/1.0 (+http://bot.example/info)"
-CLI = [sys.executable, "-m", "politecrawl.cli"]
+CLI = [sys.executable, "-m", "politecrawl"]
 
 
 def free_port() -> int:

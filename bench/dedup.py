@@ -42,19 +42,19 @@ from collections import Counter, deque
 from collections.abc import Callable
 from pathlib import Path
 
-from politecrawl.duprules import RuleLearner
-from politecrawl.fingerprint import (
+from politecrawl.content.page import read_page
+from politecrawl.content.parse import parse_page
+from politecrawl.continuity.duprules import RuleLearner
+from politecrawl.continuity.fingerprint import (
     DEFAULT_SHINGLE,
     NearDupIndex,
     exact_fingerprint,
     hamming,
     simhash,
 )
-from politecrawl.page import read_page
-from politecrawl.parse import parse_page
-from politecrawl.relevance import extract_document
-from politecrawl.testweb import TestWeb
-from politecrawl.testwebpages import render_page
+from politecrawl.demo.pages import render_page
+from politecrawl.demo.web import TestWeb
+from politecrawl.focus.relevance import extract_document
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test webs
 from dupweb import DupWeb, FakeClock, PageRef

@@ -28,7 +28,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from politecrawl.duprules import RuleLearner
+from politecrawl.continuity.duprules import RuleLearner
 from politecrawl.storage.logs import read_jsonl
 
 _UA = "docsbench/1.0 (+http://bench.example/)"
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     seeds.write_text(f"http://docs.test:{port}{a.start}\n")
     cmd = [
-        sys.executable, "-m", "politecrawl.cli", "crawl", "--seeds", str(seeds), "--out", str(out),
+        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds), "--out", str(out),
         "--user-agent", _UA, "--resolve", f"docs.test:{port}:127.0.0.1",
         "--allow-private-addresses", "--min-delay", "0", "--delay-factor", "0", "--jitter", "0",
         "--max-pages", str(a.max_pages), "--max-time", str(a.max_time), "--no-progress",

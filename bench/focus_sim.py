@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import docbed
 
-from politecrawl.focus import Focus
-from politecrawl.parse import ParsedPage, parse_page
+from politecrawl.content.parse import ParsedPage, parse_page
+from politecrawl.focus.strategy import Focus
 
 PORT = 8  # URLs carry a port, as in a real crawl of the bed; its value does not matter
 TOKEN = "simbot"

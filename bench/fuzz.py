@@ -130,14 +130,18 @@ class Target:
 
 def load_targets() -> dict[str, Target]:
     """Import the modules under test (late: the atheris child instruments them first)."""
-    from politecrawl import outcome, page_directives, sitemapresult, sitemaps, textdecode
-    from politecrawl import parse as parse_module
     from politecrawl.config import validate_user_agent
-    from politecrawl.contentcoding import decompress
+    from politecrawl.content import decoding as textdecode
+    from politecrawl.content import directives as page_directives
+    from politecrawl.content import parse as parse_module
+    from politecrawl.content.parse import parse_page
+    from politecrawl.content.sitemaps import read as sitemaps
+    from politecrawl.content.sitemaps import result as sitemapresult
+    from politecrawl.engine import outcome
     from politecrawl.errors import ConfigError, UrlError
-    from politecrawl.parse import parse_page
-    from politecrawl.robots import RobotsRules
-    from politecrawl.urls import canonicalize, join
+    from politecrawl.net.coding import decompress
+    from politecrawl.robots.rules import RobotsRules
+    from politecrawl.urls.canonical import canonicalize, join
 
     def run_robots(data: bytes) -> str:
         body, ua, paths = fields(data, 3)

@@ -3,7 +3,7 @@
     python bench/load.py [--hosts 10000] [--pages 3] [--concurrency 500] [--delay 5]
                          [--max-time 180] [--max-pages N] [--max-wait 30] [--json FILE]
 
-The test web (``python -m politecrawl.testweb``) runs in its own process and writes every
+The test web (``python -m politecrawl.demo.web``) runs in its own process and writes every
 request it answers to an access log; this process runs ``politecrawl.Crawler`` against it
 (``--resolve "*.test:PORT:127.0.0.1"``, scope ``any``, ``min_delay_s=--delay``,
 ``response_time_factor=1.0``, 10 ms jitter). The crawl stops by itself at ``--max-time``
@@ -54,8 +54,8 @@ from typing import Any
 from benchlib import cpu_s, rss_mb, start_testweb, testweb_config
 
 from politecrawl import Crawler
+from politecrawl.demo.accesslog import AccessEntry, load_access_log, politeness_violations
 from politecrawl.storage.logs import iter_log_records
-from politecrawl.testweblog import AccessEntry, load_access_log, politeness_violations
 
 UA = "loadbot/1.0 (+http://bench.example/bot)"
 RETRY_AFTER_S = 1.0  # what the test web's 429 and 503 answers carry

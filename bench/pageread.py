@@ -20,9 +20,9 @@ from collections.abc import Callable
 
 from selectolax.lexbor import LexborHTMLParser
 
-from politecrawl.htmlguard import depth_cut
-from politecrawl.page import read_page
-from politecrawl.relevance import extract_document
+from politecrawl.content.htmlguard import depth_cut
+from politecrawl.content.page import read_page
+from politecrawl.focus.relevance import extract_document
 
 WORDS = [
     "train",
@@ -78,7 +78,7 @@ async def thread_cost_us(n: int = 2000) -> float:
 
 
 def main() -> None:
-    from politecrawl.parse import parse_tree, visible_text
+    from politecrawl.content.parse import parse_tree, visible_text
 
     rng = random.Random(7)
     url = "http://h.test/a/b.html"

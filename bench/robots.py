@@ -1,4 +1,4 @@
-"""Benchmark politecrawl.robots against protego on identical inputs.
+"""Benchmark politecrawl.robots.rules against protego on identical inputs.
 
 Run: ``python bench/robots.py`` (about 30-45 s). Prints, for both parsers:
 
@@ -27,7 +27,7 @@ from typing import Any
 
 from protego import Protego
 
-from politecrawl.robots import RobotsRules
+from politecrawl.robots.rules import RobotsRules
 
 ROOT = Path(__file__).resolve().parent.parent
 UA = "acmebot/1.0 (+https://acme.example/bot)"

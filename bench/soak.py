@@ -3,7 +3,7 @@
     python bench/soak.py [--minutes 30] [--hosts 10000] [--pages 10] [--delay 10]
                          [--concurrency 500] [--every 10] [--json FILE]
 
-The test web (``python -m politecrawl.testweb``, its own process) serves ``--hosts`` x
+The test web (``python -m politecrawl.demo.web``, its own process) serves ``--hosts`` x
 ``--pages`` pages (plus the special URLs every host links: about 35 URLs a host). This process
 crawls it with ``politecrawl.Crawler`` until ``--minutes`` have passed (or the web is done).
 Every ``--every`` seconds a task on the crawler's own event loop prints one row: resident

@@ -22,7 +22,7 @@ RULES: list[tuple[str, tuple[str, ...]]] = [
         "parse",
         (
             "politecrawl/parse",
-            "politecrawl/page.py",
+            "politecrawl/content/page.py",
             "politecrawl/htmlguard",
             "politecrawl/page_directives",
             "selectolax/",

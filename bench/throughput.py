@@ -60,7 +60,7 @@ import aiohttp
 from benchlib import cpu_s, start_testweb
 
 from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
-from politecrawl.testweblog import load_access_log
+from politecrawl.demo.accesslog import load_access_log
 
 UA = "benchbot/1.0 (+http://bench.example/bot)"
 SCRAPY_CPU_PER_1000 = 12.5
@@ -151,7 +151,7 @@ def start_crawl(
     seeds = out.parent / f"{out.name}-seeds.txt"
     seeds.write_text("".join(f"http://h{i}.test:{port}/\n" for i in host_ids))
     cmd = [
-        sys.executable, "-m", "politecrawl.cli", "crawl", "--seeds", str(seeds),
+        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds),
         "--user-agent", UA, "--out", str(out), "--resolve", f"*.test:{port}:127.0.0.1",
         "--allow-private-addresses", "--scope", "any", "--min-delay", str(delay),
         "--jitter", "0.01", "--delay-factor", "1", "--retry-base", "0.5", "--park-time", "1",
@@ -322,7 +322,7 @@ def redis_workers(
     try:
         seeds = tmp / "seeds.txt"
         seeds.write_text("".join(f"http://h{i}.test:{port}/\n" for i in range(hosts)))
-        cli = [sys.executable, "-m", "politecrawl.cli"]
+        cli = [sys.executable, "-m", "politecrawl"]
         subprocess.run(
             [*cli, "seed", str(seeds), "--frontier", server.url, "--crawl-id", "bench"],
             check=True,

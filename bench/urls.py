@@ -1,11 +1,11 @@
-"""Throughput of politecrawl.urls.join (resolve + canonicalise) on a realistic link mix.
+"""Throughput of politecrawl.urls.canonical.join (resolve + canonicalise) on a realistic link mix.
 
 Run as ``python bench/urls.py [N]``.  Builds ~200k (base, href) pairs shaped like the
 links of real pages (mostly relative and same-site, some off-site, fragments,
 javascript:/mailto:, whitespace, percent-encoding, IDN hosts, session ids) from a
 fixed seed, then times, in the same run:
 
-* ``politecrawl.urls.join(base, href)``
+* ``politecrawl.urls.canonical.join(base, href)``
 * baseline: ``w3lib.url.canonicalize_url(urllib.parse.urljoin(base, href))``, what a
   Scrapy-style crawler does per link;
 * canonicalisation alone on the resolved absolute URLs, ours vs
@@ -23,7 +23,7 @@ from urllib.parse import urljoin
 
 from w3lib.url import canonicalize_url
 
-from politecrawl.urls import canonicalize, join
+from politecrawl.urls.canonical import canonicalize, join
 
 WORDS = (
     *("news", "sport", "about", "contact", "products", "item", "page", "article", "blog"),

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from politecrawl.config import CrawlConfig, FetchConfig, PolitenessConfig
-from politecrawl.testweb import TestWeb
+from politecrawl.demo.web import TestWeb
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 DELAY = 0.15

@@ -54,8 +54,8 @@ from typing import Literal
 from aiohttp import web
 from loopbackweb import LoopbackWeb
 
-from politecrawl.testweb import serve_until_signal
-from politecrawl.testweblog import AccessEntry
+from politecrawl.demo.accesslog import AccessEntry
+from politecrawl.demo.web import serve_until_signal
 
 __all__ = ["EPOCH", "ChangeKind", "DupWeb", "FakeClock", "PageRef", "SiteKind", "main"]
 

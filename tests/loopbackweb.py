@@ -8,7 +8,7 @@ from typing import Any, Self
 
 from aiohttp import web
 
-from politecrawl.testweb import serve_loopback
+from politecrawl.demo.web import serve_loopback
 
 
 class LoopbackWeb:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from politecrawl.relevance import Document
+from politecrawl.focus.relevance import Document
 
 CALLS: list[str] = []
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from politecrawl.botpage import main_args, render
 from politecrawl.errors import ConfigError
+from politecrawl.tools.botpage import main_args, render
 
 UA = "acmebot/1.0 (+https://acme.example/bot)"
 _VOID = {"meta", "br", "img", "link", "hr", "input"}
@@ -127,7 +127,7 @@ def test_page_states_the_crawls_real_delay(tmp_path: Path) -> None:
 
     def page(*args: str) -> str:
         p = subprocess.run(
-            [sys.executable, "-m", "politecrawl.cli", "botpage", "--user-agent",
+            [sys.executable, "-m", "politecrawl", "botpage", "--user-agent",
              "acmebot/1.0 (+https://acme.example/bot)", "--contact", "ops@acme.example", *args],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip

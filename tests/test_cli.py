@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from conftest import UA
 
-from politecrawl.testweb import TestWeb
+from politecrawl.demo.web import TestWeb
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "politecrawl.cli", *args],
+        [sys.executable, "-m", "politecrawl", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -134,7 +134,7 @@ async def test_crawl_with_toml_config_flags_win(tmp_path: Path) -> None:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "politecrawl.cli",
+            "politecrawl.tools.cli",
             "crawl",
             "--config",
             str(cfg),
@@ -161,7 +161,6 @@ def test_operator_tools_on_a_real_crawl(tmp_path: Path) -> None:
     from conftest import crawl_config
 
     from politecrawl import Crawler
-
     async def crawl() -> None:
         async with TestWeb(n_hosts=3, pages_per_host=4, seed=5) as web:
             await Crawler(crawl_config(web, tmp_path / "out", delay=0.05)).run()
@@ -292,7 +291,7 @@ async def test_short_min_delay_is_not_swamped_by_jitter(tmp_path: Path) -> None:
         seeds = tmp_path / "seeds.txt"
         seeds.write_text(web.seed_urls()[0] + "\n")
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "politecrawl.cli", "crawl", "--seeds", str(seeds),
+            sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds),
             "--user-agent", UA, "--out", str(tmp_path / "o"), "--resolve", web.resolve_arg(),
             "--allow-private-addresses", "--min-delay", "0.05", "--max-pages", "1",
             "--no-progress",

@@ -13,10 +13,10 @@ import pytest
 from conftest import crawl_config
 
 from politecrawl import Crawler
-from politecrawl.complaints import format_text, lookup, main_args, parse_time
+from politecrawl.demo.web import TestWeb
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import JsonlLog, iter_log_records, rotated_files
-from politecrawl.testweb import TestWeb
+from politecrawl.tools.complaints import format_text, lookup, main_args, parse_time
 
 
 def _crawl_with_rotating_logs(out: Path) -> TestWeb:

@@ -92,8 +92,8 @@ async def test_recrawl_revisits_with_conditional_get_and_sees_changes(tmp_path: 
 
 
 def test_log_stats_lists_the_learned_rules(tmp_path: Path) -> None:
-    from politecrawl import logstats
     from politecrawl.storage import JsonlLog
+    from politecrawl.tools import logstats
 
     (tmp_path / "log").mkdir()
     JsonlLog(tmp_path / "log" / "requests.jsonl").close()
@@ -118,8 +118,8 @@ def _text(words: list[str]) -> str:
 
 def test_near_duplicates_found_across_restarts_and_old_state_migrated(tmp_path: Path) -> None:
     """The index is rebuilt from its table at start; a save no longer writes it whole."""
-    from politecrawl.continuity import Continuity, PageVerdict
-    from politecrawl.fingerprint import simhash
+    from politecrawl.continuity.fingerprint import simhash
+    from politecrawl.continuity.tracker import Continuity, PageVerdict
     from politecrawl.storage import JsonlLog
     from politecrawl.storage.warc import payload_digest
 
@@ -179,8 +179,8 @@ def test_fingerprints_of_another_simhash_version_are_dropped_not_compared(
     versions; the rest of the file (captures, revisit schedule) stays."""
     import sqlite3
 
-    from politecrawl.continuity import Continuity, PageVerdict
-    from politecrawl.fingerprint import SIMHASH_VERSION
+    from politecrawl.continuity.fingerprint import SIMHASH_VERSION
+    from politecrawl.continuity.tracker import Continuity, PageVerdict
     from politecrawl.storage import JsonlLog
     from politecrawl.storage.warc import payload_digest
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from conftest import UA
 from warcio.archiveiterator import ArchiveIterator
 
-from politecrawl.testweb import TestWeb
-from politecrawl.testweblog import politeness_violations
+from politecrawl.demo.accesslog import politeness_violations
+from politecrawl.demo.web import TestWeb
 
 DELAY = 0.1
 KILLS = 20
@@ -25,7 +25,7 @@ async def _start(cfg: Path, out: Path) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "politecrawl.cli",
+        "politecrawl.tools.cli",
         "crawl",
         "--config",
         str(cfg),

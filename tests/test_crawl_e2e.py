@@ -12,8 +12,8 @@ from conftest import DELAY, LOOP_LAG_S, crawl_config
 from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl import Crawler
+from politecrawl.demo.accesslog import politeness_violations
 from politecrawl.storage.logs import read_jsonl
-from politecrawl.testweblog import politeness_violations
 
 NEVER_FETCHED = (
     "/hidden-comment.html",

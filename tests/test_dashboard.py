@@ -24,7 +24,7 @@ def run_in_pty(args: list[str], *, columns: int = 110, timeout_s: float = 120) -
     env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(columns), LINES="60")
     env.pop("NO_COLOR", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "politecrawl.cli", *args],
+        [sys.executable, "-m", "politecrawl", *args],
         stdin=slave,
         stdout=slave,
         stderr=slave,

@@ -20,7 +20,7 @@ from aiohttp import web
 from conftest import UA
 from warcio.archiveiterator import ArchiveIterator
 
-from politecrawl.testweb import TestWeb
+from politecrawl.demo.web import TestWeb
 
 # The child: limit file sizes, ignore SIGXFSZ (so writes fail with EFBIG), run the CLI.
 _LIMITED = (
@@ -29,12 +29,12 @@ _LIMITED = (
     "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))\n"
     "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
     "sys.argv[0] = 'politecrawl'\n"
-    "runpy.run_module('politecrawl.cli', run_name='__main__')\n"
+    "runpy.run_module('politecrawl.tools.cli', run_name='__main__')\n"
 )
 
 
 async def _crawl(cfg: Path, out: Path, limit: int | None = None) -> tuple[int, str, str]:
-    head = ["-c", _LIMITED, str(limit)] if limit is not None else ["-m", "politecrawl.cli"]
+    head = ["-c", _LIMITED, str(limit)] if limit is not None else ["-m", "politecrawl"]
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         *head,

@@ -10,12 +10,12 @@ from dupweb import DupWeb, FakeClock, PageRef
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from politecrawl.duprules import Rule, RuleLearner
-from politecrawl.fingerprint import exact_fingerprint, simhash
-from politecrawl.parse import parse_page
-from politecrawl.relevance import extract_document
-from politecrawl.urls import canonicalize
-from politecrawl.urlvariants import site_key
+from politecrawl.content.parse import parse_page
+from politecrawl.continuity.duprules import Rule, RuleLearner
+from politecrawl.continuity.fingerprint import exact_fingerprint, simhash
+from politecrawl.focus.relevance import extract_document
+from politecrawl.urls.canonical import canonicalize
+from politecrawl.urls.variants import site_key
 
 H = "http://shop.example"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import crawl_config
 
 from politecrawl import Crawler
-from politecrawl.exclusions import NeverCrawlList
+from politecrawl.polite.exclusions import NeverCrawlList
 
 
 def test_subdomains_and_malformed_lines(tmp_path: Path) -> None:

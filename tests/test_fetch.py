@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from politecrawl.config import FetchConfig
-from politecrawl.contentcoding import Decoder, decompress
-from politecrawl.fetch import Fetcher, FetchResult, _classify_error
-from politecrawl.outcome import Drop, DropReason, Redirect, Retry, classify
+from politecrawl.engine.outcome import Drop, DropReason, Redirect, Retry, classify
+from politecrawl.net.coding import Decoder, decompress
+from politecrawl.net.fetch import Fetcher, FetchResult, _classify_error
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 
@@ -231,7 +231,7 @@ def test_decompress_identity_and_empty() -> None:
 
 async def test_failed_lookups_are_cached() -> None:
     """A fake at the system-resolver seam: a real failing lookup would need a DNS server."""
-    from politecrawl.resolver import GuardedResolver
+    from politecrawl.net.resolver import GuardedResolver
 
     r = GuardedResolver((), allow_private=False)
     calls = 0

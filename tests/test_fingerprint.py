@@ -14,8 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from topicweb import TopicWeb
 
-from politecrawl import fingerprint
-from politecrawl.fingerprint import (
+from politecrawl.continuity.fingerprint import (
     NearDupIndex,
     exact_fingerprint,
     hamming,
@@ -24,7 +23,8 @@ from politecrawl.fingerprint import (
     to_signed64,
     to_unsigned64,
 )
-from politecrawl.relevance import extract_document
+from politecrawl.continuity import fingerprint
+from politecrawl.focus.relevance import extract_document
 
 fp64 = st.integers(min_value=0, max_value=2**64 - 1)
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank"

@@ -11,14 +11,14 @@ from topicweb import TopicWeb
 
 from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
 from politecrawl.config import DEFER_RATIO
+from politecrawl.content.page import read_page
+from politecrawl.content.parse import Link
 from politecrawl.errors import ConfigError
-from politecrawl.focus import Focus
+from politecrawl.focus.relevance import Document, KeywordScorer
+from politecrawl.focus.strategy import Focus
 from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.sqlite import WINDOW, SqliteFrontier
-from politecrawl.page import read_page
-from politecrawl.parse import Link
-from politecrawl.politeness import HostState
-from politecrawl.relevance import Document, KeywordScorer
+from politecrawl.polite.politeness import HostState
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 

@@ -62,7 +62,7 @@ def crawl(tmp: Path, port: int, strategy: str, topic: docbed.Topic) -> list[str]
         "--no-progress", "--ip-min-delay", "off",  # the bed's names share 127.0.0.1
     ]  # fmt: skip
     proc = subprocess.run(
-        [sys.executable, "-m", "politecrawl.cli", "crawl", *args],
+        [sys.executable, "-m", "politecrawl", "crawl", *args],
         capture_output=True,
         text=True,
         timeout=120,

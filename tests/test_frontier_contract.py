@@ -35,7 +35,7 @@ from politecrawl.frontier.redis import LeaseLost, RedisFrontier, RedisStore, sta
 from politecrawl.frontier.redis import store as redis_store
 from politecrawl.frontier.sqlite import SqliteFrontier
 from politecrawl.frontier.sqlitestore import SqliteStore
-from politecrawl.politeness import HostState
+from politecrawl.polite.politeness import HostState
 
 T0 = 1000.0
 Opener = Callable[..., Awaitable[Any]]

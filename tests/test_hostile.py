@@ -30,9 +30,9 @@ from hostileweb import (
 
 from politecrawl import Crawler
 from politecrawl.config import CrawlConfig, FetchConfig, PolitenessConfig
-from politecrawl.fetch import Fetcher, FetchResult
-from politecrawl.outcome import Drop, DropReason, Redirect, Retry, Store, classify
-from politecrawl.parse import parse_page
+from politecrawl.content.parse import parse_page
+from politecrawl.engine.outcome import Drop, DropReason, Redirect, Retry, Store, classify
+from politecrawl.net.fetch import Fetcher, FetchResult
 from politecrawl.storage.logs import read_jsonl
 
 UA = "testbot/1.0 (+http://bot.example/info)"
@@ -295,7 +295,7 @@ def test_deep_nesting_100k_parses_in_bounded_time() -> None:
     """The nesting guard cuts the page at depth 256: bounded time, the cut recorded."""
     code = (
         f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-        "from politecrawl.parse import parse_page\n"
+        "from politecrawl.content.parse import parse_page\n"
         "from hostileweb import deep_nesting\n"
         "p = parse_page(deep_nesting(100_000), 'http://deep.test/', 'testbot')\n"
         "assert p.depth_cut_at is not None and p.links == []\n"

@@ -11,16 +11,16 @@ from pathlib import Path
 
 from conftest import UA
 
+from politecrawl.demo.accesslog import politeness_violations
+from politecrawl.demo.web import TestWeb
 from politecrawl.storage.logs import read_jsonl
-from politecrawl.testweb import TestWeb
-from politecrawl.testweblog import politeness_violations
 
 
 async def _crawl(cfg: Path, out: Path) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "politecrawl.cli",
+        "politecrawl.tools.cli",
         "crawl",
         "--config",
         str(cfg),

@@ -14,11 +14,11 @@ import pytest
 from conftest import crawl_config
 
 from politecrawl import Crawler
+from politecrawl.demo.accesslog import AccessEntry
+from politecrawl.demo.web import TestWeb
 from politecrawl.errors import ConfigError
-from politecrawl.logstats import compute, format_text, main_args, url_extension
 from politecrawl.storage.logs import JsonlLog, iter_log_records
-from politecrawl.testweb import TestWeb
-from politecrawl.testweblog import AccessEntry
+from politecrawl.tools.logstats import compute, format_text, main_args, url_extension
 
 
 @pytest.fixture(scope="module")

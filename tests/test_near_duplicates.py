@@ -68,7 +68,7 @@ async def test_near_duplicates_kept_whole_and_never_merged(tmp_path: Path) -> No
     seeds.write_text(f"http://reports.test:{port}/\n")
     out = tmp_path / "out"
     cmd = [
-        sys.executable, "-m", "politecrawl.cli", "crawl", "--seeds", str(seeds),
+        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds),
         "--out", str(out), "--user-agent", UA, "--resolve", f"reports.test:{port}:127.0.0.1",
         "--allow-private-addresses", "--min-delay", "0", "--delay-factor", "0",
         "--jitter", "0", "--no-progress", "--max-time", "60",

@@ -16,8 +16,8 @@ from pathlib import Path
 from conftest import UA
 from warcio.archiveiterator import ArchiveIterator
 
+from politecrawl.demo.web import TestWeb
 from politecrawl.storage.logs import iter_log_records
-from politecrawl.testweb import TestWeb
 
 
 @dataclass
@@ -31,7 +31,7 @@ async def crawl(web: TestWeb, out: Path, *flags: str) -> Run:
     seeds = out.parent / f"{out.name}-seeds.txt"
     seeds.write_text("\n".join(web.seed_urls()) + "\n")
     args = [
-        "-m", "politecrawl.cli", "crawl", "--seeds", str(seeds),
+        "-m", "politecrawl", "crawl", "--seeds", str(seeds),
         "--user-agent", UA, "--out", str(out), "--resolve", web.resolve_arg(),
         "--allow-private-addresses", "--scope", "any", "--min-delay", "0.05",
         "--jitter", "0", "--delay-factor", "0", "--no-progress",

@@ -21,7 +21,7 @@ from conftest import UA
 from redis_server import redis_url  # noqa: F401  (fixture)
 from webthread import web_in_thread
 
-from politecrawl.testweb import TestWeb
+from politecrawl.demo.web import TestWeb
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 TESTS = Path(__file__).resolve().parent
@@ -127,7 +127,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         [str(TESTS), *filter(None, [env.get("PYTHONPATH")])]
     )  # nuggets.py, as a user's own module would be importable
     return subprocess.run(
-        [sys.executable, "-m", "politecrawl.cli", *args],
+        [sys.executable, "-m", "politecrawl", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,7 +1,6 @@
 import pytest
 
-from politecrawl.fetch import FetchResult
-from politecrawl.outcome import (
+from politecrawl.engine.outcome import (
     Drop,
     DropReason,
     Redirect,
@@ -12,6 +11,7 @@ from politecrawl.outcome import (
     refusal,
     retry_after_s,
 )
+from politecrawl.net.fetch import FetchResult
 
 
 def res(status=None, headers=(), error=None, abandoned=False):
@@ -131,7 +131,7 @@ def test_only_normal_answers_end_a_run_of_failures(status, error, normal):
     ],
 )
 def test_robots_table(status, error, expected, stored):
-    from politecrawl.outcome import classify_robots, robots_outcome
+    from politecrawl.engine.outcome import classify_robots, robots_outcome
 
     answer = classify_robots(res(status, error=error), "http://a.example/robots.txt", 0)
     assert (answer.outcome.value, answer.status, answer.target) == (expected, stored, None)
@@ -141,7 +141,7 @@ def test_robots_table(status, error, expected, stored):
 
 def test_robots_redirects_five_hops_then_no_rules():
     """RFC 9309 2.3.1.2: at least five hops followed; past them, "unavailable" (allow all)."""
-    from politecrawl.outcome import ROBOTS_MAX_HOPS, RobotsOutcome, classify_robots
+    from politecrawl.engine.outcome import ROBOTS_MAX_HOPS, RobotsOutcome, classify_robots
 
     moved = res(301, [("Location", "/moved.txt")])
     for hops in range(ROBOTS_MAX_HOPS):

@@ -17,9 +17,9 @@ from pageweb import UA, Pages, PageWeb, html
 from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl import CrawlConfig, Crawler, Document, FetchConfig, Page, PolitenessConfig
-from politecrawl.page import read_page
-from politecrawl.parse import encode_query
-from politecrawl.sinks import ItemRecord, PageRecord, Record
+from politecrawl.content.page import read_page
+from politecrawl.content.parse import encode_query
+from politecrawl.storage.sinks import ItemRecord, PageRecord, Record
 
 RUSSIAN = "Москва - столица России, крупнейший по численности населения город страны."
 BOM = b"\xef\xbb\xbf"
@@ -53,7 +53,7 @@ def charset_site() -> Pages:
 
 async def run_cli(args: list[str], env: dict[str, str] | None = None) -> None:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "politecrawl.cli", *args,
+        sys.executable, "-m", "politecrawl", *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
     )  # fmt: skip
     _, stderr = await asyncio.wait_for(proc.communicate(), 120)
@@ -339,8 +339,8 @@ def test_a_page_read_in_a_worker_crosses_processes_whole_but_its_tree() -> None:
     headers a case-insensitive mapping again."""
     import pickle
 
-    from politecrawl.fetch import FetchResult
-    from politecrawl.pagework import do_page_work
+    from politecrawl.engine.pagework import do_page_work
+    from politecrawl.net.fetch import FetchResult
 
     body = html(
         "T",

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from politecrawl.page_directives import PageDirectives, from_meta, from_x_robots_tag, merge
+from politecrawl.content.directives import PageDirectives, from_meta, from_x_robots_tag, merge
 
 BOT = "acmebot"
 

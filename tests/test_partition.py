@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from politecrawl.engine.partition import IpTable, Partition, Shared, check_layout, owner, tagged
 from politecrawl.errors import ConfigError
-from politecrawl.partition import IpTable, Partition, Shared, check_layout, owner, tagged
 from politecrawl.storage.logs import iter_log_records
 
 

@@ -48,7 +48,8 @@ def log_server(tmp: Path, *binds: str, **opts: float) -> Iterator[tuple[int, Pat
 def crawl(tmp: Path, seeds: list[str], *flags: str) -> subprocess.CompletedProcess[str]:
     """``politecrawl crawl`` as a user types it; returns the finished process."""
     (tmp / "seeds.txt").write_text("\n".join(seeds) + "\n")
-    cmd = [sys.executable, "-m", "politecrawl.cli", "crawl", "--seeds", str(tmp / "seeds.txt")]
+    cmd = [sys.executable, "-m", "politecrawl", "crawl"]
+    cmd += ["--seeds", str(tmp / "seeds.txt")]
     cmd += ["--user-agent", UA, "--out", str(tmp / "out"), "--allow-private-addresses"]
     cmd += ["--scope", "any", "--no-progress", "--jitter", "0", "--delay-factor", "0", *flags]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
@@ -149,7 +150,7 @@ def test_two_worker_processes_share_the_ip_rule(redis_url: str, tmp_path: Path) 
             "--allow-private-addresses",
         ]  # fmt: skip
         shared = ["--frontier", redis_url, "--crawl-id", crawl_id]
-        cli = [sys.executable, "-m", "politecrawl.cli"]
+        cli = [sys.executable, "-m", "politecrawl"]
         seed = [*cli, "seed", str(tmp_path / "seeds.txt"), *shared, *resolve]
         p = subprocess.run(seed, capture_output=True, text=True, timeout=60)
         assert p.returncode == 0, p.stderr

@@ -1,9 +1,9 @@
 import random
 
-from politecrawl import politeness
 from politecrawl.config import PolitenessConfig
-from politecrawl.fetch import FetchResult
-from politecrawl.politeness import HostState
+from politecrawl.net.fetch import FetchResult
+from politecrawl.polite import politeness
+from politecrawl.polite.politeness import HostState
 
 
 def test_floor_is_a_floor_jitter_only_adds():
@@ -130,8 +130,8 @@ def test_a_normal_answer_ends_a_run_of_refusals_a_5xx_does_not():
 def test_every_wait_is_computed_here():
     """Retry backoff, Retry-After's cap and robots.txt's retry: one arithmetic, used by
     outcome, robotscache and the robots gate alike."""
-    from politecrawl import outcome
-    from politecrawl.robotscache import RobotsCache
+    from politecrawl.engine import outcome
+    from politecrawl.robots.cache import RobotsCache
 
     assert [politeness.retry_backoff_s(a, 30.0) for a in (1, 2, 3)] == [30.0, 60.0, 120.0]
     assert politeness.retry_after_wait_s(7200.0, 3600.0) == 3600.0
@@ -162,7 +162,7 @@ def test_reclaim_times_wait_a_full_delay_from_the_reclaim() -> None:
     """A lease that expired (its worker died mid-request) or was given back: the site waits
     its own last gap from now, at least the floor, never before its saved next time; its
     server's IP waits the floor. The Redis scripts receive these times as arguments."""
-    from politecrawl.politeness import reclaim_times
+    from politecrawl.polite.politeness import reclaim_times
 
     a_20s_site = HostState(key="a.test", last_start=100.0, next_allowed=120.0)
     assert reclaim_times(a_20s_site, now=130.0, floor_s=0.5) == (150.0, 130.5)

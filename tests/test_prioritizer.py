@@ -9,15 +9,15 @@ from collections import deque
 import pytest
 from topicweb import TopicWeb
 
-from politecrawl.parse import parse_page
-from politecrawl.prioritizer import (
+from politecrawl.content.parse import parse_page
+from politecrawl.focus.prioritizer import (
     LinkFeatures,
     Prioritizer,
     link_features,
     section_of,
     url_tokens,
 )
-from politecrawl.relevance import KeywordScorer, extract_document
+from politecrawl.focus.relevance import KeywordScorer, extract_document
 
 SRC = "http://hub.test/"
 

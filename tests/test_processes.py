@@ -16,16 +16,16 @@ from pathlib import Path
 from conftest import LOOP_LAG_S, UA
 from warcio.archiveiterator import ArchiveIterator
 
+from politecrawl.demo.accesslog import politeness_violations
+from politecrawl.demo.web import TestWeb
 from politecrawl.storage.logs import iter_log_records
-from politecrawl.testweb import TestWeb
-from politecrawl.testweblog import politeness_violations
 
 DELAY = 0.1
 
 
 async def _start(cfg: Path, out: Path, *extra: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "politecrawl.cli", "crawl", "--config", str(cfg),
+        sys.executable, "-m", "politecrawl", "crawl", "--config", str(cfg),
         "--out", str(out), "--no-progress", "--processes", "2", *extra,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
@@ -121,7 +121,7 @@ async def test_two_processes_keep_the_one_gate_and_the_never_crawl_list(tmp_path
     PDF and a JPEG, redirects past the hop cap) with pages read in the worker: none of the
     paths a correct crawler never asks for is asked for, and a host on the never-crawl list,
     added while the crawl runs, gets no request after the next check of the file."""
-    from politecrawl.testwebsite import NEVER_FETCH
+    from politecrawl.demo.site import NEVER_FETCH
 
     async with TestWeb(n_hosts=8, pages_per_host=6, seed=9) as web:
         never = tmp_path / "never.txt"
@@ -176,7 +176,7 @@ async def test_sigterm_to_the_command_and_ctrl_c_to_its_group_stop_every_process
         cfg = _config(tmp_path, web)
         for how, out in (("term", tmp_path / "out-term"), ("int2", tmp_path / "out-int")):
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "politecrawl.cli", "crawl", "--config", str(cfg),
+                sys.executable, "-m", "politecrawl", "crawl", "--config", str(cfg),
                 "--out", str(out), "--no-progress", "--processes", "2",
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,

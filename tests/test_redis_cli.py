@@ -12,15 +12,15 @@ from pathlib import Path
 from conftest import UA
 from redis_server import redis_url  # noqa: F401  (fixture)
 
-from politecrawl.testweb import TestWeb
-from politecrawl.testweblog import politeness_violations
+from politecrawl.demo.accesslog import politeness_violations
+from politecrawl.demo.web import TestWeb
 
 
 async def _cli(*args: str, timeout: float = 120) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "politecrawl.cli",
+        "politecrawl.tools.cli",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

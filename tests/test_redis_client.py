@@ -25,7 +25,7 @@ from politecrawl.frontier import Lease, UrlEntry
 from politecrawl.frontier.redis import RedisFrontier, RedisStore, shard_index
 from politecrawl.frontier.redis import batch as batch_module
 from politecrawl.frontier.redis.known import KnownSeen
-from politecrawl.politeness import HostState
+from politecrawl.polite.politeness import HostState
 
 T0 = 1000.0
 

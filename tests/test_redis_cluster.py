@@ -35,7 +35,7 @@ from test_polite_servers import (
     start_gaps,
 )
 
-CLI = [sys.executable, "-m", "politecrawl.cli"]
+CLI = [sys.executable, "-m", "politecrawl"]
 VICTIM_UA = "testbot-victim/1.0 (+http://bot.example/info)"  # its requests, in the server log
 
 

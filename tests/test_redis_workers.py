@@ -25,12 +25,12 @@ from conftest import DELAY, crawl_config
 from redis_server import redis_url  # noqa: F401  (fixture)
 
 from politecrawl import Crawler
+from politecrawl.demo.accesslog import AccessEntry, politeness_violations
+from politecrawl.demo.web import TestWeb
 from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.redis import RedisFrontier, RedisStore, status
-from politecrawl.politeness import HostState
+from politecrawl.polite.politeness import HostState
 from politecrawl.storage.logs import read_jsonl
-from politecrawl.testweb import TestWeb
-from politecrawl.testweblog import AccessEntry, politeness_violations
 
 WEB = {"n_hosts": 8, "pages_per_host": 6, "seed": 3}
 # The delay is the floor (factor 1, not 30 x response time: seconds, not minutes, a crawl).

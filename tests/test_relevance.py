@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from politecrawl.errors import ConfigError
-from politecrawl.relevance import (
+from politecrawl.focus.relevance import (
     CascadeScorer,
     Document,
     EmbeddingScorer,
@@ -124,14 +124,14 @@ def user_nugget(document: Document) -> float:
 def test_load_callable() -> None:
     f = load_callable(f"{__name__}:user_nugget")
     assert f(RELEVANT) == 1.0
-    loaded: object = load_callable("politecrawl.relevance:KeywordScorer")
+    loaded: object = load_callable("politecrawl.focus.relevance:KeywordScorer")
     assert loaded is KeywordScorer
 
 
 @pytest.mark.parametrize(
     "spec",
-    ["no_colon", ":f", "mod:", "politecrawl.no_such_module:f", "politecrawl.relevance:nothing",
-     "politecrawl.relevance:_CHROME"],
+    ["no_colon", ":f", "mod:", "politecrawl.no_such_module:f",
+     "politecrawl.focus.relevance:nothing", "politecrawl.focus.relevance:_CHROME"],
 )  # fmt: skip
 def test_load_callable_rejects_bad_specs(spec: str) -> None:
     with pytest.raises(ConfigError, match="nugget function"):

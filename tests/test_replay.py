@@ -227,7 +227,7 @@ async def _crawl(web: ReplayWeb, out: Path) -> None:
     seeds = out.parent / "seeds.txt"
     seeds.write_text(web.url("/") + "\n")
     cmd = [
-        sys.executable, "-m", "politecrawl.cli", "crawl", "--seeds", str(seeds),
+        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds),
         "--out", str(out), "--user-agent", UA, "--resolve", web.resolve_arg(),
         "--allow-private-addresses", "--min-delay", "0", "--delay-factor", "0",
         "--jitter", "0", "--retry-base", "0.1", "--no-progress", "--ip-min-delay", "0",

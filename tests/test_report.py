@@ -19,10 +19,10 @@ import pytest
 from conftest import crawl_config
 
 from politecrawl import Crawler
+from politecrawl.demo.web import TestWeb
 from politecrawl.errors import ConfigError
-from politecrawl.report import main_args, write_report
 from politecrawl.storage.logs import JsonlLog, iter_log_records
-from politecrawl.testweb import TestWeb
+from politecrawl.tools.report.page import main_args, write_report
 
 CHART_COLOURS = ("3b7dd8", "2e9d5b", "d9453d", "6a5acd", "e08a2c")  # line/bars/hist/delays
 

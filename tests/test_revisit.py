@@ -13,14 +13,14 @@ from dupweb import DAY, EPOCH, DupWeb, FakeClock, PageRef
 from hypothesis import given
 from hypothesis import strategies as st
 
-from politecrawl.fingerprint import simhash
-from politecrawl.relevance import extract_document
-from politecrawl.revisit import (
+from politecrawl.continuity.fingerprint import simhash
+from politecrawl.continuity.revisit import (
     SQL_COLUMNS,
     RevisitPolicy,
     RevisitState,
     content_changed,
 )
+from politecrawl.focus.relevance import extract_document
 
 
 def test_new_state_seeds_the_rate_from_the_hint() -> None:

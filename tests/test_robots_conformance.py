@@ -1,4 +1,4 @@
-"""Conformance of politecrawl.robots with RFC 9309 and Google's reference suite.
+"""Conformance of politecrawl.robots.rules with RFC 9309 and Google's reference suite.
 
 ``GOOGLE_CASES`` holds every ``IsUserAgentAllowed`` assertion of
 google/robotstxt ``robots_test.cc`` (145 of them), keyed by the original TEST
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from politecrawl.robots import RobotsRules, product_token
-from politecrawl.robotsmatch import Verdict, normalise_pattern, request_path
+from politecrawl.robots.match import Verdict, normalise_pattern, request_path
+from politecrawl.robots.rules import RobotsRules, product_token
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,8 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from politecrawl.robots import RobotsRules, product_token
-from politecrawl.robotsmatch import Verdict
+from politecrawl.robots.match import Verdict
+from politecrawl.robots.rules import RobotsRules, product_token
 
 FAST = settings(deadline=1000, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 

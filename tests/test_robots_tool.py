@@ -8,8 +8,8 @@ from pathlib import Path
 
 from conftest import UA
 
-from politecrawl.robots_tool import check
-from politecrawl.testweb import TestWeb
+from politecrawl.demo.web import TestWeb
+from politecrawl.tools.robots_check import check
 
 
 def test_file_verdicts_name_the_rule(tmp_path: Path) -> None:
@@ -32,7 +32,7 @@ async def test_url_source_fetches_robots_through_the_guard(tmp_path: Path) -> No
         args = [
             sys.executable,
             "-m",
-            "politecrawl.cli",
+            "politecrawl.tools.cli",
             "robots",
             site,
             "--user-agent",

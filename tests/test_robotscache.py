@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from politecrawl.frontier.sqlitestore import SqliteStore
-from politecrawl.robotscache import LAST_GOOD_AFTER_S, RobotsCache
+from politecrawl.robots.cache import LAST_GOOD_AFTER_S, RobotsCache
 
 ORIGIN = "http://a.test"
 BODY = b"User-agent: *\nDisallow: /private/\n"

@@ -7,12 +7,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from politecrawl import politeness
 from politecrawl.config import PolitenessConfig
 from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.sqlite import SqliteFrontier
-from politecrawl.robotscache import RobotsCache
-from politecrawl.robotsgate import ROBOTS_GIVE_UP, Held, next_url
+from politecrawl.polite import politeness
+from politecrawl.robots.cache import RobotsCache
+from politecrawl.robots.gate import ROBOTS_GIVE_UP, Held, next_url
 
 ORIGIN = "http://a.test"
 KEY = "a.test"

@@ -21,13 +21,13 @@ from test_hostile import hostile_crawl_config
 
 from politecrawl import Crawler
 from politecrawl.config import FetchConfig
+from politecrawl.content.parse import parse_page
+from politecrawl.engine.outcome import Drop, DropReason, classify
 from politecrawl.errors import UrlError
-from politecrawl.fetch import Fetcher, FetchResult
-from politecrawl.outcome import Drop, DropReason, classify
-from politecrawl.parse import parse_page
-from politecrawl.resolver import GuardedResolver, Refused, is_public_address
+from politecrawl.net.fetch import Fetcher, FetchResult
+from politecrawl.net.resolver import GuardedResolver, Refused, is_public_address
 from politecrawl.storage.logs import read_jsonl
-from politecrawl.urls import canonicalize, join
+from politecrawl.urls.canonical import canonicalize, join
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 

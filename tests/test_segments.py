@@ -9,10 +9,10 @@ from pathlib import Path
 
 from conftest import UA
 
+from politecrawl.demo.accesslog import politeness_violations
+from politecrawl.demo.web import TestWeb
 from politecrawl.storage.logs import read_jsonl
-from politecrawl.testweb import TestWeb
-from politecrawl.testweblog import politeness_violations
-from politecrawl.urls import join
+from politecrawl.urls.canonical import join
 
 
 def _host_path(url: str) -> tuple[str, str]:
@@ -25,7 +25,7 @@ async def _cli(*args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "politecrawl.cli",
+        "politecrawl.tools.cli",
         *args,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

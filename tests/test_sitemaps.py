@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from politecrawl import sitemaps
-from politecrawl.sitemapresult import Sitemap, SitemapEntry
-from politecrawl.sitemaps import MAX_UNCOMPRESSED, parse_sitemap
+from politecrawl.content.sitemaps import read as sitemaps
+from politecrawl.content.sitemaps.read import MAX_UNCOMPRESSED, parse_sitemap
+from politecrawl.content.sitemaps.result import Sitemap, SitemapEntry
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 

@@ -27,8 +27,7 @@ def test_the_engine_is_small_and_the_turn_reads_in_one_function() -> None:
     for name in (*TURN_MODULES, "outcome", "politeness", "robotscache"):
         assert len(_source(name).splitlines()) <= 600, name
     # the per-URL path names its steps in order
-    from politecrawl import turn
-
+    from politecrawl.engine import turn
     step = inspect.getsource(turn._step)
     assert step.index("next_url(") < step.index("fetch_and_handle(")
     body = inspect.getsource(turn.fetch_and_handle)

@@ -1,4 +1,4 @@
-"""Tests for the bundled local test web (politecrawl.testweb)."""
+"""Tests for the bundled local test web (politecrawl.demo.web)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 from multidict import CIMultiDict
 
-from politecrawl.testweb import TestWeb
-from politecrawl.testweblog import AccessEntry, load_access_log, politeness_violations
-from politecrawl.testwebpages import render_page
-from politecrawl.testwebsite import NEVER_FETCH, ROBOTS_VARIANTS
+from politecrawl.demo.accesslog import AccessEntry, load_access_log, politeness_violations
+from politecrawl.demo.pages import render_page
+from politecrawl.demo.site import NEVER_FETCH, ROBOTS_VARIANTS
+from politecrawl.demo.web import TestWeb
 
 
 class _LocalResolver(AbstractResolver):
@@ -299,7 +299,7 @@ def test_cli_subprocess(tmp_path: Path) -> None:
     env = dict(os.environ)
     env.pop("PYTHONUNBUFFERED", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "politecrawl.testweb", "--hosts", "3", "--port", "0",
+        [sys.executable, "-m", "politecrawl.demo.web", "--hosts", "3", "--port", "0",
          "--access-log", str(log)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -335,7 +335,6 @@ async def test_plain_web_serves_only_normal_pages(tmp_path: Path) -> None:
     from conftest import crawl_config
 
     from politecrawl import Crawler
-
     async with TestWeb(n_hosts=12, pages_per_host=6, seed=2, plain=True) as plain:
         assert {plain.sites[h].robots_status for h in plain.hosts} == {200}
         summary = await Crawler(crawl_config(plain, tmp_path / "out", delay=0.02)).run()

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from politecrawl import textdecode
-from politecrawl.textdecode import decode_html
+from politecrawl.content import decoding as textdecode
+from politecrawl.content.decoding import decode_html
 
 # (codec used to encode, header label, text): enough text for a detector to have a chance
 SAMPLES = [

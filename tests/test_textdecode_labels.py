@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from politecrawl.textdecode import (
+from politecrawl.content.decoding import (
     _DETECTABLE,
     _DETECTED_ALIASES,
     _ENCODINGS,

@@ -8,8 +8,8 @@ import aiohttp
 import pytest
 from topicweb import TopicWeb
 
-from politecrawl.parse import parse_page
-from politecrawl.relevance import KeywordScorer, extract_document
+from politecrawl.content.parse import parse_page
+from politecrawl.focus.relevance import KeywordScorer, extract_document
 
 TOPIC = "steam locomotive, steam railway, heritage railway"
 

@@ -1,5 +1,5 @@
-"""Tests for politecrawl.urls and urlfilters: normalisation table, RFC 3986 resolution, filters,
-scope."""
+"""Tests for politecrawl.urls.canonical and urls.filters: normalisation table, RFC 3986
+resolution, filters, scope."""
 
 from __future__ import annotations
 
@@ -8,17 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from politecrawl.errors import ConfigError, UrlError
-from politecrawl.urlfilters import (
-    DEFAULT_BLOCKED_EXTENSIONS,
-    ExtensionFilter,
-    Scope,
-    TrapLimits,
-    parse_allow_file,
-    parse_domain_list,
-    path_extension,
-    trap_reason,
-)
-from politecrawl.urls import (
+from politecrawl.urls.canonical import (
     canonicalize,
     host_of,
     is_subdomain_of,
@@ -27,6 +17,16 @@ from politecrawl.urls import (
     politeness_key,
     registered_domain,
     robots_url,
+)
+from politecrawl.urls.filters import (
+    DEFAULT_BLOCKED_EXTENSIONS,
+    ExtensionFilter,
+    Scope,
+    TrapLimits,
+    parse_allow_file,
+    parse_domain_list,
+    path_extension,
+    trap_reason,
 )
 
 # --------------------------------------------------------------------------- canonicalize
@@ -662,8 +662,7 @@ _BASES = st.sampled_from(
 def test_join_remembered_is_join_worked_out(pairs: list[tuple[str, str]]) -> None:
     """The joins remembered across pages (``urls._JOINED``) give what working them out gives,
     whatever base asked first."""
-    from politecrawl import urls
-
+    from politecrawl.urls import canonical as urls
     for base, href in pairs + [
         (b, h) for b in ("http://other.test:1/z/", RFC_BASE) for _, h in pairs
     ]:
@@ -697,7 +696,7 @@ def test_huge_urls_refused_before_costly_work() -> None:
     import pytest
 
     from politecrawl.errors import UrlError
-    from politecrawl.urls import canonicalize, join
+    from politecrawl.urls.canonical import canonicalize, join
 
     assert join("http://a.example/", "/" + "x" * 70_000) is None
     with pytest.raises(UrlError, match="too long"):

@@ -21,8 +21,8 @@ from aiohttp import web
 from redis_server import redis_url  # noqa: F401  (fixture)
 
 from politecrawl import ConfigError, Crawler
-from politecrawl.testweb import TestWeb
-from politecrawl.testweblog import load_access_log
+from politecrawl.demo.accesslog import load_access_log
+from politecrawl.demo.web import TestWeb
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 FAST = [
@@ -35,7 +35,7 @@ async def politecrawl(*args: str, timeout: float = 120) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "politecrawl.cli",
+        "politecrawl.tools.cli",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -206,7 +206,7 @@ async def test_second_crawl_on_a_live_folder_is_refused_and_kill9_lock_does_not_
         "--ip-min-delay", "0",
     ]  # fmt: skip
     first = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "politecrawl.cli", "crawl", *common, "--min-delay", "0.3",
+        sys.executable, "-m", "politecrawl", "crawl", *common, "--min-delay", "0.3",
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     try:

@@ -10,7 +10,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.errors import StorageError
-from politecrawl.fetch import FetchResult
+from politecrawl.net.fetch import FetchResult
 from politecrawl.storage.warc import WarcWriter
 
 

@@ -10,8 +10,8 @@ import signal
 
 import pytest
 
+from politecrawl.engine.workpool import WorkPool
 from politecrawl.errors import ConfigError
-from politecrawl.workpool import WorkPool
 
 
 async def test_jobs_run_in_a_worker_process_and_errors_come_back() -> None:
@@ -52,8 +52,7 @@ async def test_a_worker_collects_garbage_in_few_large_passes() -> None:
     generation collected every 50,000 allocations rather than CPython's 700."""
     import gc
 
-    from politecrawl import gctune
-
+    from politecrawl.engine import gctune
     pool = WorkPool(2)
     try:
         assert await pool.run(gc.get_threshold) == (
@@ -69,8 +68,7 @@ async def test_a_worker_collects_garbage_in_few_large_passes() -> None:
 def test_tune_freezes_and_raises_the_thresholds() -> None:
     import gc
 
-    from politecrawl import gctune
-
+    from politecrawl.engine import gctune
     before = gc.get_threshold()
     try:
         gctune.tune()

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from politecrawl.testweb import TestWeb
+from politecrawl.demo.web import TestWeb
 
 
 @contextlib.contextmanager

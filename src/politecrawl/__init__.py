@@ -10,13 +10,13 @@ links followed. ``Sink`` is the protocol of every destination of kept pages and 
 __version__ = "0.1.0"
 
 from politecrawl.config import CrawlConfig, FetchConfig, PolitenessConfig
-from politecrawl.crawler import Crawler, Summary
+from politecrawl.content.page import Page
+from politecrawl.content.parse import Link
+from politecrawl.engine.crawler import Crawler, Summary
 from politecrawl.errors import ConfigError, PolitecrawlError
+from politecrawl.focus.relevance import Document, KeywordScorer, NuggetFunction
 from politecrawl.handler import PageHandler
-from politecrawl.page import Page
-from politecrawl.parse import Link
-from politecrawl.relevance import Document, KeywordScorer, NuggetFunction
-from politecrawl.sinks import ItemRecord, PageRecord, Sink
+from politecrawl.storage.sinks import ItemRecord, PageRecord, Sink
 
 __all__ = [
     "ConfigError",

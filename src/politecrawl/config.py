@@ -303,7 +303,7 @@ def check_shared_crawl(frontier_url: str, crawl_id: str | None) -> None:
 
 def read_seeds(path: Path) -> tuple[str, ...]:
     """One URL a line, ``#`` comments; each must be an http(s) URL (checked by ``urls``)."""
-    from politecrawl.urls import canonicalize
+    from politecrawl.urls.canonical import canonicalize
 
     try:
         text = path.read_text(encoding="utf-8")

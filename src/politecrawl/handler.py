@@ -21,8 +21,8 @@ import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
-from politecrawl.page import Page
-from politecrawl.relevance import load_callable
+from politecrawl.content.page import Page
+from politecrawl.focus.relevance import load_callable
 
 __all__ = ["PageHandler", "load_handler", "run_handler"]
 

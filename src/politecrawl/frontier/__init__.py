@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from politecrawl.politeness import HostState
+from politecrawl.polite.politeness import HostState
 
 PAGE, SITEMAP = 0, 1
 

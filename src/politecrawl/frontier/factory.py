@@ -76,7 +76,7 @@ def make_frontier(config: CrawlConfig, name: str = "state.sqlite") -> Backend:
         # (--state, the robots/site statistics shared between crawls, is what a shared
         # frontier already is: every worker of the crawl reads and writes the same ones)
         from politecrawl.frontier.redis import DEFAULT_SHARDS, RedisFrontier, split_url
-        from politecrawl.urls import politeness_key
+        from politecrawl.urls.canonical import politeness_key
 
         url, own = split_url(_redis_url(config.frontier_url))
         try:

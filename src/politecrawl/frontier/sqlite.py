@@ -41,7 +41,7 @@ from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError
 from politecrawl.frontier import Lease, UrlEntry
 from politecrawl.frontier.sqlitestore import SqliteStore
-from politecrawl.politeness import HostState
+from politecrawl.polite.politeness import HostState
 
 WINDOW = 32
 _COLS = "url, key, depth, hops, attempt, not_before, priority, kind, seq"

@@ -22,11 +22,11 @@ from typing import Any
 
 import orjson
 
-from politecrawl import politeness
 from politecrawl.errors import FrontierError
 from politecrawl.frontier import RobotsRecord
-from politecrawl.politeness import HostState
-from politecrawl.seen import SeenMode, SeenSet
+from politecrawl.polite import politeness
+from politecrawl.polite.politeness import HostState
+from politecrawl.urls.seen import SeenMode, SeenSet
 
 _SCHEMA = """
 PRAGMA journal_mode=WAL;

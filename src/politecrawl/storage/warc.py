@@ -57,7 +57,7 @@ from fastwarc.warc import WarcRecord, WarcRecordType
 from isal import isal_zlib
 
 from politecrawl.errors import StorageError
-from politecrawl.fetch import FetchResult
+from politecrawl.net.fetch import FetchResult
 
 
 def _warc_date(ts: float) -> str:

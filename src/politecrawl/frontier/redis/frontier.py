@@ -17,14 +17,14 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from politecrawl import politeness
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError, LeaseLost
 from politecrawl.frontier import Lease, UrlEntry
 from politecrawl.frontier.redis.keys import BATCH, entry_from, entry_json, fnum, text
 from politecrawl.frontier.redis.store import RedisStore, host_of_stored
 from politecrawl.frontier.sqlitestore import host_to_json
-from politecrawl.politeness import HostState
+from politecrawl.polite import politeness
+from politecrawl.polite.politeness import HostState
 
 log = logging.getLogger("politecrawl.frontier.redis")
 

@@ -42,9 +42,9 @@ from politecrawl.frontier.redis.keys import (
 )
 from politecrawl.frontier.redis.known import SEEN_CACHE, KnownSeen
 from politecrawl.frontier.sqlitestore import host_from_dict
-from politecrawl.politeness import HostState
-from politecrawl.seen import SeenMode
-from politecrawl.urls import host_of
+from politecrawl.polite.politeness import HostState
+from politecrawl.urls.canonical import host_of
+from politecrawl.urls.seen import SeenMode
 
 log = logging.getLogger("politecrawl.frontier.redis")
 

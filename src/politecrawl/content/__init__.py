@@ -1,0 +1,1 @@
+"""What a fetched body says: decoding, parsing, page directives, sitemaps."""

@@ -1,0 +1,1 @@
+"""Sitemaps: discovery, bounded parsing, results."""

@@ -1,0 +1,1 @@
+"""Continuous crawling: fingerprints, duplicate rules, revisits."""

@@ -1,0 +1,231 @@
+"""The one gate every URL passes before it is queued, whatever its source.
+
+Seeds, extracted links, redirect targets and sitemap entries all come through ``admit``:
+canonical form -> seen-set -> scope (allow-list) -> never-crawl list -> extension filter ->
+trap limits (URL shape, then URL spaces that grow without end) -> queue. URLs from outside the
+crawler (seeds given to the API or the CLI, robots.txt ``Sitemap:`` lines) are canonicalised
+here (``raw=True``); links, redirect targets and sitemap entries arrive canonical from
+``urls.join`` / ``urls.canonicalize`` and are not done twice (the per-link hot path). The
+seen check comes first because most links on the Web were seen already (and it is one batched
+call per page for a networked frontier); every URL the gate refuses is remembered
+as seen too, so its refusal is counted once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Literal, Protocol
+
+from politecrawl.config import CrawlConfig
+from politecrawl.engine.outcome import DropReason
+from politecrawl.errors import ConfigError, UrlError
+from politecrawl.frontier import PAGE, SITEMAP, CrawlStore, Frontier, UrlEntry
+from politecrawl.polite.exclusions import NeverCrawlList
+from politecrawl.urls.canonical import canonicalize, host_of, origin_of, politeness_key
+from politecrawl.urls.filters import (
+    DEFAULT_BLOCKED_EXTENSIONS,
+    ExtensionFilter,
+    Scope,
+    TrapLimits,
+    trap_reason,
+)
+from politecrawl.urls.traps import UrlSpaces
+
+HOST_URLS = "host_urls:"  # counter prefix: URLs admitted per host (--max-urls-per-host)
+
+
+def canonical_seeds(seeds: Sequence[str]) -> tuple[str, ...]:
+    """Seeds in their canonical form, in order, once each; a seed that is not a crawlable URL
+    is the user's mistake, so it is a ConfigError naming it, not a silent drop."""
+    out: dict[str, None] = {}
+    for seed in seeds:
+        try:
+            out[canonicalize(seed.strip())] = None
+        except UrlError as exc:
+            raise ConfigError(f"seed {seed[:200]!r} is not a crawlable URL: {exc}") from None
+    return tuple(out)
+
+
+class Router(Protocol):
+    """Where the URLs of other processes' sites go (``partition.Partition``)."""
+
+    def keep_mine(
+        self, items: Sequence[tuple[str, float]], depth: int, hops: int, kind: int, src: str | None
+    ) -> list[tuple[str, float]]: ...
+
+
+class Gate:
+    """The filters of the gate (no seen-set): shared by the crawler and the segment builder."""
+
+    def __init__(
+        self,
+        scope: Scope,
+        never: NeverCrawlList,
+        extensions: ExtensionFilter,
+        traps: TrapLimits,
+        max_urls_per_host: int | None = None,
+        spaces: UrlSpaces | None = None,
+    ) -> None:
+        self.scope = scope
+        self.never = never
+        self.extensions = extensions
+        self.traps = traps
+        self.max_urls_per_host = max_urls_per_host
+        self.spaces = spaces if spaces is not None else UrlSpaces(None)
+        self._per_host: Counter[str] = Counter()
+
+    @classmethod
+    def from_config(cls, cfg: CrawlConfig, never: NeverCrawlList | None = None) -> Gate:
+        exts = cfg.blocked_extensions
+        return cls(
+            Scope(cfg.scope, cfg.seeds, cfg.allow),
+            never if never is not None else NeverCrawlList(cfg.exclude_file, cfg.exclude_check_s),
+            ExtensionFilter(exts if exts is not None else DEFAULT_BLOCKED_EXTENSIONS),
+            TrapLimits(),
+            cfg.max_urls_per_host,
+            UrlSpaces(cfg.max_urls_per_pattern),
+        )
+
+    def refusal(self, url: str, kind: int = PAGE) -> tuple[DropReason, str] | None:
+        """Why ``url`` may not be queued (seen-set aside), or None."""
+        if not self.scope.admits(url):
+            return DropReason.OUT_OF_SCOPE, ""
+        if self.never.excludes(host_of(url)):
+            return DropReason.EXCLUDED, ""
+        if kind != SITEMAP and self.extensions.blocks(url):
+            return DropReason.EXTENSION, ""
+        trap = trap_reason(url, self.traps)
+        if trap is not None:
+            return DropReason.TRAP, trap
+        if self.max_urls_per_host is not None:
+            host = host_of(url)
+            if self._per_host[host] >= self.max_urls_per_host:
+                return DropReason.TRAP, "host_url_limit"
+        if self.spaces.full(url):
+            return DropReason.TRAP, "url_space"
+        return None
+
+    def admitted(
+        self, url: str, counters: Counter[str] | None = None, source: str | None = None
+    ) -> None:
+        """Count a URL that passed (for the per-host cap); in ``counters`` too, which the
+        crawl saves with its state, so the cap still holds after a resume. ``source``: the
+        page that linked to it (URL spaces that feed themselves are traps: ``traps``)."""
+        self.spaces.admitted(url, source)
+        if self.max_urls_per_host is not None:
+            host = host_of(url)
+            self._per_host[host] += 1
+            if counters is not None:
+                counters[HOST_URLS + host] += 1
+
+    def restore_host_counts(self, counters: Mapping[str, int]) -> None:
+        """The per-host counts a resumed crawl saved (see ``admitted``)."""
+        n = len(HOST_URLS)
+        for name, value in counters.items():
+            if name.startswith(HOST_URLS):
+                self._per_host[name[n:]] = max(self._per_host[name[n:]], value)
+
+
+class Admission:
+    """The gate plus the seen-set and the queue."""
+
+    def __init__(
+        self,
+        frontier: Frontier,
+        store: CrawlStore,
+        gate: Gate,
+        key_mode: Literal["host", "domain", "ip"],
+        counters: Counter[str],
+        ip_of: Callable[[str], Awaitable[str | None]] | None = None,
+        rewrite: Callable[[str], str] | None = None,
+        *,
+        ip_rule: bool = False,
+        router: Router | None = None,
+    ) -> None:
+        self.frontier = frontier
+        # --processes N: the URLs of other processes' sites go to them (``partition``)
+        self.router = router
+        self.store = store
+        self.gate = gate
+        self.ip_of = ip_of
+        # one server, many names: each entry carries its host's address (resolved once per
+        # origin, cached by ``ip_of``) so the frontier can keep one request in flight per IP
+        self.ip_rule = ip_rule and ip_of is not None and key_mode != "ip"
+        self.rewrite = rewrite  # learned duplicate-URL rules (continuity): variants never fetched
+        self.key_mode: Literal["host", "domain", "ip"] = key_mode
+        self.counters = counters
+
+    async def admit(
+        self,
+        items: Sequence[tuple[str, float]],
+        *,
+        depth: int = 0,
+        hops: int = 0,
+        kind: int = PAGE,
+        raw: bool = False,
+        source: str | None = None,
+        routed: bool = False,
+    ) -> set[str]:
+        """Queue ``(url, priority)`` pairs that pass; returns the URLs queued (canonical).
+
+        ``raw``: the URLs come from outside the crawler and are canonicalised first; one
+        with no canonical form is counted as ``invalid_url``. ``source``: the page the URLs
+        were found on (a link or a redirect), for the URL-space trap guard. ``routed``: the
+        URLs came from another process of the crawl, and are this one's (``partition``)."""
+        if raw:
+            items = self._canonical(items)
+        if self.router is not None and not routed and items:
+            items = self.router.keep_mine(items, depth, hops, kind, source)
+        if not items:
+            return set()
+        if self.rewrite is not None:
+            rewrite = self.rewrite
+            items = [(rewrite(u), p) for u, p in items]
+        counters = self.counters
+        fresh = set(await self.store.unseen([u for u, _ in items]))
+        counters["already_seen"] += len(items) - len(fresh)
+        refused: list[str] = []
+        entries: list[UrlEntry] = []
+        key_mode = self.key_mode
+        for url, priority in items:
+            if url not in fresh:
+                continue
+            fresh.discard(url)  # a URL twice in one batch counts once
+            why = self.gate.refusal(url, kind)
+            if why is not None:
+                refused.append(url)
+                counters[why[0].value] += 1
+                if why[1]:
+                    counters[f"{why[0].value}:{why[1]}"] += 1
+                continue
+            self.gate.admitted(url, counters, source)
+            if key_mode == "ip" and self.ip_of is not None:
+                # many host names on one server share one politeness key: its address
+                key = politeness_key(url, "ip", await self.ip_of(url))
+            else:
+                key = politeness_key(url, key_mode)
+            entries.append(UrlEntry(url, key, depth, hops, priority=priority, kind=kind))
+        if self.ip_rule and self.ip_of is not None and entries:
+            # one lookup per origin of the batch, together; each is cached by ``ip_of``
+            firsts = {origin_of(e.url): e.url for e in reversed(entries)}
+            found = await asyncio.gather(*(self.ip_of(u) for u in firsts.values()))
+            ips = dict(zip(firsts, found, strict=True))
+            for e in entries:
+                e.ip = ips[origin_of(e.url)] or ""
+        if refused:
+            await self.store.mark_seen(refused)
+        added = await self.frontier.add(entries) if entries else []
+        queued = {e.url for e, ok in zip(entries, added, strict=True) if ok}
+        counters["queued"] += len(queued)
+        return queued
+
+    def _canonical(self, items: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        for url, priority in items:
+            try:
+                out.append((canonicalize(url.strip()), priority))
+            except UrlError:
+                self.counters[DropReason.INVALID_URL.value] += 1
+        return out

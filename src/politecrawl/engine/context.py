@@ -1,0 +1,235 @@
+"""What every step of a turn works with: the crawl's stores, logs and counters, opened once.
+
+``Crawler`` builds one ``CrawlContext`` and hands it to each step of a turn (``turn``,
+``robotsgate``, ``request``, ``store``, ``reporting``); a step takes exactly the parts it
+needs from it, and a test can build one to run a step alone. Opening order matters: the
+user's handler is imported first (a bad import string leaves nothing behind), then the
+output folder is locked (one live crawl per folder), then the stores are opened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from yarl import URL
+
+from politecrawl.config import CrawlConfig
+from politecrawl.continuity.tracker import Continuity
+from politecrawl.engine.admission import Admission, Gate
+from politecrawl.engine.partition import Partition, tagged
+from politecrawl.engine.workpool import WorkPool
+from politecrawl.errors import ConfigError, StorageError
+from politecrawl.focus.relevance import NuggetFunction
+from politecrawl.focus.strategy import Focus
+from politecrawl.frontier import Backend, CrawlStore
+from politecrawl.frontier.factory import make_frontier
+from politecrawl.handler import PageHandler, load_handler
+from politecrawl.net.fetch import Fetcher
+from politecrawl.polite.exclusions import NeverCrawlList
+from politecrawl.polite.politeness import robots_retry_base_s
+from politecrawl.robots.cache import RobotsCache
+from politecrawl.storage import JsonlLog, WarcWriter
+from politecrawl.storage.outlock import OutputLock
+from politecrawl.storage.sinks import ItemsLog, PagesLog, Sink
+from politecrawl.tools.dashboard import Dashboard
+from politecrawl.urls.canonical import origin_of, politeness_key
+
+_MAX_IPS = 1_000_000  # origins whose address is remembered before the cache starts over
+
+
+class _Held:
+    """The output folder's lock when another process (the partitions' supervisor) holds it."""
+
+    def release(self) -> None:
+        pass
+
+
+class CrawlContext:
+    """The crawl's shared state. ``stop`` and ``storage_failed`` are the crawler's own: a
+    step asks the crawl to stop, or reports a failed save, through them."""
+
+    fetcher: Fetcher  # set by Crawler.run/seed while the session is open
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        clock: Callable[[], float],
+        stop: Callable[[str], None],
+        storage_failed: Callable[[Exception], None],
+        on_page: PageHandler | None = None,
+        relevance: NuggetFunction | None = None,
+        sinks: Iterable[Sink] = (),
+        frontier: Backend | None = None,
+        partition: Partition | None = None,
+    ) -> None:
+        self.cfg = config
+        self.partition = partition
+        self.clock = clock
+        self.stop = stop
+        self.storage_failed = storage_failed
+        # the user's handler first: a bad import string leaves nothing behind
+        self.on_page = on_page or (load_handler(config.handler) if config.handler else None)
+        self.token = config.fetch.product_token
+        out = config.out_dir
+        out.mkdir(parents=True, exist_ok=True)
+        # one live crawl per folder; released by Crawler._finish (a partition's supervisor
+        # holds it for the partitions)
+        self.lock: OutputLock | _Held = _Held() if partition is not None else OutputLock(out)
+        try:
+            self._open(config, relevance, sinks, frontier)
+        except BaseException:
+            self.lock.release()  # a store that cannot be opened leaves the folder free
+            raise
+
+    def _open(
+        self,
+        config: CrawlConfig,
+        relevance: NuggetFunction | None,
+        sinks: Iterable[Sink],
+        frontier: Backend | None,
+    ) -> None:
+        out = config.out_dir
+        self.pool = WorkPool(config.processes)  # workers start with the crawl (Crawler.run)
+        self.worker_cpu_s = 0.0  # CPU of the page work done in worker processes
+        seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
+        if not seeds_file.exists():
+            seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
+        self.frontier: Backend = frontier or make_frontier(config, self.tagged("state.sqlite"))
+        self.store: CrawlStore = self.frontier.store
+        self.counters: Counter[str] = Counter()
+        self.rng = random.Random()
+        self.sitemaps_per_host: Counter[str] = Counter()
+        self.pages_this_run = 0
+        self.progress: Dashboard | None = None  # the live dashboard, on a terminal
+        self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)
+        self.admission = Admission(
+            self.frontier,
+            self.store,
+            Gate.from_config(config, self.never),
+            config.politeness.key_mode,
+            self.counters,
+            self.ip_of,
+            ip_rule=config.politeness.ip_min_delay_s is not None,
+            router=self.partition,
+        )
+        partition = self.partition
+        if partition is not None:
+            from politecrawl.frontier.sqlite import SqliteFrontier
+            from politecrawl.frontier.sqlitestore import SqliteStore
+
+            if not isinstance(self.frontier, SqliteFrontier):
+                raise ConfigError("--processes N > 1 partitions the embedded frontier only")
+            assert isinstance(self.store, SqliteStore)
+            partition.admission, partition.store = self.admission, self.store
+            if config.politeness.ip_min_delay_s is not None:
+                self.frontier.shared_ips = partition.ips
+        self._ips: dict[str, str | None] = {}
+        self.robots = RobotsCache(
+            self.store, config.robots_ttl_s, retry_s=robots_retry_base_s(config.politeness)
+        )
+        logs: dict[str, Any] = {
+            "rotate_bytes": config.log_rotate_bytes,
+            "retention_days": config.log_retention_days,
+        }
+        log = out / "log"
+        self.request_log = JsonlLog(log / self.tagged("requests.jsonl"), **logs)
+        self.robots_log = JsonlLog(log / self.tagged("robots.jsonl"), **logs)
+        from politecrawl import __version__
+        self.warc = WarcWriter(
+            out / "warc",
+            f"politecrawl/{__version__}",
+            config.fetch.user_agent,
+            config.warc_max_bytes,
+            prefix=self.tagged("politecrawl"),
+        )
+        self.focus = Focus.from_options(
+            config.strategy, config.topic, relevance if relevance is not None else config.relevance
+        )
+        self.focus_path = out / self.tagged("focus.json")
+        self.focus.load(self.focus_path)
+        self.pages_log = JsonlLog(out / self.tagged("pages.jsonl"), **logs)
+        self.sinks: list[Sink] = [PagesLog(self.pages_log)]
+        if self.on_page is not None:
+            self.sinks.append(ItemsLog(JsonlLog(out / self.tagged("items.jsonl"), **logs)))
+        self.sinks += sinks
+        self.keep_tree = len(self.sinks) > 1  # a handler or a user's sink sees the whole tree
+        self.continuity = Continuity(
+            out,
+            recrawl=config.recrawl,
+            revisit_min_s=config.revisit_min_s,
+            revisit_max_s=config.revisit_max_s,
+            rules_log=JsonlLog(log / self.tagged("rules.jsonl"), **logs),
+            name=self.tagged("continuity.sqlite"),
+        )
+        self.admission.rewrite = self.continuity.rewrite
+        self.traps_log = JsonlLog(log / self.tagged("traps.jsonl"), **logs)
+        self.links_log = JsonlLog(log / self.tagged("links.jsonl"), **logs)  # segment fetches
+        from politecrawl.engine.journal import trap_found
+
+        self.admission.gate.spaces.on_trap = functools.partial(trap_found, self)
+
+    async def rescore(self) -> None:
+        """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""
+        items = self.focus.rescore()
+        mode = self.cfg.politeness.key_mode
+        for i in range(0, len(items), 2000):
+            chunk = [(u, politeness_key(u, mode), p) for u, p in items[i : i + 2000]]
+            self.counters["rescored"] += await self.frontier.reprioritize(chunk)
+            await asyncio.sleep(0)
+
+    def save_focus(self) -> None:
+        """What the focused strategy learned (``focus.json``), for the next run."""
+        try:
+            self.focus.save(self.focus_path)
+        except OSError as exc:
+            raise StorageError(f"cannot save {self.focus_path}: {exc}") from exc
+
+    def tagged(self, name: str) -> str:
+        """A file's name for this process (``partition.tagged``: as is with one process)."""
+        return tagged(name, self.partition.index) if self.partition is not None else name
+
+    def close_pool(self) -> None:
+        """Stop the worker processes; what they did goes in the counters."""
+        self.pool.close()
+        if self.pool.offloaded:
+            self.counters["pages_read_in_workers"] = self.pool.offloaded
+            self.counters["pages_read_inline"] = self.pool.inline
+            self.counters["worker_cpu_ms"] = round(self.worker_cpu_s * 1000)
+
+    def closers(self) -> list[Callable[[], None]]:
+        """The logs and sinks to close when the crawl ends (each on its own)."""
+        return [
+            self.request_log.close,
+            self.robots_log.close,
+            self.traps_log.close,
+            self.links_log.close,
+            *(s.close for s in self.sinks),
+        ]
+
+    async def ip_of(self, url: str) -> str | None:
+        """The address a URL's host resolves to (cached per origin): the politeness key with
+        ``--politeness-key ip``, else the IP rule's (see ``politeness``)."""
+        origin = origin_of(url)
+        if origin in self._ips:
+            return self._ips[origin]
+        ip: str | None = None
+        u = URL(url)
+        try:
+            found = await self.fetcher.resolver.resolve(u.host or "", u.port or 0)
+            ip = str(found[0]["host"]) if found else None
+        except OSError:
+            ip = None  # unresolvable or refused: keyed by host; the fetch will say why
+        if len(self._ips) > _MAX_IPS:
+            self._ips.clear()
+        self._ips[origin] = ip
+        return ip
+
+    def harvest(self) -> float | None:
+        """The share of relevant pages so far, when a nugget function scores them."""
+        return self.focus.harvest_rate() if self.focus.nugget is not None else None

@@ -1,0 +1,300 @@
+"""The asyncio engine: lease a ready site, take one turn for it, give it back with its next time.
+
+The loop (``Crawler.run``) leases keys from the frontier while there is room and runs
+``turn.take_turn`` for each; the per-URL path is that one function, naming its steps (robots
+gate, fetch, classify, page processing, sinks, admit, next allowed time), each in its own
+module. What the crawler itself keeps: the loop, the once-a-second saving (``_flush``: WARC
+before the frontier's commit), the limits, and closing every store on its own (``_finish``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+
+from politecrawl.config import CrawlConfig
+from politecrawl.engine.admission import Admission, canonical_seeds
+from politecrawl.engine.context import CrawlContext
+from politecrawl.engine.journal import Summary, summary_of, write_summary
+from politecrawl.engine.partition import IDLE_POLL_S, Partition
+from politecrawl.engine.signals import stop_on_signals
+from politecrawl.engine.turn import take_turn
+from politecrawl.errors import FrontierError, StorageError
+from politecrawl.focus.relevance import NuggetFunction
+from politecrawl.frontier import Backend
+from politecrawl.handler import PageHandler
+from politecrawl.net.fetch import Fetcher
+from politecrawl.robots.cache import RobotsCache
+from politecrawl.storage.sinks import Sink
+from politecrawl.tools.dashboard import Dashboard
+
+__all__ = ["Crawler", "Summary"]
+
+log = logging.getLogger("politecrawl")
+
+_FLUSH_S = 1.0
+_SEED_PRIORITY = 2.0  # above any link's: the seeds first, whatever the strategy
+_FOCUS_SAVE_S = 60.0
+
+
+class Crawler:
+    """A polite crawl of ``config``; ``await Crawler(config).run()`` returns its summary.
+
+    ``on_page``: a page handler (``handler``; default: ``config.handler`` imported), whose
+    items go to ``OUT/items.jsonl``. ``relevance``: a nugget function, instead of
+    ``config.relevance``/``config.topic``. ``sinks``: more destinations for the kept pages
+    and items, beside ``pages.jsonl`` and ``items.jsonl`` (``sinks.Sink``). ``frontier``:
+    the queues and store to crawl from (``frontier.Backend``), instead of the ones
+    ``config`` names (``frontier.factory.make_frontier``).
+    """
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_page: PageHandler | None = None,
+        relevance: NuggetFunction | None = None,
+        sinks: Iterable[Sink] = (),
+        frontier: Backend | None = None,
+        partition: Partition | None = None,
+    ) -> None:
+        # every seed in its canonical form, whoever gave it (API or CLI); a bad one is an error
+        config = dataclasses.replace(config, seeds=canonical_seeds(config.seeds))
+        self.cfg = config
+        self.clock = clock
+        self._stop = asyncio.Event()
+        self._wake: asyncio.Event | None = None
+        self._stopped_by = "done"
+        self._started = 0.0
+        self.fatal: str | None = None
+        self.ctx = CrawlContext(
+            config,
+            clock=clock,
+            stop=self.stop,
+            storage_failed=self._storage_failed,
+            on_page=on_page,
+            relevance=relevance,
+            sinks=sinks,
+            frontier=frontier,
+            partition=partition,
+        )
+        self.partition = partition
+        self._flushed: Counter[str] = Counter()
+        self._rescoring: asyncio.Task[None] | None = None
+        self._last_focus_save = time.monotonic()
+
+    # the parts a caller may look at
+    @property
+    def frontier(self) -> Backend:
+        return self.ctx.frontier
+
+    @property
+    def counters(self) -> Counter[str]:
+        return self.ctx.counters
+
+    @property
+    def admission(self) -> Admission:
+        return self.ctx.admission
+
+    @property
+    def robots(self) -> RobotsCache:
+        return self.ctx.robots
+
+    @property
+    def progress(self) -> Dashboard | None:
+        return self.ctx.progress
+
+    # -- the loop -------------------------------------------------------------------------
+    def stop(self, why: str = "interrupted") -> None:
+        """Finish in-flight requests, save, and return (Ctrl-C, SIGTERM, limits)."""
+        if not self._stop.is_set():
+            self._stopped_by = why
+            self._stop.set()
+            if self.partition is not None:
+                self.partition.request_stop(why)  # one stops, all stop
+            if self._wake is not None:
+                self._wake.set()
+
+    async def seed(self) -> int:
+        """Only admit the seeds (``politecrawl seed``): no request is made."""
+        ctx = self.ctx
+        async with Fetcher(self.cfg.fetch) as ctx.fetcher:
+            queued = await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
+        await ctx.store.flush()
+        await ctx.store.close()
+        for close in ctx.closers():
+            close()
+        ctx.lock.release()
+        return len(queued)
+
+    async def run(self) -> Summary:
+        ctx = self.ctx
+        self._started = self.clock()
+        self._wake = asyncio.Event()
+        ctx.counters.update(await ctx.store.counters())
+        self._flushed = Counter(ctx.counters)
+        ctx.admission.gate.restore_host_counts(ctx.counters)
+        refetch = ctx.frontier.refetches
+        if refetch:
+            log.info(
+                "resuming: %d URLs were in flight at the last stop and will be re-fetched", refetch
+            )
+        tasks: set[asyncio.Task[None]] = set()
+        last_flush = time.monotonic()
+        if self.cfg.progress and sys.stderr.isatty():
+            ctx.progress = Dashboard(self.cfg, clock=self.clock)
+        progress = ctx.progress
+        ctx.pool.start()
+        part = self.partition
+        async with Fetcher(self.cfg.fetch) as ctx.fetcher:
+            if part is not None:
+                await part.open(self._wake.set, self._storage_failed)
+            await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
+            with stop_on_signals(self._stop.is_set, self.stop):
+                while not self._stop.is_set():
+                    now = self.clock()
+                    self._check_limits(now)
+                    if ctx.never.maybe_reload(now):
+                        ctx.counters["never_crawl_reloads"] += 1
+                    wake = None
+                    while len(tasks) < self.cfg.concurrency and not self._stop.is_set():
+                        lease = await ctx.frontier.lease(now)  # the lease: one turn per key
+                        if lease.host is None:
+                            wake = lease.wake
+                            break
+                        task = asyncio.create_task(take_turn(ctx, lease.host))
+                        tasks.add(task)
+                        task.add_done_callback(self._task_done(tasks))
+                    if not tasks and wake is None:
+                        if part is None or part.finished():
+                            break
+                        wake = now + IDLE_POLL_S  # links from the others may come
+                    if len(tasks) >= self.cfg.concurrency:
+                        wake = None  # full: only a finished turn (or the flush tick) matters
+                    timeout = _FLUSH_S if wake is None else min(_FLUSH_S, max(0.0, wake - now))
+                    self._wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), timeout)
+                    if time.monotonic() - last_flush >= _FLUSH_S:
+                        with self._saving():
+                            await self._housekeeping()
+                            await self._flush()
+                        last_flush = time.monotonic()
+                        if progress:
+                            await progress.show(
+                                ctx.counters, ctx.store, ctx.harvest(), ctx.pages_this_run
+                            )
+                if tasks:
+                    await asyncio.gather(*tasks, return_exceptions=True)
+            if part is not None:
+                await part.close(ctx.counters)
+        if progress:
+            await progress.done(ctx.counters, ctx.store, ctx.harvest(), ctx.pages_this_run)
+        return await self._finish()
+
+    def _task_done(self, tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+        def done(task: asyncio.Task[None]) -> None:
+            tasks.discard(task)
+            if self._wake is not None:
+                self._wake.set()
+
+        return done
+
+    def _check_limits(self, now: float) -> None:
+        pages = self.ctx.pages_this_run
+        if self.partition is not None:  # the limits are the crawl's; a stop in one stops all
+            pages = self.partition.pages(pages, self.stop)
+        if self.cfg.max_pages is not None and pages >= self.cfg.max_pages:
+            self.stop("max_pages")
+        elif self.cfg.max_time_s is not None and now - self._started >= self.cfg.max_time_s:
+            self.stop("max_time")
+
+    async def _housekeeping(self) -> None:
+        """Once a second: frontier cap, background re-scoring, saving what was learned."""
+        ctx = self.ctx
+        if self.cfg.max_queue is not None:
+            n = await ctx.frontier.trim(self.cfg.max_queue)
+            ctx.counters["queue_full"] += n
+        if ctx.focus.rescore_due() and (self._rescoring is None or self._rescoring.done()):
+            self._rescoring = asyncio.create_task(ctx.rescore())
+        if time.monotonic() - self._last_focus_save > _FOCUS_SAVE_S:
+            self._last_focus_save = time.monotonic()
+            ctx.save_focus()
+            ctx.continuity.save()
+
+    async def _flush(self) -> None:
+        """WARC first: a page counts as stored in the frontier only once its records are
+        with the OS, never the other way round."""
+        ctx = self.ctx
+        ctx.warc.flush()
+        now = Counter(ctx.counters)  # before the await: what turns add meanwhile goes next time
+        delta = {k: v - self._flushed[k] for k, v in now.items() if v != self._flushed[k]}
+        if delta:
+            await ctx.store.add_counters(delta)
+            self._flushed = now
+        await ctx.store.flush()
+        ctx.continuity.flush()
+        if self.partition is not None:
+            self.partition.saved()  # the links the others sent are saved: they may forget them
+
+    def _storage_failed(self, exc: Exception) -> None:
+        """Disk full, I/O error: stop cleanly; the first error is the one reported."""
+        self.ctx.counters["error:storage"] += 1
+        if self.fatal is not None:
+            log.debug("storage error again: %s", exc)
+            return
+        log.error("stopping: %s", exc)
+        self.fatal = str(exc)
+        self.stop("storage_error")
+        self._stopped_by = "storage_error"  # even if already stopping: the save is what failed
+
+    @contextlib.contextmanager
+    def _saving(self) -> Iterator[None]:
+        """One saving step: a storage error stops the crawl, and the next step still runs."""
+        try:
+            yield
+        except (StorageError, FrontierError, OSError) as exc:
+            self._storage_failed(exc)
+
+    async def _finish(self) -> Summary:
+        """Save and close every store, each on its own: one that fails must not leave the
+        others open or the summary unwritten (the next run resumes from what was saved)."""
+        ctx = self.ctx
+        if self._rescoring is not None:
+            with self._saving():
+                await self._rescoring
+        with self._saving():
+            ctx.save_focus()
+        with self._saving():
+            await self._flush()
+        queued_left = -1  # unknown: the frontier could not say
+        with self._saving():
+            queued_left = (await ctx.store.stats())["queued"]
+        with self._saving():
+            ctx.warc.close()
+        with self._saving():
+            await ctx.store.close()
+        for close in ctx.closers():
+            with self._saving():
+                close()
+        with self._saving():
+            ctx.continuity.close()
+        ctx.close_pool()
+        ctx.lock.release()
+        summary = summary_of(
+            ctx.counters,
+            seconds=self.clock() - self._started,
+            queued_left=queued_left,
+            stopped_by=self._stopped_by,
+        )
+        with self._saving():
+            write_summary(self.cfg.out_dir / ctx.tagged("summary.json"), summary)
+        summary.stopped_by = self._stopped_by
+        return summary

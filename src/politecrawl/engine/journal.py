@@ -1,0 +1,160 @@
+"""What the crawl writes about itself: the request log, the robots log, traps, segment links,
+and ``summary.json``.
+
+Every request (pages and robots.txt) ends in ``log_request``, so ``log/requests.jsonl`` is
+complete by construction (``request.request`` makes the request, the turn logs it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from politecrawl.engine.admission import HOST_URLS
+from politecrawl.engine.outcome import DropReason
+from politecrawl.net.fetch import FetchResult
+from politecrawl.polite import politeness
+from politecrawl.storage import log_time
+from politecrawl.urls.canonical import host_of
+
+if TYPE_CHECKING:
+    from politecrawl.engine.context import CrawlContext
+
+log = logging.getLogger("politecrawl")
+
+
+@dataclass(slots=True)
+class Summary:
+    """What ``summary.json`` holds."""
+
+    pages_fetched: int
+    requests: int
+    stored: int
+    robots_disallowed: int
+    excluded: int
+    extension_filtered: int
+    redirects: int
+    errors: dict[str, int]
+    hosts: int
+    seconds: float
+    queued_left: int
+    counters: dict[str, int]
+    stopped_by: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+def summary_of(c: Counter[str], *, seconds: float, queued_left: int, stopped_by: str) -> Summary:
+    """The summary of a crawl whose counters are ``c``."""
+    return Summary(
+        pages_fetched=c["pages_fetched"],
+        requests=c["requests"],
+        stored=c["stored"],
+        robots_disallowed=c[DropReason.ROBOTS.value],
+        excluded=c[DropReason.EXCLUDED.value],
+        extension_filtered=c[DropReason.EXTENSION.value],
+        redirects=c["redirects"],
+        errors={k[6:]: v for k, v in sorted(c.items()) if k.startswith("error:")},
+        hosts=c["hosts_contacted"],
+        seconds=round(seconds, 3),
+        queued_left=queued_left,
+        counters={k: v for k, v in sorted(c.items()) if not k.startswith(HOST_URLS)},
+        stopped_by=stopped_by,
+    )
+
+
+def write_summary(path: Path, summary: Summary) -> None:
+    """``summary.json``, replaced whole (never half-written)."""
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+    tmp.replace(path)
+
+
+def log_request(
+    ctx: CrawlContext,
+    res: FetchResult,
+    outcome: str,
+    attempt: int,
+    host: politeness.HostState,
+    *,
+    refetch: bool = False,
+    revisit: bool = False,
+) -> None:
+    """One line of ``log/requests.jsonl`` (and the dashboard's request feed)."""
+    rec: dict[str, Any] = {
+        "time": log_time(res.started),
+        "url": res.url,
+        "ip": res.ip,
+        "status": res.status,
+        "content_type": res.header("content-type"),
+        "content_length": res.header("content-length"),
+        "location": res.header("location"),
+        "duration_ms": round(res.duration_s * 1000, 1),
+        "bytes": res.bytes_received,
+        "outcome": outcome,
+        "attempt": attempt,
+        "delay_s": round(politeness.delay_s(host, ctx.cfg.politeness), 3),
+        "key": host.key,
+    }
+    if res.error:
+        rec["error"] = res.error
+        rec["error_detail"] = res.error_detail
+    if res.truncated:
+        rec["truncated"] = True
+    if refetch:
+        rec["refetch"] = True
+    if revisit:
+        rec["revisit"] = True
+    ctx.request_log.write(rec)
+    if ctx.progress is not None:
+        ctx.progress.request(rec)
+
+
+def log_robots(ctx: CrawlContext, origin: str, res: FetchResult, outcome: str) -> None:
+    """One line of ``log/robots.jsonl``, with the whole body as received."""
+    ctx.robots_log.write(
+        {
+            "time": log_time(res.started),
+            "host": host_of(origin + "/"),
+            "origin": origin,
+            "url": res.url,
+            "status": res.status,
+            "outcome": outcome,
+            "error": res.error,
+            "content_type": res.header("content-type"),
+            "body": res.body.decode("utf-8", "replace"),
+        }
+    )
+
+
+def trap_found(ctx: CrawlContext, host: str, pattern: str, example: str) -> None:
+    """A URL space that feeds itself: named in the log, ``log/traps.jsonl`` and log-stats."""
+    ctx.counters["traps_found"] += 1
+    log.warning(
+        "suspected crawler trap on %s: URLs like %s keep linking to new ones; "
+        "no more of them are followed (--max-urls-per-pattern %s)",
+        host,
+        pattern,
+        ctx.cfg.max_urls_per_pattern,
+    )
+    ctx.traps_log.write(
+        {
+            "time": log_time(ctx.clock()),
+            "host": host,
+            "pattern": pattern,
+            "example": example,
+            "limit": ctx.cfg.max_urls_per_pattern,
+        }
+    )
+
+
+def record_links(ctx: CrawlContext, url: str, links: list[Any]) -> None:
+    """A segment fetch follows nothing, but its links are what ``segment build`` makes the
+    next segment from (the offline model's loop: crawl -> build -> fetch -> build)."""
+    if links:
+        ctx.links_log.write({"url": url, "links": [link.url for link in links]})

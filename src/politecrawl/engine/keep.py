@@ -1,0 +1,241 @@
+"""What happens to a fetched page that is kept: page processing, duplicates, the WARC record,
+the user's handler, the sinks, and its links to the one gate (``admit``).
+
+Order is the invariant: the WARC record is written (unbuffered) before the frontier hears the
+URL is finished, and the links are admitted before that too, so what survives a crash is a
+prefix of what happened. Sitemaps and redirect targets also leave through the gate here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+
+from politecrawl.content.page import Page, read_response
+from politecrawl.content.sitemaps.read import parse_sitemap
+from politecrawl.continuity.tracker import PageVerdict
+from politecrawl.engine.journal import record_links
+from politecrawl.engine.outcome import DropReason, Redirect
+from politecrawl.engine.pagework import do_page_work
+from politecrawl.focus.strategy import PageScore
+from politecrawl.frontier import SITEMAP, UrlEntry
+from politecrawl.handler import run_handler
+from politecrawl.net.fetch import FetchResult
+from politecrawl.storage.sinks import ItemRecord, Kept, PageRecord
+from politecrawl.storage.warc import Capture, PackedExchange, payload_digest
+from politecrawl.urls.canonical import host_of, join, origin_of
+
+if TYPE_CHECKING:
+    from politecrawl.engine.context import CrawlContext
+
+SITEMAP_PRIORITY = 1e9  # sitemaps first: they seed the site's pages
+
+
+async def read_page(
+    ctx: CrawlContext, entry: UrlEntry, res: FetchResult
+) -> tuple[Page, int | None, PackedExchange | None]:
+    """Page processing: decode once, parse once. With worker processes (``--processes``) and
+    nothing that needs the tree, the page job runs there (``pagework``): the page, its
+    SimHash and its WARC records packed come back."""
+    scored = ctx.focus.nugget is not None
+    if ctx.pool.workers and not ctx.keep_tree:  # a tree cannot cross processes
+        work = await ctx.pool.run(do_page_work, res, entry.url, ctx.token, entry.depth,
+                                  score=scored)  # fmt: skip
+        if work.pid != os.getpid():
+            ctx.worker_cpu_s += work.cpu_s
+        return work.page, work.simhash, work.exchange
+    page = await read_response(
+        res, entry.url, ctx.token, entry.depth, score=scored, keep_tree=ctx.keep_tree
+    )
+    return page, None, None
+
+
+async def store_page(
+    ctx: CrawlContext, entry: UrlEntry, res: FetchResult
+) -> tuple[str, float | None]:
+    """Read the page once, score it, recognise duplicates, store it, give it to the handler
+    and the sinks, then admit the links it follows with priorities. Returns the request
+    log's outcome and, with ``--recrawl``, when the page is due again."""
+    counters, focus = ctx.counters, ctx.focus
+    page, sim, packed = await read_page(ctx, entry, res)
+    score = focus.score_page(entry.url, page.document)
+    page.relevance = score.relevance
+    etag, modified = res.header("etag"), res.header("last-modified")
+    digest = packed.capture.digest if packed else payload_digest(res.raw_body)
+    seen = ctx.continuity.on_page(
+        entry.url,
+        page.visible_text,
+        page.canonical,
+        digest=digest,
+        now=res.started,
+        etag=etag,
+        last_modified=modified,
+        sim=sim,
+    )
+    if seen.revisit:
+        counters["revisits"] += 1
+        counters["changes_seen"] += bool(seen.changed)
+    kept: Kept | None = None
+    record_id: str | None = None
+    if seen.near_duplicate_of is not None:  # stored in full all the same, links followed
+        counters["near_duplicates"] += 1
+    if seen.duplicate_of is not None:
+        # the very bytes of a page already stored: a revisit record, links not followed
+        counters["duplicates"] += 1
+        counters[f"duplicates:{host_of(entry.url)}"] += 1
+        if not (page.directives.noindex or page.directives.noarchive):
+            record_id = archive(ctx, entry.url, res, seen.original, packed, digest)
+        page.follow([])
+        kept = "duplicate"
+    elif page.directives.noindex:
+        counters[DropReason.NOINDEX.value] += 1
+    else:
+        if page.directives.noarchive:  # the site asks for no archived copy: none kept
+            counters["noarchive"] += 1
+            kept = "noarchive"
+        else:
+            record_id = archive(ctx, entry.url, res, seen.original, packed, digest)
+            kept = "stored"
+        counters["stored"] += 1
+        if etag or modified:
+            await ctx.store.save_validators(entry.url, etag, modified, res.started)
+    items: list[dict[str, Any]] = []
+    if ctx.on_page is not None and kept in ("stored", "noarchive"):
+        items, error = await run_handler(ctx.on_page, page, record_id)
+        counters["items"] += len(items)
+        counters["handler_errors"] += error is not None
+    outlinks = await admit_links(ctx, entry, res, page, score)
+    if kept is not None:
+        to_sinks(ctx, entry, res, page, kept, record_id, seen, outlinks, items)
+    if score.relevant:
+        counters["relevant_pages"] += 1
+        target = ctx.cfg.target_relevant
+        if target is not None and focus.relevant_pages >= target:
+            ctx.stop("target_relevant")
+    if seen.duplicate_of is not None:
+        return f"duplicate:{seen.duplicate_of}", seen.next_due
+    return ("stored" if not page.directives.noindex else "dropped:noindex"), seen.next_due
+
+
+async def admit_links(
+    ctx: CrawlContext, entry: UrlEntry, res: FetchResult, page: Page, score: PageScore
+) -> int:
+    """The page's links to the one gate, with the strategy's priorities; how many it follows."""
+    counters, focus = ctx.counters, ctx.focus
+    if res.truncated:
+        counters["truncated"] += 1
+    if page.links_cut:
+        counters["links_cut"] += page.links_cut
+    if page.directives.nofollow:
+        counters["nofollow_pages"] += 1
+    counters["nofollow_links"] += sum(1 for link in page.links if link.nofollow)
+    links = page.links_to_follow() if ctx.cfg.follow_links else []  # else: a segment fetch
+    if focus.model is not None:  # features only for links not seen before
+        fresh = set(await ctx.store.unseen([link.url for link in links]))
+        links = [link for link in links if link.url in fresh]
+    depth = entry.depth + 1
+    if not ctx.cfg.follow_links:  # a segment fetch: the links go to the next segment
+        record_links(ctx, entry.url, page.links_to_follow())
+    link_items = focus.link_items(entry.url, links, depth, score)
+    queued = await ctx.admission.admit(link_items, depth=depth, source=entry.url)
+    if focus.model is not None and len(queued) < len(link_items):
+        focus.forget([u for u, _ in link_items if u not in queued])
+    return len(links)
+
+
+def archive(
+    ctx: CrawlContext,
+    url: str,
+    res: FetchResult,
+    original: Capture | None,
+    packed: PackedExchange | None = None,
+    digest: str | None = None,
+) -> str | None:
+    """The response (``packed`` already, if a worker built it), or a revisit record when
+    ``original`` holds these very bytes; returns the record id that holds the page's
+    content (the original's for a revisit). ``digest``: the payload's, if computed."""
+    if original is not None:
+        ctx.warc.write_revisit(res, profile="identical-payload-digest", original=original)
+    elif packed is not None:
+        original = ctx.warc.append_exchange(packed)
+    else:
+        original = ctx.warc.write_exchange(res, digest)
+    if original is not None:
+        ctx.continuity.stored(url, original)
+        return original.record_id
+    return None
+
+
+def to_sinks(
+    ctx: CrawlContext,
+    entry: UrlEntry,
+    res: FetchResult,
+    page: Page,
+    kept: Kept,
+    record_id: str | None,
+    seen: PageVerdict,
+    outlinks: int,
+    items: list[dict[str, Any]],
+) -> None:
+    """The kept page, then its items, to every sink (pages.jsonl, items.jsonl, the user's)."""
+    record = PageRecord(
+        page,
+        kept,
+        fetched_at=res.started,
+        priority=entry.priority,
+        warc_record_id=record_id,
+        duplicate_of=seen.duplicate_of,
+        near_duplicate_of=seen.near_duplicate_of,
+        changed=seen.changed,
+        outlinks=outlinks,
+    )
+    for sink in ctx.sinks:
+        sink.write(record)
+        for item in items:
+            sink.write(ItemRecord(item, page))
+
+
+async def read_sitemap(ctx: CrawlContext, entry: UrlEntry, res: FetchResult) -> str:
+    """A fetched sitemap: archived, its pages and child sitemaps to the gate."""
+    sm = await asyncio.to_thread(
+        parse_sitemap, res.body, url=entry.url, content_type=res.content_type
+    )
+    ctx.warc.write_exchange(res)
+    if sm.error:
+        ctx.counters[f"sitemap_error:{sm.error}"] += 1
+    await ctx.admission.admit([(p.url, ctx.focus.default_priority(1)) for p in sm.pages], depth=1)
+    children = [c.url for c in sm.children]
+    await admit_sitemaps(ctx, origin_of(entry.url), children)
+    ctx.counters["sitemap_urls"] += len(sm.pages)
+    for p in sm.pages:
+        ctx.continuity.hint(p.url, p.changefreq, p.lastmod)
+    return "stored:sitemap" if not sm.error else f"stored:sitemap:{sm.error}"
+
+
+async def admit_sitemaps(ctx: CrawlContext, origin: str, urls: list[str]) -> None:
+    """Sitemaps of an origin to the gate, at most ``max_sitemaps_per_host`` in all."""
+    room = ctx.cfg.max_sitemaps_per_host - ctx.sitemaps_per_host[origin]
+    if room <= 0 or not urls:
+        return
+    take = urls[:room]
+    ctx.sitemaps_per_host[origin] += len(take)
+    await ctx.admission.admit([(u, SITEMAP_PRIORITY) for u in take], kind=SITEMAP, raw=True)
+
+
+async def follow_redirect(ctx: CrawlContext, entry: UrlEntry, outcome: Redirect) -> None:
+    """A redirect's target to the gate, one hop further (capped: ``max_redirect_hops``)."""
+    target = join(entry.url, outcome.location)
+    if target is None:
+        ctx.counters[DropReason.BAD_REDIRECT.value] += 1
+        return
+    if entry.hops + 1 > ctx.cfg.fetch.max_redirect_hops:
+        ctx.counters[DropReason.TOO_MANY_REDIRECTS.value] += 1
+        return
+    await ctx.admission.admit(
+        [(target, entry.priority)],
+        depth=entry.depth,
+        hops=entry.hops + 1,
+        kind=entry.kind,
+        source=entry.url,
+    )

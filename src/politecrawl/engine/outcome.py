@@ -1,0 +1,265 @@
+"""The one table of HTTP outcomes: a ``FetchResult`` in, what to do next out.
+
+Pure and table-driven, so it reads like the policy it is:
+
+=========================================  =======================================
+2xx HTML                                   Store
+304 (to a conditional GET)                 NotModified: a WARC revisit record, nothing parsed
+2xx not HTML                               Drop(NOT_HTML) (abandoned after headers)
+301 302 303 307 308 + Location             Redirect (target re-admitted, hop + 1)
+400 401 403 404 406 410 451, other 4xx     Drop(HTTP_PERMANENT), never retried
+429 503                                    Retry after Retry-After (capped), host slowed
+other 5xx, timeout, connect, network       Retry with exponential backoff, 3 attempts
+private / loopback target                  Drop(ADDRESS_REFUSED)
+broken transfer coding (bad chunk size)    Drop(BAD_CHUNKING) at once, never retried
+=========================================  =======================================
+
+Besides what to do with the URL, a response says something about the site (``refusal``,
+``answered_normally``): 401, 403, 429 and timeouts are the site saying go away; in a row they
+pause the site and then give it up (``politeness.record_refusal``; the site's queued URLs are
+then dropped as ``site_refused``).
+
+robots.txt answers have their own rows (RFC 9309 2.3.1), read by ``robots_outcome`` (a
+status) and ``classify_robots`` (a fetch), for the crawler, ``robotscache`` and the
+``robots`` command alike:
+
+=========================================  =======================================
+2xx                                        RULES: the body's rules
+3xx + Location, fewer than 5 hops          REDIRECT: the next hop at the site's next turn
+3xx otherwise (too many hops, no Location) NO_RULES (stored as 404: "unavailable")
+4xx but 429                                NO_RULES: allow all
+429, 5xx, network failure, other           UNREACHABLE: disallow all, ask again with backoff
+private / loopback target, invalid URL     UNFETCHABLE: nothing of the origin can be fetched
+=========================================  =======================================
+"""
+
+from __future__ import annotations
+
+import email.utils
+import enum
+import time
+from dataclasses import dataclass
+
+from politecrawl.net.fetch import FetchResult
+from politecrawl.polite import politeness
+from politecrawl.urls.canonical import join
+
+
+class DropReason(enum.StrEnum):
+    """Why a URL was not (or no longer) crawled; written to logs and counted."""
+
+    OUT_OF_SCOPE = "out_of_scope"
+    EXCLUDED = "excluded"
+    EXTENSION = "extension"
+    TRAP = "trap"
+    INVALID_URL = "invalid_url"
+    ROBOTS = "robots_disallowed"
+    ROBOTS_UNAVAILABLE = "robots_unavailable"
+    NOT_HTML = "not_html"
+    HTTP_PERMANENT = "http_permanent"
+    UNEXPECTED_STATUS = "unexpected_status"
+    TOO_MANY_REDIRECTS = "too_many_redirects"
+    BAD_REDIRECT = "bad_redirect"
+    RETRIES_EXHAUSTED = "retries_exhausted"
+    ADDRESS_REFUSED = "address_refused"
+    BAD_ENCODING = "bad_encoding"
+    BAD_CHUNKING = "bad_chunking"  # a chunk-size line that is not hex (RFC 9112 7.1)
+    NOINDEX = "noindex"
+    DUPLICATE_URL = "duplicate_url_rule"  # a learned rule says it is a variant of another URL
+    SITE_REFUSED = "site_refused"  # the site refused request after request: given up
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NotModified:
+    """The page is what we have (RFC 9110 15.4.5); the site spent a 304, not a body."""
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    location: str
+    permanent: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Try the URL again no earlier than ``after_s``; ``overload`` slows the whole host."""
+
+    after_s: float
+    overload: bool
+    error_class: str
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    reason: DropReason
+    detail: str = ""
+
+
+Outcome = Store | NotModified | Redirect | Retry | Drop
+
+_PERMANENT_4XX = frozenset({400, 401, 403, 404, 406, 410, 451})
+_REDIRECTS = {301: True, 308: True, 302: False, 303: False, 307: False}
+_OVERLOAD = frozenset({429, 503})
+_REFUSALS = frozenset({401, 403, 429})
+
+
+def refusal(result: FetchResult) -> str | None:
+    """The site said go away (401, 403, 429, a timeout): the kind, else None."""
+    if result.error is not None:
+        return "timeout" if result.error == "timeout" else None
+    if result.status in _REFUSALS:
+        return f"http_{result.status}"
+    return None
+
+
+def answered_normally(result: FetchResult) -> bool:
+    """An answer that ends a run of failures and refusals: neither a 5xx nor a refusal."""
+    status = result.status
+    return result.error is None and status is not None and status < 500 and refusal(result) is None
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """Retry-After as seconds (``120``) or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():  # str.isdigit alone accepts '²' and '⑨'
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, OverflowError):  # a year like 99999999999999999999
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+_backoff = politeness.retry_backoff_s
+
+
+def classify(
+    result: FetchResult,
+    attempt: int,
+    max_attempts: int,
+    *,
+    max_retry_after_s: float = 3600.0,
+    retry_base_s: float = 30.0,
+) -> Outcome:
+    """Decide what ``result`` means. ``attempt`` counts from 1."""
+    can_retry = attempt < max_attempts
+    if result.error is not None:
+        if result.error == "address_refused":
+            return Drop(DropReason.ADDRESS_REFUSED, result.error_detail)
+        if result.error == "invalid_url":
+            return Drop(DropReason.INVALID_URL, result.error_detail)
+        if result.error == "bad_encoding":
+            return Drop(DropReason.BAD_ENCODING, result.error_detail)
+        if result.error == "bad_chunking":
+            return Drop(DropReason.BAD_CHUNKING, result.error_detail)
+        if can_retry:
+            return Retry(
+                _backoff(attempt, retry_base_s),
+                overload=result.error == "timeout",
+                error_class=result.error,
+            )
+        return Drop(DropReason.RETRIES_EXHAUSTED, result.error)
+    status = result.status or 0
+    if 200 <= status < 300:
+        if result.abandoned:
+            return Drop(DropReason.NOT_HTML, result.content_type)
+        return Store(truncated=result.truncated)
+    if status == 304:
+        return NotModified()
+    if status in _REDIRECTS:
+        loc = result.header("location")
+        if not loc or not loc.strip():
+            return Drop(DropReason.BAD_REDIRECT, f"{status} without Location")
+        return Redirect(loc.strip(), permanent=_REDIRECTS[status])
+    if status in _OVERLOAD:
+        if not can_retry:
+            return Drop(DropReason.RETRIES_EXHAUSTED, f"http_{status}")
+        ra = retry_after_s(result.header("retry-after"))
+        after = (
+            politeness.retry_after_wait_s(ra, max_retry_after_s)
+            if ra is not None
+            else _backoff(attempt, retry_base_s)
+        )
+        return Retry(after, overload=True, error_class=f"http_{status}")
+    if 500 <= status < 600:
+        if can_retry:
+            return Retry(_backoff(attempt, retry_base_s), overload=True, error_class="http_5xx")
+        return Drop(DropReason.RETRIES_EXHAUSTED, f"http_{status}")
+    if status in _PERMANENT_4XX or 400 <= status < 500:
+        return Drop(DropReason.HTTP_PERMANENT, f"http_{status}")
+    return Drop(DropReason.UNEXPECTED_STATUS, f"http_{status}")
+
+
+def outcome_label(outcome: Outcome) -> str:
+    """The request log's ``outcome`` field: stored / redirect / retry / dropped:reason."""
+    if isinstance(outcome, Store):
+        return "stored"
+    if isinstance(outcome, NotModified):
+        return "not_modified"
+    if isinstance(outcome, Redirect):
+        return "redirect"
+    if isinstance(outcome, Retry):
+        return "retry"
+    return f"dropped:{outcome.reason.value}"
+
+
+# -- robots.txt (RFC 9309 2.3.1) ----------------------------------------------------------------
+ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
+_UNFETCHABLE = frozenset({"address_refused", "invalid_url"})
+
+
+class RobotsOutcome(enum.StrEnum):
+    """What a robots.txt answer means; the value is the log's ``robots:<value>`` label."""
+
+    RULES = "ok"  # 2xx: the body's rules (2.3.1.1)
+    REDIRECT = "redirect"  # 3xx with hops left (2.3.1.2)
+    NO_RULES = "none"  # 4xx but 429, too many redirects: "unavailable", allow all (2.3.1.3)
+    UNREACHABLE = "unreachable"  # 429, 5xx, network failure: disallow all (2.3.1.4)
+    UNFETCHABLE = "unfetchable"  # refused or invalid target: nothing to ask, ever
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsAnswer:
+    """``classify_robots``: the outcome, the status to store (0: network failure), and for a
+    redirect its next hop."""
+
+    outcome: RobotsOutcome
+    status: int
+    target: str | None = None
+
+
+def robots_outcome(status: int) -> RobotsOutcome:
+    """A stored robots.txt status (0: network failure) as RULES, NO_RULES or UNREACHABLE."""
+    if 200 <= status < 300:
+        return RobotsOutcome.RULES
+    if 400 <= status < 500 and status != 429:
+        return RobotsOutcome.NO_RULES
+    return RobotsOutcome.UNREACHABLE
+
+
+def robots_usable(status: int) -> bool:
+    """True when the answer settles the rules (RULES or NO_RULES): cached for the TTL."""
+    return robots_outcome(status) is not RobotsOutcome.UNREACHABLE
+
+
+def classify_robots(result: FetchResult, url: str, hops: int) -> RobotsAnswer:
+    """One robots.txt fetch of ``url`` (``hops`` redirects into its chain) read by the table."""
+    if result.error in _UNFETCHABLE:
+        return RobotsAnswer(RobotsOutcome.UNFETCHABLE, 0)
+    status = result.status if result.error is None and result.status is not None else 0
+    if 300 <= status < 400:
+        location = result.header("location")
+        target = join(url, location) if location and hops < ROBOTS_MAX_HOPS else None
+        if target is not None:
+            return RobotsAnswer(RobotsOutcome.REDIRECT, status, target)
+        status = 404  # too many hops: RFC 9309 2.3.1.2 treats it as unavailable
+    return RobotsAnswer(robots_outcome(status), status)

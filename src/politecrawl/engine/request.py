@@ -1,0 +1,103 @@
+"""The fetch step: every request the crawler makes (pages and robots.txt) passes here.
+
+``request`` keeps the politeness bookkeeping around the one call to ``Fetcher.fetch``: the
+provisional next time is on disk before the request leaves (``frontier.begin_request``), the
+start and the end of the response are recorded (the next gap counts from the end), and the
+request is counted. ``fetch_page`` adds the conditional GET; ``refused`` is what a refusal
+does to the site.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from politecrawl.engine.outcome import DropReason, answered_normally
+from politecrawl.frontier import PAGE, UrlEntry
+from politecrawl.net.fetch import FetchResult
+from politecrawl.polite import politeness
+
+if TYPE_CHECKING:
+    from politecrawl.engine.context import CrawlContext
+
+log = logging.getLogger("politecrawl")
+
+
+async def request(
+    ctx: CrawlContext,
+    host: politeness.HostState,
+    url: str,
+    *,
+    html_only: bool,
+    extra_headers: dict[str, str] | None = None,
+) -> FetchResult:
+    """One request under the key's lease: politeness bookkeeping and counts around it."""
+    cfg = ctx.cfg.politeness
+    if host.last_start == 0.0:
+        ctx.counters["hosts_contacted"] += 1
+    politeness.record_start(host, cfg, ctx.clock())
+    await ctx.frontier.begin_request(host.key, host)  # on disk before the request goes
+    politeness.record_start(host, cfg, ctx.clock())  # the real start
+    res = await ctx.fetcher.fetch(url, html_only=html_only, extra_headers=extra_headers)
+    politeness.record_end(host, ctx.clock())  # the next gap counts from here
+    ctx.counters["requests"] += 1
+    if res.status is not None and res.status >= 400:
+        ctx.counters[f"error:http_{res.status}"] += 1
+    if res.error is not None:
+        ctx.counters[f"error:{res.error}"] += 1
+    elif res.status is not None:
+        politeness.record_response(host, cfg, res.duration_s, normal=answered_normally(res))
+    return res
+
+
+async def fetch_page(
+    ctx: CrawlContext, entry: UrlEntry, host: politeness.HostState
+) -> tuple[FetchResult, bool]:
+    """Fetch a queued URL, conditionally when its validators are known (an unchanged page
+    costs the site a 304). Returns the result and whether the request was a revisit."""
+    known = await ctx.store.validators(entry.url) if entry.kind == PAGE else None
+    conditional = {}
+    if known is not None:
+        if known[0]:
+            conditional["If-None-Match"] = known[0]
+        if known[1]:
+            conditional["If-Modified-Since"] = known[1]
+    res = await request(
+        ctx, host, entry.url, html_only=entry.kind == PAGE, extra_headers=conditional or None
+    )
+    entry.attempt += 1
+    if res.status is not None:
+        ctx.counters["pages_fetched" if entry.kind == PAGE else "sitemaps_fetched"] += 1
+    return res, known is not None
+
+
+async def refused(ctx: CrawlContext, host: politeness.HostState, why: str) -> bool:
+    """The site refused (``outcome.refusal``): pause it, or give it up. True if given up."""
+    cfg = ctx.cfg.politeness
+    done = politeness.record_refusal(host, cfg, ctx.clock())
+    n = host.consecutive_refusals
+    if done is politeness.Refused.PAUSED:
+        ctx.counters["sites_paused"] += 1
+        log.warning(
+            "%s refused %d requests in a row (%s): paused for %.0f s",
+            host.key,
+            n,
+            why,
+            cfg.park_s,
+        )
+    elif done is politeness.Refused.GIVEN_UP:
+        dropped = await ctx.frontier.drop_queued(
+            host.key, f"dropped:{DropReason.SITE_REFUSED.value}"
+        )
+        ctx.counters["sites_given_up"] += 1
+        ctx.counters[DropReason.SITE_REFUSED.value] += dropped + 1
+        log.warning(
+            "%s refused %d requests in a row (%s) after a pause: given up, "
+            "its %d remaining URLs dropped",
+            host.key,
+            n,
+            why,
+            dropped + 1,
+        )
+        return True
+    return False

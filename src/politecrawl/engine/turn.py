@@ -1,0 +1,194 @@
+"""One turn of one leased politeness key: at most one request, read top to bottom.
+
+``take_turn`` is the per-URL path, in order::
+
+    lease (Crawler.run: frontier.lease)  ->  robots gate (robotsgate.next_url)
+    ->  fetch (request.fetch_page)  ->  classify (outcome.classify, refusals)
+    ->  page processing, sinks, admit (store.store_page)  |  redirect  |  retry  |  drop
+    ->  request log  ->  frontier told last  ->  next allowed time (politeness.schedule_next)
+    ->  release (frontier.release)
+
+Each turn makes at most one request for its key, and the key is not leased again before the
+time ``politeness.schedule_next`` gave it, so nothing here sleeps per URL. A storage or
+frontier error puts the URL back at the front of its queue and stops the crawl; anything else
+is logged, counted as ``error:internal`` and the crawl goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from politecrawl.engine.journal import log_request
+from politecrawl.engine.keep import follow_redirect, read_sitemap, store_page
+from politecrawl.engine.outcome import (
+    Drop,
+    DropReason,
+    NotModified,
+    Outcome,
+    Redirect,
+    Retry,
+    Store,
+    classify,
+    outcome_label,
+    refusal,
+)
+from politecrawl.engine.request import fetch_page, refused
+from politecrawl.errors import FrontierError, LeaseLost, StorageError
+from politecrawl.frontier import SITEMAP, UrlEntry
+from politecrawl.net.fetch import FetchResult
+from politecrawl.polite import politeness
+from politecrawl.robots.gate import Held, next_url
+
+if TYPE_CHECKING:
+    from politecrawl.engine.context import CrawlContext
+
+log = logging.getLogger("politecrawl")
+
+
+async def take_turn(ctx: CrawlContext, host: politeness.HostState) -> None:
+    """At most one request for the leased key (``host.key``); always releases the lease."""
+    key = host.key
+    made_request = False
+    try:
+        made_request = await _step(ctx, key, host)
+    except LeaseLost as exc:  # our lease expired (we were too slow): nothing to release
+        log.warning("lease on %s lost: %s", key, exc)
+        ctx.counters["leases_lost"] += 1
+        return
+    except (StorageError, FrontierError) as exc:  # disk full, I/O error: stop cleanly
+        ctx.storage_failed(exc)
+    except Exception:  # the one broad catch: log, classify, keep crawling
+        log.exception("internal error on %s", key)
+        ctx.counters["error:internal"] += 1
+    if made_request:
+        politeness.schedule_next(host, ctx.cfg.politeness, ctx.rng)  # next allowed time
+    await ctx.frontier.release(key, host)
+
+
+async def _step(ctx: CrawlContext, key: str, host: politeness.HostState) -> bool:
+    """The robots gate, then one fetch: the order is the policy. True if a request was made."""
+    entry = await next_url(ctx, key, host)
+    if isinstance(entry, Held):
+        return entry.made_request
+    if ctx.cfg.max_pages is not None and ctx.pages_this_run >= ctx.cfg.max_pages:
+        await ctx.frontier.push_back(entry, front=True)
+        ctx.stop("max_pages")
+        return False
+    ctx.pages_this_run += 1
+    attempt = entry.attempt
+    try:
+        await fetch_and_handle(ctx, entry, host)
+    except LeaseLost:
+        raise  # another worker holds the site now; the URL was re-queued for it
+    except (StorageError, FrontierError):
+        # the disk failed, not the page: back in the queue for the next run, since nothing
+        # half-written counts as stored (fetch_and_handle tells the frontier last)
+        entry.attempt = attempt
+        with contextlib.suppress(FrontierError):
+            await ctx.frontier.push_back(entry, front=True)
+        raise
+    except Exception:
+        # nothing is lost: the URL is recorded with the failure, then we go on
+        await ctx.frontier.finish(entry.url, "dropped:internal_error")
+        raise
+    return True
+
+
+async def fetch_and_handle(ctx: CrawlContext, entry: UrlEntry, host: politeness.HostState) -> None:
+    """Fetch, classify, act on the outcome, log the request, and tell the frontier last."""
+    res, revisit = await fetch_page(ctx, entry, host)
+    outcome, refused_why = await classify_result(ctx, entry, host, res)
+    label, due = await act(ctx, entry, host, res, outcome, refused_why)
+    if due is not None:  # a continuous crawl: back in the queue, due at its interval
+        entry.not_before, entry.attempt, entry.refetch = due, 0, False
+        ctx.counters["revisits_scheduled"] += 1
+    log_request(ctx, res, label, entry.attempt, host, refetch=entry.refetch, revisit=revisit)
+    # the frontier last: a write error above leaves the URL for _step to put back
+    if due is not None or isinstance(outcome, Retry):
+        await ctx.frontier.push_back(entry)
+    else:
+        await ctx.frontier.finish(entry.url, label)
+
+
+async def classify_result(
+    ctx: CrawlContext, entry: UrlEntry, host: politeness.HostState, res: FetchResult
+) -> tuple[Outcome, str | None]:
+    """The one table (``outcome.classify``), then what the response says about the site: a
+    refusal may pause it or give it up (the URL then goes with its site)."""
+    outcome = classify(
+        res,
+        entry.attempt,
+        ctx.cfg.fetch.max_attempts,
+        max_retry_after_s=ctx.cfg.politeness.max_retry_after_s,
+        retry_base_s=ctx.cfg.fetch.retry_base_s,
+    )
+    why = refusal(res)
+    if why is not None and await refused(ctx, host, why):
+        outcome = Drop(DropReason.SITE_REFUSED, why)
+    return outcome, why
+
+
+async def act(
+    ctx: CrawlContext,
+    entry: UrlEntry,
+    host: politeness.HostState,
+    res: FetchResult,
+    outcome: Outcome,
+    refused_why: str | None,
+) -> tuple[str, float | None]:
+    """Do what the outcome says; returns the request log's label and, with ``--recrawl``,
+    when the URL is due again."""
+    label = outcome_label(outcome)
+    counters = ctx.counters
+    if isinstance(outcome, Store):
+        if entry.kind == SITEMAP:
+            return await read_sitemap(ctx, entry, res), None
+        return await store_page(ctx, entry, res)
+    if isinstance(outcome, NotModified):
+        counters["not_modified"] += 1
+        due = ctx.continuity.on_not_modified(entry.url, now=res.started)
+        # names the capture holding the content, so replay shows it, not an empty 304
+        original = ctx.continuity.capture_of(entry.url)
+        ctx.warc.write_revisit(res, profile="server-not-modified", original=original)
+        return label, due
+    if isinstance(outcome, Redirect):
+        counters["redirects"] += 1
+        ctx.warc.write_exchange(res)
+        await follow_redirect(ctx, entry, outcome)
+    elif isinstance(outcome, Retry):
+        retry_later(ctx, entry, host, res, outcome, refused_why)
+    else:
+        if outcome.reason is not DropReason.SITE_REFUSED:  # counted by request.refused
+            counters[outcome.reason.value] += 1
+        if res.status is not None and not res.abandoned:
+            ctx.warc.write_exchange(res)
+    return label, None
+
+
+def retry_later(
+    ctx: CrawlContext,
+    entry: UrlEntry,
+    host: politeness.HostState,
+    res: FetchResult,
+    outcome: Retry,
+    refused_why: str | None,
+) -> None:
+    """A URL to try again: an overload slows the key, failures in a row park it."""
+    cfg = ctx.cfg.politeness
+    if outcome.overload:
+        ra = outcome.after_s if res.header("retry-after") else None
+        politeness.slow_down(host, cfg, ctx.clock(), ra)
+    # a refusal (429, timeout) counts as one, not as a failure too
+    parked = refused_why is None and politeness.record_failure(host, cfg, ctx.clock())
+    if parked:
+        ctx.counters["hosts_parked"] += 1
+        log.warning(
+            "%s failed %d times in a row: parked for %.0f s",
+            host.key,
+            host.consecutive_failures,
+            cfg.park_s,
+        )
+    entry.not_before = ctx.clock() + outcome.after_s
+    ctx.counters["retries"] += 1

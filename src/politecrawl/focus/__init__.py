@@ -1,0 +1,1 @@
+"""The adaptive crawl: nugget functions, the learned prioritiser, the strategy."""

@@ -1,0 +1,230 @@
+"""The crawl's strategy: which of the links found should be fetched first.
+
+``bfs`` (shallower first), ``random``, ``keyword`` or ``focused``: each fetched page is scored
+by a nugget function (``--topic`` keyword scorer, or a user's callable via ``--relevance``), the
+link that led to it is a training example for the online prioritiser (``prioritizer``), and
+every new link is queued with the prioritiser's score. A link's score starts from the topic
+prior (how much of the topic its anchor and URL words cover, judged by the keyword scorer's
+own terms), so the first pages are chosen by the topic, not at random; ``keyword`` keeps that
+prior and never learns (the baseline the learning has to beat). The frontier serves the ready
+site with the best URL first, so politeness is never traded for priority: a site in the
+penalty box keeps its best URL waiting, and with ``--defer-ratio`` a site whose best URL is
+much worse than the best queued anywhere is not leased while the better one waits on its
+delay (``frontier.sqlite``).
+
+The features of queued links are kept (bounded) so that the page they lead to can teach the
+model, and so queued URLs can be re-scored as the model changes (``rescore``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from politecrawl.content.parse import Link
+from politecrawl.focus.prioritizer import LinkFeatures, Prioritizer, link_features, section_of
+from politecrawl.focus.relevance import Document, KeywordScorer, NuggetFunction, tokens
+from politecrawl.focus.relevance import load_callable as load_nugget
+from politecrawl.urls.canonical import host_of, registered_domain
+
+_MAX_FEATURES = 2_000_000  # queued links whose features are kept for learning/re-scoring
+_RESCORE_MIN, _RESCORE_MAX = 20, 500  # pages learned between re-scorings: a quarter of the
+# pages learned so far, within these bounds (often early, when the model changes most)
+
+
+def _path_words(url: str) -> list[str]:
+    """Words of a URL's path (``/library/asyncio-task.html`` -> library, asyncio, task)."""
+    path = url.split("://", 1)[-1].partition("/")[2].partition("?")[0]
+    return [w for w in tokens(path) if w not in _URL_NOISE]
+
+
+_URL_NOISE = frozenset({"html", "htm", "php", "asp", "aspx", "jsp", "index", "www"})
+
+
+@dataclass(frozen=True, slots=True)
+class PageScore:
+    relevance: float | None
+    charset: str | None
+    relevant: bool
+    distance: int  # hops since the last relevant page, for the links found on this one
+
+
+class Focus:
+    """Priorities for links, relevance for pages; state saved with the crawl."""
+
+    def __init__(
+        self,
+        strategy: str,
+        nugget: NuggetFunction | None,
+        *,
+        seed: int = 0,
+        relevant_at: float = 0.5,
+        max_features: int = _MAX_FEATURES,
+    ) -> None:
+        self.strategy = strategy
+        self.nugget = nugget
+        self.relevant_at = relevant_at
+        self.model = (
+            Prioritizer(relevant_at=relevant_at, seed=seed, learning=strategy == "focused")
+            if strategy in ("focused", "keyword")
+            else None
+        )
+        self._topic = nugget if isinstance(nugget, KeywordScorer) else None
+        self._features: OrderedDict[str, LinkFeatures] = OrderedDict()
+        self._max = max_features
+        self._rng = random.Random(seed)
+        self.relevant_pages = 0
+        self.scored_pages = 0
+        self.learned_since_rescore = 0
+
+    @classmethod
+    def from_options(
+        cls,
+        strategy: str | None,
+        topic: str | None,
+        relevance: str | NuggetFunction | None,
+        seed: int = 0,
+    ) -> Focus:
+        """``relevance``: a nugget function, or its import string ``"pkg.module:function"``."""
+        nugget: NuggetFunction | None = None
+        if isinstance(relevance, str) and relevance:
+            nugget = load_nugget(relevance)
+        elif callable(relevance):
+            nugget = relevance
+        elif topic:
+            nugget = KeywordScorer(topic)
+        chosen = strategy or ("focused" if nugget is not None else "bfs")
+        if chosen in ("focused", "keyword") and nugget is None:
+            from politecrawl.errors import ConfigError
+
+            raise ConfigError(f"--strategy {chosen} needs --topic or --relevance")
+        return cls(chosen, nugget, seed=seed)
+
+    # -- pages ----------------------------------------------------------------------------
+    def score_page(self, url: str, doc: Document | None) -> PageScore:
+        """Relevance of a fetched page (None without a nugget function); teaches the model.
+
+        ``doc`` is the page as ``page.read_page`` decoded and parsed it (no second parse).
+        """
+        if self.nugget is None or doc is None:
+            return PageScore(None, None, False, 0)
+        try:
+            rel = float(self.nugget(doc))
+        except Exception:  # a user's nugget function failing must not stop the crawl
+            rel = 0.0
+        rel = min(1.0, max(0.0, rel)) if rel == rel else 0.0
+        relevant = rel >= self.relevant_at
+        self.scored_pages += 1
+        self.relevant_pages += relevant
+        feats = self._features.pop(url, None)
+        if self.model is not None:
+            if feats is not None:
+                self.model.learn(feats, rel)
+                self.learned_since_rescore += 1
+            else:
+                host = host_of(url)
+                self.model.observe(host, registered_domain(host), rel, section_of(url))
+        parent_distance = feats.distance if feats is not None else 0
+        distance = 0 if relevant else parent_distance + 1
+        return PageScore(rel, doc.charset, relevant, distance)
+
+    # -- links ----------------------------------------------------------------------------
+    def link_items(
+        self, source_url: str, links: list[Link], depth: int, score: PageScore
+    ) -> list[tuple[str, float]]:
+        """(url, priority) for the links of a page that are to be followed."""
+        links = [link for link in links if not link.nofollow]
+        if self.strategy == "random":
+            return [(link.url, self._rng.random()) for link in links]
+        if self.model is None:
+            return [(link.url, float(-depth)) for link in links]
+        items = []
+        src_rel = score.relevance or 0.0
+        model = self.model
+        topic = self._topic
+        for link in links:
+            if link.url in self._features:
+                continue  # queued already with features; the seen-set will drop it
+            a_match = u_match = 0.0
+            if topic is not None:
+                a_match = topic.match(tokens(link.anchor)) if link.anchor else 0.0
+                u_match = topic.match(_path_words(link.url))
+            f = link_features(
+                link.url,
+                link.anchor,
+                source_url=source_url,
+                source_relevance=src_rel,
+                distance=score.distance,
+                anchor_match=a_match,
+                url_match=u_match,
+            )
+            items.append((link.url, model.score(f)))
+            self._remember(link.url, f)
+        return items
+
+    def default_priority(self, depth: int) -> float:
+        """Priority of a URL no link features describe (sitemap entries)."""
+        if self.strategy == "random":
+            return self._rng.random()
+        return 0.5 if self.model is not None else float(-depth)
+
+    def forget(self, urls: list[str]) -> None:
+        """Links that were not queued (seen or refused): no page will teach from them."""
+        for u in urls:
+            self._features.pop(u, None)
+
+    def _remember(self, url: str, f: LinkFeatures) -> None:
+        self._features[url] = f
+        if len(self._features) > self._max:
+            self._features.popitem(last=False)
+
+    def rescore_due(self) -> bool:
+        """Whether the model learned enough since the last ``rescore`` to re-rank the queue."""
+        if self.model is None or not self.model.learning:
+            return False
+        due = min(_RESCORE_MAX, max(_RESCORE_MIN, self.model.updates // 4))
+        return self.learned_since_rescore >= due
+
+    def rescore(self) -> list[tuple[str, float]]:
+        """New priorities of every queued link with features, as the model has changed."""
+        self.learned_since_rescore = 0
+        if self.model is None:
+            return []
+        score = self.model.score
+        return [(u, score(f)) for u, f in self._features.items()]
+
+    def harvest_rate(self) -> float:
+        return self.relevant_pages / self.scored_pages if self.scored_pages else 0.0
+
+    # -- persistence --------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "relevant_pages": self.relevant_pages,
+            "scored_pages": self.scored_pages,
+            "model": self.model.state_dict() if self.model is not None else None,
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.relevant_pages = int(state.get("relevant_pages", 0))
+        self.scored_pages = int(state.get("scored_pages", 0))
+        if self.model is not None and state.get("model"):
+            self.model.load_state(state["model"])
+
+    def save(self, path: Path) -> None:
+        import json
+
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state_dict()))
+        tmp.replace(path)
+
+    def load(self, path: Path) -> None:
+        import json
+
+        try:
+            self.load_state(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            return

@@ -1,0 +1,1 @@
+"""The network boundary: one HTTP request, name lookups, content codings."""

@@ -1,0 +1,392 @@
+"""One HTTP request, done carefully: the aiohttp boundary.
+
+Never follows redirects (the crawler re-queues the target through the admission gate), streams
+the body with a size cap, abandons non-HTML bodies after the headers, and connects only to
+addresses the guard approved (the check happens inside the resolver aiohttp connects with,
+so DNS cannot be re-bound between check and connect). aiohttp's exceptions are mapped to
+politecrawl's here and nowhere else; the caller always gets a ``FetchResult``.
+
+The address guard is ``resolver`` (``GuardedResolver``) and the bounded Content-Encoding
+decoder ``contentcoding``; this module makes the request and reads the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from yarl import URL
+
+from politecrawl.config import FetchConfig
+from politecrawl.errors import AddressRefused, FetchError
+from politecrawl.net.coding import Decoder
+from politecrawl.net.resolver import GuardedResolver, Refused, ip_literal
+
+_ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
+_ACCEPT_ENCODING = "gzip, deflate, br"
+_CHUNK = 64 * 1024
+_MAX_HEADER_FIELD = 16 * 1024  # one status line / header line; aiohttp's default is 8190
+_MAX_HEADERS = 128
+_HARD_STOP_GRACE_S = 1.0
+
+log = logging.getLogger("politecrawl.net.fetch")
+
+
+@dataclass(slots=True)
+class FetchResult:
+    """What one request produced.
+
+    ``error`` (a kind, see ``_classify_error``) is set when no usable response came; with
+    ``status`` also set, the failure came while reading the body (``truncated`` then says
+    the part held is only its start) or the body's encoding was bad (``bad_encoding``).
+    ``truncated`` without ``error``: the body was longer than ``max_size_bytes`` (raw or
+    decoded, or an encoded stream ended early) and was cut. ``abandoned``: a non-HTML 2xx
+    whose body was never read. ``raw_body`` is what came off the wire (transfer coding
+    removed, content coding kept), ``body`` the decoded bytes.
+
+    ``cut``: why ``raw_body`` is shorter than what the server sent (WARC 1.1 section 5.13,
+    WARC-Truncated): ``length`` (over the size cap), ``time`` (a timeout), ``disconnect``
+    (the connection broke, or ended before Content-Length), ``protocol`` (a broken transfer
+    coding, e.g. a chunk-size line that is not hex); None when it holds the whole body.
+    A body that fails to decode is still read whole: ``raw_body`` stays complete and only
+    ``body`` is partial (``bad_encoding``).
+    """
+
+    url: str
+    started: float
+    duration_s: float = 0.0
+    status: int | None = None
+    reason: str = ""
+    http_version: str = "1.1"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    raw_body: bytes = b""
+    body: bytes = b""
+    truncated: bool = False
+    abandoned: bool = False
+    ip: str | None = None
+    cut: str | None = None
+    error: str | None = None
+    error_detail: str = ""
+    request_headers: list[tuple[str, str]] = field(default_factory=list)
+
+    def header(self, name: str) -> str | None:
+        lname = name.lower()
+        for k, v in self.headers:
+            if k.lower() == lname:
+                return v
+        return None
+
+    def header_all(self, name: str) -> list[str]:
+        lname = name.lower()
+        return [v for k, v in self.headers if k.lower() == lname]
+
+    @property
+    def content_type(self) -> str:
+        return (self.header("content-type") or "").split(";", 1)[0].strip().lower()
+
+    @property
+    def bytes_received(self) -> int:
+        return len(self.raw_body)
+
+
+# the peer address of the connection a request got, read when the connection is handed out:
+# by the time ``session.get`` returns, aiohttp may already have released a connection whose
+# body arrived with the headers, and the address can no longer be asked for
+_PEER: contextvars.ContextVar[list[str]] = contextvars.ContextVar("politecrawl_peer")
+
+
+class _PeerConnector(aiohttp.TCPConnector):
+    """A TCPConnector that tells the request in progress (``_PEER``) its server's address."""
+
+    async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:
+        conn = await super().connect(req, traces, timeout)
+        sink = _PEER.get(None)
+        transport = conn.transport
+        if sink is not None and transport is not None:
+            peer = transport.get_extra_info("peername")
+            if peer:
+                sink.append(str(peer[0]))
+        return conn
+
+
+class InvalidTarget(FetchError):
+    """A URL the fetcher never requests (not http or https)."""
+
+    kind = "invalid_url"
+
+
+class Fetcher:
+    """Owns the aiohttp session; ``fetch`` never raises for network trouble.
+
+    Bounds, whatever the server does: the connect, read (no byte for ``read_timeout_s``) and
+    total timeouts of ``FetchConfig`` (the total one also enforced around the whole call, so
+    nothing inside aiohttp can outlive it); header lines and fields of at most 16 KiB and at
+    most 128 headers (``_MAX_HEADER_FIELD``/``_MAX_HEADERS``: beyond is a ``protocol``
+    error); a body of at most ``max_size_bytes`` raw and ``max_size_bytes`` decoded, the
+    connection dropped as soon as either is exceeded (``truncated``).
+    """
+
+    def __init__(self, cfg: FetchConfig) -> None:
+        self.cfg = cfg
+        self.resolver = GuardedResolver(cfg.resolve, cfg.allow_private_addresses)
+        self._session: aiohttp.ClientSession | None = None
+        self._timeout = aiohttp.ClientTimeout(
+            total=cfg.total_timeout_s,
+            connect=cfg.connect_timeout_s,
+            sock_read=cfg.read_timeout_s,
+        )
+
+    async def __aenter__(self) -> Fetcher:
+        connector = _PeerConnector(
+            resolver=self.resolver,
+            limit=0,
+            limit_per_host=0,
+            ttl_dns_cache=300,
+            enable_cleanup_closed=True,
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            headers={
+                "User-Agent": self.cfg.user_agent,
+                "Accept": _ACCEPT,
+                "Accept-Encoding": _ACCEPT_ENCODING,
+            },
+            skip_auto_headers=(),
+            timeout=self._timeout,
+            trust_env=False,
+            max_line_size=_MAX_HEADER_FIELD,
+            max_field_size=_MAX_HEADER_FIELD,
+            max_headers=_MAX_HEADERS,
+        )
+        # aiohttp silently sends a GET a second time when the server closes or resets the
+        # connection before answering (RFC 9112 9.3.1). That second request would be
+        # invisible to the request log and to politeness (two requests in one turn), so it
+        # is turned off: the failure is classified and retried by the crawler, logged.
+        if hasattr(self._session, "_retry_connection"):
+            self._session._retry_connection = False
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def fetch(
+        self, url: str, *, html_only: bool = True, extra_headers: dict[str, str] | None = None
+    ) -> FetchResult:
+        """One GET; non-HTML 2xx bodies are abandoned after the headers when ``html_only``."""
+        assert self._session is not None, "use Fetcher as an async context manager"
+        started = time.time()
+        t0 = time.perf_counter()
+        res = FetchResult(url=url, started=started)
+        try:
+            target = self._check_target(url)
+            # aiohttp's total timeout covers the request; this one also covers what it
+            # does not (the resolver thread, closing), so no call outlives the budget
+            async with asyncio.timeout(self.cfg.total_timeout_s + _HARD_STOP_GRACE_S):
+                await self._get(target, res, html_only, extra_headers)
+        except FetchError as exc:
+            res.error, res.error_detail = exc.kind, str(exc)
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+            res.error, res.error_detail = _classify_error(exc)
+        except Exception as exc:  # a server must never be able to crash the worker
+            log.warning("unexpected %s fetching %s", type(exc).__name__, url, exc_info=True)
+            res.error, res.error_detail = "protocol", f"{type(exc).__name__}: {exc}"[:300]
+        res.duration_s = time.perf_counter() - t0
+        return res
+
+    async def _get(
+        self, url: URL, res: FetchResult, html_only: bool, extra_headers: dict[str, str] | None
+    ) -> None:
+        assert self._session is not None
+        peers: list[str] = []
+        token = _PEER.set(peers)
+        try:
+            await self._exchange(url, res, html_only, extra_headers, peers)
+        finally:
+            _PEER.reset(token)
+            if peers and res.ip is None:
+                res.ip = peers[-1]
+
+    async def _exchange(
+        self,
+        url: URL,
+        res: FetchResult,
+        html_only: bool,
+        extra_headers: dict[str, str] | None,
+        peers: list[str],
+    ) -> None:
+        assert self._session is not None
+        async with self._session.get(url, allow_redirects=False, headers=extra_headers) as resp:
+            res.status = resp.status
+            res.reason = resp.reason or ""
+            res.http_version = (
+                f"{resp.version.major}.{resp.version.minor}" if resp.version else "1.1"
+            )
+            res.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
+            res.request_headers = list(resp.request_info.headers.items())
+            res.ip = peers[-1] if peers else None
+            if html_only and 200 <= resp.status < 300 and not self._is_html(res):
+                res.abandoned = True
+                resp.close()  # drop the connection: the body is never read
+            else:
+                await self._read_body(resp, res)
+
+    def _check_target(self, url: str) -> URL:
+        """Only http(s); IP literals checked here because aiohttp skips the resolver for them.
+        The parsed URL goes on to aiohttp, which would otherwise parse the string again."""
+        u = URL(url)
+        if u.scheme not in ("http", "https"):
+            raise InvalidTarget(f"scheme {u.scheme[:20]!r} is never fetched")
+        addr = ip_literal(u.raw_host or "")  # raw: no IDNA decoding, an address has none
+        if addr is None:
+            return u
+        try:
+            self.resolver.check(addr)
+        except Refused as exc:
+            raise AddressRefused(str(exc)) from None
+        return u
+
+    def _is_html(self, res: FetchResult) -> bool:
+        ctype = res.content_type
+        return not ctype or ctype in self.cfg.html_types
+
+    async def _read_body(self, resp: aiohttp.ClientResponse, res: FetchResult) -> None:
+        """Stream the body: at most ``cap`` bytes kept raw and ``cap`` decoded.
+
+        Decoding happens while reading, so a decompression bomb is stopped after the first
+        ``cap`` decoded bytes, not after ``cap`` compressed ones. Reading stops and the
+        connection is dropped as soon as either limit is exceeded. A body whose content coding
+        is unknown or corrupt is still read (up to ``cap``) and kept raw: the archive holds
+        what the server sent, only the decoded ``body`` stops at the error.
+        """
+        cap = self.cfg.max_size_bytes
+        decoder: Decoder | None
+        try:
+            decoder = Decoder(res.header("content-encoding") or "", cap)
+        except ValueError as exc:
+            decoder = None
+            res.error, res.error_detail = "bad_encoding", str(exc)
+        chunks: list[bytes] = []
+        got = 0
+        more = False  # the raw body is longer than cap
+        try:
+            while not (more or (decoder is not None and decoder.overflow)):
+                chunk = await _read_some(resp)
+                if not chunk:
+                    break
+                if got + len(chunk) > cap:
+                    chunk = chunk[: cap - got]
+                    more = True
+                chunks.append(chunk)
+                got += len(chunk)
+                if decoder is not None:
+                    try:
+                        decoder.feed(chunk)
+                    except ValueError as exc:  # keep reading the raw bytes; decode no more
+                        res.error, res.error_detail = "bad_encoding", str(exc)
+                        res.body, decoder = decoder.body(), None
+        except BaseException as exc:
+            res.truncated = True  # the read failed: what is held is only the start of the body
+            res.cut = _cut_reason(exc)
+            raise
+        finally:
+            res.raw_body = b"".join(chunks)
+        overflow = decoder is not None and decoder.overflow
+        if more or overflow:
+            resp.close()  # the rest is never read: the connection is dropped
+            res.cut = "length"
+        if decoder is not None:
+            res.body = res.raw_body if decoder.kind == "identity" else decoder.body()
+        res.truncated = more or overflow or (decoder is not None and not decoder.finished)
+
+
+class BrokenTransferCoding(FetchError):
+    """The server's transfer coding is not valid HTTP/1.1 (RFC 9112 section 7.1): e.g. a
+    chunk-size line that is not hexadecimal. Ends the fetch at once."""
+
+    kind = "bad_chunking"
+
+
+async def _read_some(resp: aiohttp.ClientResponse) -> bytes:
+    """The next piece of the body; raises ``BrokenTransferCoding`` as soon as the connection
+    failed to parse the body.
+
+    aiohttp (3.14) notices a bad chunk-size line only on its connection: the error is set
+    there, the connection closed, and a reader waiting for the body is never woken, so the
+    fetch would hang until its total timeout. The read is raced with the connection's
+    ``closed`` future, and the connection's error, if any, ends it. Bytes already buffered
+    are taken without the race: no task and no wait for a piece already here.
+    """
+    content = resp.content
+    buffered = content.read_nowait(_CHUNK)  # raises the stream's error, if it has one
+    if buffered or content.is_eof():  # no wait, so no race: the usual case, and no task
+        return buffered
+    conn = resp.connection
+    proto = conn.protocol if conn is not None else None
+    closed = proto.closed if proto is not None else None
+    if proto is None or closed is None:
+        return await content.read(_CHUNK)
+    read = asyncio.ensure_future(resp.content.read(_CHUNK))
+    waiting: set[asyncio.Future[Any]] = {read, closed}
+    try:
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if closed.done() and not closed.cancelled():
+            closed.exception()  # retrieved, so asyncio does not report it as lost
+        if not read.done():
+            err = proto.exception()
+            if err is not None:
+                raise BrokenTransferCoding(f"broken transfer coding: {err}"[:300])
+        return await read
+    finally:
+        if not read.done():
+            read.cancel()
+
+
+def _cut_reason(exc: BaseException) -> str:
+    """WARC-Truncated's reason for a body read that failed with ``exc``."""
+    if isinstance(exc, BrokenTransferCoding):
+        return "protocol"
+    if isinstance(exc, TimeoutError | asyncio.CancelledError):
+        return "time"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        cause = exc.__cause__
+        if cause is not None and "chunk" in str(cause).lower() and "length" not in str(cause):
+            return "protocol"
+    return "disconnect"
+
+
+def _classify_error(exc: BaseException) -> tuple[str, str]:
+    """Map aiohttp/OS errors to a short kind for the outcome table.
+
+    ``address_refused``: the guard refused every address. ``dns``: the name did not
+    resolve. ``connect``: no TCP connection (refused, unreachable, TLS handshake). ``timeout``:
+    connect, read or total timeout. ``protocol``: the server's bytes are not valid HTTP/1.x
+    (status line, headers, chunking, a body shorter than its Content-Length). ``network``:
+    the connection broke (reset, closed before any response). ``invalid_url``: not fetchable.
+    """
+    detail = f"{type(exc).__name__}: {exc}"[:300]
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        inner: Any = getattr(exc, "os_error", None)
+        if isinstance(inner, Refused):
+            return "address_refused", str(inner)
+        if isinstance(exc, aiohttp.ClientConnectorDNSError):
+            return "dns", detail
+        return "connect", detail
+    if isinstance(exc, Refused):
+        return "address_refused", str(exc)
+    if isinstance(exc, TimeoutError):  # includes aiohttp.ServerTimeoutError
+        return "timeout", detail
+    if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError | ValueError):
+        return "invalid_url", detail
+    if isinstance(exc, aiohttp.ClientResponseError) and "chunk size" in str(exc).lower():
+        return "bad_chunking", detail  # the chunk came with the headers (see _read_some)
+    if isinstance(exc, aiohttp.ClientResponseError | aiohttp.ClientPayloadError):
+        return "protocol", detail
+    return "network", detail  # ServerDisconnectedError, ClientOSError, other OSError

@@ -1,0 +1,1 @@
+"""Politeness: the delay arithmetic and the never-crawl list."""

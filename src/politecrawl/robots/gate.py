@@ -1,0 +1,119 @@
+"""The robots gate: which queued URL of a leased key may be fetched now, and robots.txt first.
+
+A URL leaves the queue only through ``next_url``: the never-crawl list is asked again (it may
+have changed since the URL was queued), a learned rewrite rule sends a variant to its
+canonical form, and the origin's robots.txt rules decide (RFC 9309). When the rules are not
+known or stale, THIS turn fetches robots.txt (``fetch_robots``: the same lease, delay,
+fetcher and log as a page) and the page waits for the key's next turn. What a robots.txt
+answer means is ``outcome.classify_robots``'s table; how long to wait before asking an
+unreachable one again is ``politeness.robots_retry_s``'s.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from politecrawl.engine.journal import log_request, log_robots
+from politecrawl.engine.keep import admit_sitemaps
+from politecrawl.engine.outcome import DropReason, RobotsOutcome, classify_robots, robots_usable
+from politecrawl.engine.request import request
+from politecrawl.frontier import UrlEntry
+from politecrawl.polite import politeness
+from politecrawl.urls.canonical import host_of, origin_of, robots_url
+
+if TYPE_CHECKING:
+    from politecrawl.engine.context import CrawlContext
+
+log = logging.getLogger("politecrawl")
+
+ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the site's URLs are dropped
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """No page this turn: ``made_request`` when robots.txt was fetched instead."""
+
+    made_request: bool
+
+
+async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> UrlEntry | Held:
+    """The key's next URL that may be fetched now, or why none is (``Held``)."""
+    now = ctx.clock()
+    if ctx.never.maybe_reload(now):  # cheap unless a check is due
+        ctx.counters["never_crawl_reloads"] += 1
+    while (entry := await ctx.frontier.pop_url(key, now)) is not None:
+        url = entry.url
+        if ctx.never.excludes(host_of(url)):
+            await drop(ctx, entry, DropReason.EXCLUDED)
+            continue
+        canonical = ctx.continuity.rewrite(url)
+        if canonical != url:  # queued before a rule was learned: its canonical form instead
+            await drop(ctx, entry, DropReason.DUPLICATE_URL)
+            await ctx.admission.admit([(canonical, entry.priority)], depth=entry.depth)
+            continue
+        origin = origin_of(url)
+        rules = await ctx.robots.rules_for(origin, now)
+        if rules is None:
+            await ctx.frontier.push_back(entry, front=True)
+            await fetch_robots(ctx, origin, host)
+            return Held(made_request=True)
+        allowed = rules.is_allowed(ctx.token, url)
+        if not robots_usable(ctx.robots.status(origin)) and not allowed:
+            # robots.txt unreachable: stay away, ask again later, give up after a few tries
+            await ctx.frontier.push_back(entry, front=True)
+            politeness.wait_until(host, ctx.robots.retry_at(origin))
+            if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
+                n = await ctx.frontier.drop_queued(key, "dropped:robots_unavailable")
+                ctx.counters[DropReason.ROBOTS_UNAVAILABLE.value] += n
+            return Held(made_request=False)
+        if not allowed:
+            await drop(ctx, entry, DropReason.ROBOTS)
+            continue
+        return entry
+    return Held(made_request=False)
+
+
+async def drop(ctx: CrawlContext, entry: UrlEntry, reason: DropReason) -> None:
+    ctx.counters[reason.value] += 1
+    await ctx.frontier.finish(entry.url, f"dropped:{reason.value}")
+
+
+async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostState) -> None:
+    """robots.txt under the site's own lease and delay; redirects followed up to 5 hops, one
+    per turn (the chain is in the store, so any worker continues it)."""
+    target, hops = ctx.robots.pending_redirect(origin) or (robots_url(origin + "/"), 0)
+    res = await request(ctx, host, target, html_only=False)
+    answer = classify_robots(res, target, hops)
+    if answer.outcome is RobotsOutcome.REDIRECT and answer.target is not None:
+        await ctx.robots.record_redirect(origin, answer.target, hops + 1, ctx.clock())
+        log_request(ctx, res, "robots:redirect", 1, host)
+        log_robots(ctx, origin, res, "redirect")
+        return
+    if answer.outcome is RobotsOutcome.UNFETCHABLE:
+        # not a server failure: nothing of this origin can ever be fetched, so no retries
+        why = res.error or "address_refused"
+        log_request(ctx, res, f"dropped:{why}", 1, host)
+        n = await ctx.frontier.drop_queued(host.key, f"dropped:{why}")
+        ctx.counters[why] += n
+        return
+    status = answer.status
+    if answer.outcome is RobotsOutcome.UNREACHABLE:
+        politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), None)
+    rules = await ctx.robots.record(origin, status, res.body, ctx.clock())
+    if answer.outcome is not RobotsOutcome.UNREACHABLE:
+        politeness.set_crawl_delay(host, rules.crawl_delay(ctx.token))
+        if ctx.cfg.sitemaps and answer.outcome is RobotsOutcome.RULES:
+            await admit_sitemaps(ctx, origin, rules.sitemaps)
+    label = f"robots:{answer.outcome.value}"
+    ctx.counters[label] += 1
+    if answer.outcome is RobotsOutcome.UNREACHABLE and not ctx.counters["pages_fetched"]:
+        # nothing fetched yet: say why the crawl waits (the API has no other output)
+        log.warning(
+            "robots.txt of %s unreachable (%s); the site waits and is asked again later",
+            origin,
+            res.error_detail or res.error or f"HTTP {status}",
+        )
+    log_request(ctx, res, label, 1, host)
+    log_robots(ctx, origin, res, label)

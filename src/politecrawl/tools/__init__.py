@@ -1,0 +1,1 @@
+"""Operator tools: the command line, dashboard, complaints, log stats, reports."""

@@ -1,0 +1,298 @@
+"""Answering a site operator's complaint: what exactly did we ask of their site, and when?
+
+The seeds: "You will receive a complaint about your crawler's behavior... you'll want to verify
+that it really was your crawler", and "log the entire contents of any robots.txt file ... to see
+when the crawler last downloaded robots.txt and what the file said at the time". ``lookup``
+joins the two logs: every request to a host (or its subdomains) in a time window, each with
+the robots.txt that was in force when it was made, read across rotated, compressed files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import itertools
+import json
+import textwrap
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from politecrawl.errors import ConfigError
+from politecrawl.storage.logs import iter_log_records
+from politecrawl.urls.canonical import host_of, origin_of
+
+__all__ = ["format_text", "host_matches", "lookup", "main_args", "parse_time"]
+
+_ROBOTS_MEANING = {
+    "robots:ok": "rules applied",
+    "robots:none": "no robots.txt (4xx): everything allowed, RFC 9309 2.3.1.3",
+    "robots:unreachable": "unreachable (5xx/network): nothing but robots.txt fetched, "
+    "RFC 9309 2.3.1.4",
+}
+
+
+def parse_time(text: str, *, end_of_day: bool = False) -> datetime:
+    """An ISO 8601 time from the command line, as an aware UTC datetime (naive means UTC).
+
+    A bare date means the start of that day, or with ``end_of_day`` its last microsecond, so
+    ``--since 2024-03-01 --until 2024-03-01`` covers the whole day.
+    """
+    raw = text.strip()
+    try:
+        when = datetime.fromisoformat(raw)
+    except ValueError:
+        raise ConfigError(
+            f"bad time {text!r}: use ISO 8601, e.g. 2024-03-01 or 2024-03-01T14:30:00Z"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    if end_of_day and len(raw) == 10:
+        when += timedelta(days=1, microseconds=-1)
+    return when.astimezone(UTC)
+
+
+def _record_time(rec: dict[str, Any]) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(str(rec["time"]))
+    except (KeyError, ValueError):
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _as_utc(when: datetime | None) -> datetime | None:
+    if when is None:
+        return None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def _normal_host(host: str) -> str:
+    """What an operator types (``Example.COM.``, ``example.com:8080``, a URL) -> a log host."""
+    h = host.strip()
+    h = h.split("://", 1)[1] if "://" in h else h
+    h = h.split("/")[0].split("?")[0].split("#")[0].rpartition("@")[2]
+    h = h[: h.find("]") + 1] if h.startswith("[") else h.partition(":")[0]
+    h = h.lower().rstrip(".")
+    try:
+        return h.encode("idna").decode("ascii")
+    except UnicodeError:
+        return h
+
+
+def host_matches(url_host: str, host: str) -> bool:
+    """The URL's host is ``host`` or one of its subdomains (``www.example.com`` for
+    ``example.com``; not ``badexample.com``)."""
+    return url_host == host or url_host.endswith("." + host)
+
+
+def _robots_versions(
+    log_dir: Path, host: str
+) -> dict[str, tuple[list[datetime], list[dict[str, Any]]]]:
+    """Per origin of a matching host: robots.txt fetch results, ordered by fetch time."""
+    per: dict[str, list[tuple[datetime, dict[str, Any]]]] = defaultdict(list)
+    for rec in iter_log_records(log_dir, "robots"):
+        if rec.get("outcome") in ("redirect", "robots:redirect") or not host_matches(
+            str(rec.get("host", "")), host
+        ):
+            continue  # a redirect hop is not a decision; the rules came from the final fetch
+        when = _record_time(rec)
+        if when is not None:
+            per[str(rec.get("origin"))].append((when, rec))
+    out = {}
+    for origin, items in per.items():
+        items.sort(key=lambda it: it[0])
+        out[origin] = ([t for t, _ in items], [r for _, r in items])
+    return out
+
+
+def lookup(
+    out_dir: Path, host: str, since: datetime | None, until: datetime | None
+) -> list[dict[str, Any]]:
+    """Every logged request to ``host`` or its subdomains with ``since <= time <= until``
+    (either may be None; naive datetimes are UTC), oldest first, each with the robots.txt
+    in force: the latest robots log entry for that origin at or before the request."""
+    log_dir = out_dir / "log"
+    want = _normal_host(host)
+    lo, hi = _as_utc(since), _as_utc(until)
+    robots = _robots_versions(log_dir, want)
+    rows: list[tuple[datetime, dict[str, Any]]] = []
+    for rec in iter_log_records(log_dir, "requests"):
+        url = str(rec.get("url", ""))
+        if "://" not in url or not host_matches(host_of(url), want):
+            continue
+        when = _record_time(rec)
+        if when is None or (lo is not None and when < lo) or (hi is not None and when > hi):
+            continue
+        row = {
+            k: rec.get(k)
+            for k in ("time", "url", "status", "duration_ms", "delay_s", "outcome", "ip", "attempt")
+        }
+        if rec.get("error"):
+            row["error"] = rec["error"]
+        row["robots_in_force"] = _in_force(robots.get(origin_of(url)), when)
+        rows.append((when, row))
+    rows.sort(key=lambda it: it[0])
+    return [r for _, r in rows]
+
+
+def _in_force(
+    versions: tuple[list[datetime], list[dict[str, Any]]] | None, when: datetime
+) -> dict[str, Any] | None:
+    if versions is None:
+        return None
+    times, recs = versions
+    i = bisect.bisect_right(times, when)
+    if i == 0:
+        return None
+    rec = recs[i - 1]
+    return {
+        "time": rec.get("time"),
+        "origin": rec.get("origin"),
+        "url": rec.get("url"),
+        "status": rec.get("status"),
+        "outcome": rec.get("outcome"),
+        "body": rec.get("body", ""),
+    }
+
+
+def _short_time(iso: Any) -> str:
+    return str(iso).replace("T", " ")
+
+
+def format_text(rows: list[dict[str, Any]]) -> str:
+    """A plain-text account to paste into a reply: overview, one line per request, then
+    each distinct robots.txt (per origin, status and body) once, referred to as R1, R2..."""
+    if not rows:
+        return "No requests to this host in the logs for this time window.\n"
+    versions: dict[tuple[Any, ...], str] = {}
+    first_seen: dict[str, dict[str, Any]] = {}
+    table = []
+    for row in rows:
+        rif = row.get("robots_in_force")
+        label = "-"
+        if rif is not None:
+            key = (rif.get("origin"), rif.get("status"), rif.get("body"))
+            if key not in versions:
+                versions[key] = f"R{len(versions) + 1}"
+                first_seen[versions[key]] = rif
+            label = versions[key]
+        status = row.get("status")
+        table.append(
+            [
+                str(row.get("time") or ""),
+                str(status) if status is not None else str(row.get("error") or "-"),
+                f"{row.get('duration_ms') or 0:.0f}",
+                f"{row.get('delay_s') or 0:.1f}",
+                str(row.get("outcome")),
+                label,
+                str(row.get("url")),
+            ]
+        )
+    lines = _overview(rows)
+    lines += _request_lines(table)
+    if versions:
+        lines += ["", "robots.txt in force (each version shown once):"]
+    for label, rif in first_seen.items():
+        meaning = _ROBOTS_MEANING.get(str(rif.get("outcome")), str(rif.get("outcome")))
+        lines.append(f"{label}: {rif.get('url')}")
+        lines += textwrap.wrap(
+            f"first fetched {_short_time(rif.get('time'))}, status {rif.get('status') or 'none'}"
+            f" ({meaning})",
+            WIDTH,
+            initial_indent="    ",
+            subsequent_indent="    ",
+        )
+        body = str(rif.get("body") or "")
+        if body.strip() and rif.get("outcome") == "robots:ok":
+            lines += ["    | " + ln for ln in body.rstrip("\n").split("\n")]
+        elif body.strip():
+            lines.append(f"    (body of {len(body)} characters not used as rules)")
+        else:
+            lines.append("    (empty)")
+    return "\n".join(lines) + "\n"
+
+
+WIDTH = 100  # columns the text output keeps to; --json has every field in full
+
+
+def _request_lines(table: list[list[str]]) -> list[str]:
+    """One line per request within ``WIDTH`` columns: the time of day (a date line when the
+    day changes), status, ms, delay, outcome, robots.txt version, then the URL, shown
+    without the origin when every request went to one origin (named above), and cut in the
+    middle with ``…`` if it still does not fit."""
+    origins = {origin_of(r[-1]) for r in table if "://" in r[-1]}
+    one_origin = next(iter(origins)) if len(origins) == 1 else None
+    rows = []
+    for when, *rest, url in table:
+        if one_origin is not None and url.startswith(one_origin):
+            url = url[len(one_origin) :] or "/"
+        rows.append([when[:10], when[11:23] or when, *rest, url])
+    head = ["", "time (UTC)", "status", "ms", "delay s", "outcome", "robots", "url"]
+    widths = [max(len(r[i]) for r in [*rows, head]) for i in range(1, len(head) - 1)]
+    out = [f"requests to {one_origin}:"] if one_origin else []
+    day = None
+    shortened = False
+    for i, r in enumerate([head, *rows]):
+        if i and r[0] != day:
+            day = r[0]
+            out.append(day)
+        cells = [
+            c.rjust(w) if j in (2, 3) else c.ljust(w)
+            for j, (c, w) in enumerate(zip(r[1:-1], widths, strict=True))
+        ]
+        line = "  ".join(cells) + "  "
+        url = r[-1]
+        room = max(20, WIDTH - len(line))
+        if len(url) > room:
+            url, shortened = url[: room // 2 - 1] + "…" + url[-(room - room // 2) :], True
+        out.append((line + url).rstrip())
+    if shortened:
+        out.append("(long URLs are cut in the middle with …: --json has each in full)")
+    return out
+
+
+def _overview(rows: list[dict[str, Any]]) -> list[str]:
+    """Counts, IPs and the closest spacing per host: what a complaint usually asks about."""
+    statuses = Counter(str(r.get("status") or r.get("error") or "none") for r in rows)
+    ips = sorted({str(r["ip"]) for r in rows if r.get("ip")})
+    lines = [
+        f"{len(rows)} requests from {_short_time(rows[0]['time'])} "
+        f"to {_short_time(rows[-1]['time'])}",
+        "status: " + ", ".join(f"{s} x{n}" for s, n in sorted(statuses.items())),
+        "server addresses contacted: " + (", ".join(ips) if ips else "not recorded"),
+    ]
+    starts: dict[str, list[datetime]] = defaultdict(list)
+    for r in rows:
+        when = _record_time(r)
+        url = str(r.get("url", ""))
+        if when is not None and "://" in url:
+            starts[host_of(url)].append(when)
+    for h, ts in sorted(starts.items()):
+        gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(ts)]
+        gap = f", closest two started {min(gaps):.1f} s apart" if gaps else ""
+        lines.append(f"  {h}: {len(ts)} requests{gap}")
+    return [*lines, ""]
+
+
+def main_args(args: argparse.Namespace) -> int:
+    """``politecrawl log DIR --host H [--since T] [--until T] [--json]``."""
+    out_dir = Path(args.dir)
+    if not (out_dir / "log").is_dir():
+        raise ConfigError(f"{out_dir} is not a crawl output folder (no log/ in it)")
+    if not str(args.host or "").strip():
+        raise ConfigError("--host is required, e.g. --host example.com")
+    since = parse_time(args.since) if args.since else None
+    until = parse_time(args.until, end_of_day=True) if args.until else None
+    if since is not None and until is not None and since > until:
+        raise ConfigError(f"--since {args.since} is after --until {args.until}")
+    rows = lookup(out_dir, args.host, since, until)
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        print(
+            f"Requests to {_normal_host(args.host)} and its subdomains"
+            f" ({args.since or 'start of logs'} .. {args.until or 'end of logs'})"
+        )
+        print(format_text(rows), end="")
+    return 0

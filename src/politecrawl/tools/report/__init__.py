@@ -1,0 +1,1 @@
+"""report.html: data, charts, the page."""

@@ -1,0 +1,82 @@
+"""``politecrawl robots``: check a robots.txt the way the crawler reads it.
+
+For site operators and bot authors: give a robots.txt (a file, or a site URL whose
+/robots.txt is fetched once with the crawler's own fetcher and guard) and URLs; each URL's
+verdict is printed with the rule and line that decided it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from politecrawl.config import FetchConfig, validate_user_agent
+from politecrawl.engine.outcome import RobotsOutcome, classify_robots
+from politecrawl.errors import ConfigError
+from politecrawl.net.fetch import Fetcher
+from politecrawl.robots.cache import MAX_ROBOTS_BYTES
+from politecrawl.robots.rules import RobotsRules
+from politecrawl.urls.canonical import canonicalize, robots_url
+
+
+async def _fetch(url: str, cfg: FetchConfig) -> tuple[RobotsRules, str]:
+    """robots.txt as the crawler reads it (``outcome.classify_robots``), redirects followed
+    at once here (the crawler takes one hop per turn)."""
+    target, hops = robots_url(canonicalize(url)), 0
+    async with Fetcher(cfg) as fetcher:
+        while True:
+            res = await fetcher.fetch(target, html_only=False)
+            answer = classify_robots(res, target, hops)
+            if answer.outcome is RobotsOutcome.REDIRECT and answer.target is not None:
+                target, hops = answer.target, hops + 1
+                continue
+            break
+    if res.error is not None or res.status is None:
+        return RobotsRules.disallow_all(), f"{target}: unreachable ({res.error}): all disallowed"
+    if answer.outcome is RobotsOutcome.RULES:
+        return RobotsRules.parse(res.body[:MAX_ROBOTS_BYTES]), f"{target}: HTTP {res.status}"
+    if answer.outcome is RobotsOutcome.NO_RULES:
+        return RobotsRules.allow_all(), f"{target}: HTTP {res.status}: no rules, all allowed"
+    return RobotsRules.disallow_all(), f"{target}: HTTP {res.status}: all disallowed for now"
+
+
+def check(
+    source: str,
+    user_agent: str,
+    urls: list[str],
+    *,
+    resolve: tuple[str, ...] = (),
+    allow_private: bool = False,
+) -> list[str]:
+    """Lines of output: where the rules came from, then one verdict per URL."""
+    token = validate_user_agent(user_agent)
+    path = Path(source)
+    if "://" not in source:
+        try:
+            rules = RobotsRules.parse(path.read_bytes()[:MAX_ROBOTS_BYTES])
+        except OSError as exc:
+            raise ConfigError(f"cannot read {source}: {exc}") from None
+        header = f"{source}: file"
+    else:
+        cfg = FetchConfig(
+            user_agent=user_agent,
+            resolve=resolve,
+            allow_private_addresses=allow_private,
+            total_timeout_s=30.0,
+        )
+        try:
+            canonicalize(source)
+        except ValueError as exc:
+            raise ConfigError(f"bad URL {source!r}: {exc}") from None
+        rules, header = asyncio.run(_fetch(source, cfg))
+    lines = [f"# {header}; product token {token!r}"]
+    delay = rules.crawl_delay(token)
+    if delay is not None:
+        lines.append(f"# Crawl-delay for {token}: {delay:g} s")
+    for sm in rules.sitemaps:
+        lines.append(f"# Sitemap: {sm}")
+    for url in urls:
+        v = rules.decide(token, url)
+        why = f"{v.rule} (line {v.line})" if v.rule else "no rule matched"
+        lines.append(f"{'ALLOWED   ' if v.allowed else 'DISALLOWED'} {url}  <- {why}")
+    return lines

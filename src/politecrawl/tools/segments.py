@@ -1,0 +1,98 @@
+"""Offline segments, the seeds' first crawl model: build a fixed list, then fetch it politely.
+
+``build`` reads earlier crawls' folders: every discovered URL that was never fetched (queued,
+or dropped only for the frontier's cap) and every link a segment fetch recorded
+(``log/links.jsonl``: a fetch follows nothing but keeps what it found). It passes them through
+the same gate as live links (``admission.Gate``: scope, never-crawl list, extension filter,
+traps), drops what any crawl fetched and what an earlier segment already handed out (every
+``*.seg`` file beside ``--out``), and writes them sorted by registered domain then URL (one
+site's URLs together, the order the fetcher's politeness keys want). ``politecrawl fetch
+SEGMENT`` then crawls that list; ``--state FILE`` keeps robots.txt copies, response times and
+delays across segments, so a site's robots.txt is not asked again while fresh. So the loop
+crawl -> build -> fetch -> build -> fetch ... goes on, segment after segment, without repeats.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from politecrawl.engine.admission import Gate
+from politecrawl.errors import ConfigError
+from politecrawl.storage.logs import iter_log_records
+from politecrawl.urls.canonical import host_of, registered_domain
+
+_HEADER = "# politecrawl segment: one URL a line, sorted by registered domain\n"
+_UNFETCHED = "state = 0 OR outcome = 'dropped:queue_full'"
+
+
+def _rows(crawl_dir: Path) -> Iterator[tuple[str, bool]]:
+    """(url, fetched) for every URL a crawl discovered (in every process's state file,
+    ``state@1.sqlite``... with ``--processes``: ``partition.tagged``)."""
+    path = crawl_dir / "state.sqlite"
+    if not path.exists():
+        raise ConfigError(f"{crawl_dir} is not a crawl folder (no state.sqlite in it)")
+    for one in [path, *sorted(crawl_dir.glob("state@*.sqlite"))]:
+        db = sqlite3.connect(f"file:{one}?mode=ro", uri=True)
+        try:
+            yield from db.execute(f"SELECT url, NOT ({_UNFETCHED}) FROM urls")
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"cannot read {one}: {exc}") from None
+        finally:
+            db.close()
+
+
+def _recorded_links(crawl_dir: Path) -> Iterator[str]:
+    """Links a segment fetch found and did not follow (``reporting.record_links``)."""
+    for rec in iter_log_records(crawl_dir / "log", "links"):
+        links = rec.get("links")
+        if isinstance(links, list):
+            yield from (u for u in links if isinstance(u, str))
+
+
+def issued_before(out: Path) -> set[str]:
+    """URLs already handed out: those of every other segment file in ``out``'s folder."""
+    issued: set[str] = set()
+    for seg in out.parent.glob("*.seg"):
+        if seg.resolve() == out.resolve():
+            continue
+        with seg.open(encoding="utf-8", errors="replace") as fh:
+            issued.update(line.strip() for line in fh if line.strip() and line[0] != "#")
+    return issued
+
+
+def build(crawl_dirs: Sequence[Path], out: Path, gate: Gate) -> Counter[str]:
+    """Write the next segment; returns counts (written, fetched_before, issued_before, and
+    drop reasons)."""
+    fetched: set[str] = set()
+    candidates: set[str] = set()
+    for d in crawl_dirs:
+        for url, was_fetched in _rows(d):
+            (fetched if was_fetched else candidates).add(url)
+        candidates.update(_recorded_links(d))
+    issued = issued_before(out)
+    counts: Counter[str] = Counter()
+    keep = []
+    for url in candidates:
+        if url in fetched:
+            counts["fetched_before"] += 1
+            continue
+        if url in issued:
+            counts["issued_before"] += 1
+            continue
+        why = gate.refusal(url)
+        if why is not None:
+            counts[why[0].value] += 1
+            continue
+        gate.admitted(url)
+        keep.append((registered_domain(host_of(url)), url))
+    keep.sort()
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(_HEADER)
+        fh.writelines(f"{url}\n" for _, url in keep)
+    tmp.replace(out)
+    counts["written"] = len(keep)
+    return counts

@@ -1,0 +1,1 @@
+"""URLs: canonical form and keys, filters, traps, the seen-set, variants."""
