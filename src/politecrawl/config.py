@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import tomllib
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
@@ -302,15 +303,24 @@ def check_shared_crawl(frontier_url: str, crawl_id: str | None) -> None:
 
 
 def read_seeds(path: Path) -> tuple[str, ...]:
-    """One URL a line, ``#`` comments; each must be an http(s) URL (checked by ``urls``)."""
-    from politecrawl.urls.canonical import canonicalize
-
+    """One URL a line, ``#`` comments; each must be an http(s) URL (checked by ``urls``).
+    ``-`` is standard input (``--seeds -``: URLs piped in)."""
+    if str(path) == "-":
+        return seed_lines(sys.stdin.read(), "<stdin>")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"seeds file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read seeds file {path}: {exc}") from None
+    return seed_lines(text, str(path))
+
+
+def seed_lines(text: str, where: str) -> tuple[str, ...]:
+    """The seed URLs of ``text`` (one a line, ``#`` comments), canonical; ``where`` names
+    their source (a file, ``<stdin>``) in errors."""
+    from politecrawl.urls.canonical import canonicalize
+
     seeds: list[str] = []
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -319,9 +329,9 @@ def read_seeds(path: Path) -> tuple[str, ...]:
         try:
             seeds.append(canonicalize(line))
         except ValueError as exc:
-            raise ConfigError(f"{path}:{lineno}: bad seed URL {line!r}: {exc}") from None
+            raise ConfigError(f"{where}:{lineno}: bad seed URL {line!r}: {exc}") from None
     if not seeds:
-        raise ConfigError(f"seeds file {path} holds no URL")
+        raise ConfigError(f"seeds file {where} holds no URL")
     return tuple(seeds)
 
 

@@ -260,8 +260,8 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
 
 def _field_value(name: str, value: Any, negate: bool) -> Any:
     """An option's value as its field holds it: files read, lists made tuples."""
-    if name == "seeds":
-        return read_seeds(Path(value))
+    if name == "seeds":  # a file (- for stdin), or URLs already read (``crawl URL ...``)
+        return tuple(value) if isinstance(value, list | tuple) else read_seeds(Path(value))
     if name == "allow":
         return read_lines_file(Path(value), "allow-list")
     if name == "exclude_file" and not Path(value).is_file():

@@ -77,7 +77,11 @@ class CrawlContext:
         self.on_page = on_page or (load_handler(config.handler) if config.handler else None)
         self.token = config.fetch.product_token
         out = config.out_dir
-        out.mkdir(parents=True, exist_ok=True)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "log").mkdir(exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create the output folder {out}: {exc.strerror}") from exc
         # one live crawl per folder; released by Crawler._finish (a partition's supervisor
         # holds it for the partitions)
         self.lock: OutputLock | _Held = _Held() if partition is not None else OutputLock(out)
@@ -118,11 +122,13 @@ class CrawlContext:
             ip_rule=config.politeness.ip_min_delay_s is not None,
             router=self.partition,
         )
+        from politecrawl.frontier.sqlite import SqliteFrontier
+        from politecrawl.frontier.sqlitestore import SqliteStore
+
+        if isinstance(self.store, SqliteStore):  # refusals an option can lift: ``readmit``
+            self.admission.remember_refused = self.store.note_refused
         partition = self.partition
         if partition is not None:
-            from politecrawl.frontier.sqlite import SqliteFrontier
-            from politecrawl.frontier.sqlitestore import SqliteStore
-
             if not isinstance(self.frontier, SqliteFrontier):
                 raise ConfigError("--processes N > 1 partitions the embedded frontier only")
             assert isinstance(self.store, SqliteStore)

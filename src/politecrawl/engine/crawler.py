@@ -23,6 +23,7 @@ from politecrawl.engine.admission import Admission, canonical_seeds
 from politecrawl.engine.context import CrawlContext
 from politecrawl.engine.journal import Summary, summary_of, write_summary
 from politecrawl.engine.partition import IDLE_POLL_S, Partition
+from politecrawl.engine.readmit import readmit
 from politecrawl.engine.signals import stop_on_signals
 from politecrawl.engine.turn import take_turn
 from politecrawl.errors import FrontierError, StorageError
@@ -51,7 +52,8 @@ class Crawler:
     ``config.relevance``/``config.topic``. ``sinks``: more destinations for the kept pages
     and items, beside ``pages.jsonl`` and ``items.jsonl`` (``sinks.Sink``). ``frontier``:
     the queues and store to crawl from (``frontier.Backend``), instead of the ones
-    ``config`` names (``frontier.factory.make_frontier``).
+    ``config`` names (``frontier.factory.make_frontier``). ``notify``: where the lines a
+    resumed crawl has to say go (default: the ``politecrawl`` logger at INFO).
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class Crawler:
         sinks: Iterable[Sink] = (),
         frontier: Backend | None = None,
         partition: Partition | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         # every seed in its canonical form, whoever gave it (API or CLI); a bad one is an error
         config = dataclasses.replace(config, seeds=canonical_seeds(config.seeds))
@@ -74,6 +77,8 @@ class Crawler:
         self._stopped_by = "done"
         self._started = 0.0
         self.fatal: str | None = None
+        self.notify = notify or log.info
+        self.nothing_left = False  # resumed, and nothing was left to crawl
         self.ctx = CrawlContext(
             config,
             clock=clock,
@@ -156,7 +161,13 @@ class Crawler:
         async with Fetcher(self.cfg.fetch) as ctx.fetcher:
             if part is not None:
                 await part.open(self._wake.set, self._storage_failed)
+            resumed = ctx.counters["requests"] > 0
+            notes = await readmit(ctx)
+            for note in notes:
+                self.notify(note)
             await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
+            if resumed and not notes and part is None and not self.cfg.recrawl:
+                self.nothing_left = (await ctx.store.stats()).get("queued", 1) == 0
             with stop_on_signals(self._stop.is_set, self.stop):
                 while not self._stop.is_set():
                     now = self.clock()

@@ -59,7 +59,7 @@ def summary_of(c: Counter[str], *, seconds: float, queued_left: int, stopped_by:
         excluded=c[DropReason.EXCLUDED.value],
         extension_filtered=c[DropReason.EXTENSION.value],
         redirects=c["redirects"],
-        errors={k[6:]: v for k, v in sorted(c.items()) if k.startswith("error:")},
+        errors={k[6:]: v for k, v in sorted(c.items()) if k.startswith("error:") and v},
         hosts=c["hosts_contacted"],
         seconds=round(seconds, 3),
         queued_left=queued_left,

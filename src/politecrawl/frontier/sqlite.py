@@ -166,6 +166,44 @@ class SqliteFrontier:
             return
         self._schedule(key, max(self.store.host_now(key).next_allowed, e.not_before))
 
+    async def requeue(self, entries: Sequence[UrlEntry]) -> int:
+        """Queue again URLs refused before for a reason an option now lifts (``readmit``):
+        finished ones go back to the queue, gate refusals (seen, never stored) are inserted,
+        whatever the seen-set says. Returns how many were queued."""
+        n = 0
+        execute = self._db.execute
+        for e in entries:
+            seq = self.store.next_seq()
+            cur = execute(
+                "UPDATE urls SET state=0, attempt=0, outcome=NULL, not_before=0, seq=?, key=? "
+                "WHERE url=? AND state=2",
+                (seq, e.key, e.url),
+            )
+            if cur.rowcount != 1:
+                cur = execute(
+                    "INSERT OR IGNORE INTO urls VALUES (?,?,?,?,?,?,0,NULL,?,?,?)",
+                    (e.url, e.key, e.depth, e.hops, 0, 0.0, e.priority, e.kind, seq),
+                )
+                if cur.rowcount != 1:
+                    continue
+            if e.url not in self.seen:
+                self.seen.add(e.url)
+            if e.ip and e.key not in self._ip_of:
+                self._ip_of[e.key] = e.ip
+                execute("INSERT OR IGNORE INTO key_ips VALUES (?,?)", (e.key, e.ip))
+            self._note_queued(e, seq)
+            n += 1
+        return n
+
+    def finished_as(self, outcome: str) -> list[tuple[str, int, int, int, float]]:
+        """``(url, depth, hops, kind, priority)`` of the URLs finished with ``outcome``."""
+        return list(
+            self._db.execute(
+                "SELECT url, depth, hops, kind, priority FROM urls WHERE state=2 AND outcome=?",
+                (outcome,),
+            )
+        )
+
     async def push_back(self, entry: UrlEntry, *, front: bool = False) -> None:
         """A URL of a leased key to try later (retry, or after robots.txt)."""
         seq = -self.store.next_seq() if front else self.store.next_seq()

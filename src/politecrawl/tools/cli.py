@@ -19,6 +19,7 @@ from politecrawl.config import (
     check_shared_crawl,
     read_lines_file,
     read_seeds,
+    seed_lines,
 )
 from politecrawl.engine import gctune
 from politecrawl.engine.admission import HOST_URLS
@@ -30,6 +31,7 @@ from politecrawl.options import (
     toml_values,
     write_config,
 )
+from politecrawl.tools.startup import nothing_left, pace
 
 DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"
 
@@ -46,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
         "crawl",
         help="crawl from seed URLs politely",
         description="Crawl from seed URLs; run again on the same --out to resume.",
+    )
+    crawl.add_argument(
+        "urls", nargs="*", metavar="URL", help="seed URLs (besides, or instead of, --seeds)"
     )
     add_crawl_options(crawl)
     demo = sub.add_parser(
@@ -367,7 +372,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
-    return _run_crawl(_merge(args), follow=True)
+    values = _merge(args)
+    urls = values.pop("urls", None) or []
+    if urls:  # seeds on the command line, after those of --seeds (a file, or - for stdin)
+        listed = read_seeds(Path(values["seeds"])) if values.get("seeds") else ()
+        values["seeds"] = [*listed, *seed_lines("\n".join(urls), "the command line")]
+    return _run_crawl(values, follow=True)
 
 
 def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
@@ -380,7 +390,9 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         cfg = _join_shared(cfg, values)
     else:
         check_layout(cfg.out_dir, cfg.processes)  # resumed with the processes it was made with
+    print(pace(cfg), flush=True)
     fatal: str | None
+    nothing = False
     if cfg.processes > 1 and not cfg.frontier_url:
         # the sites partitioned over N crawler processes (partition); this one supervises
         write_config(cfg)
@@ -388,11 +400,15 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     else:
         from politecrawl.engine.crawler import Crawler  # (the partitions' supervisor does without)
 
-        crawler = Crawler(cfg)
+        crawler = Crawler(cfg, notify=lambda line: print(line, flush=True))
         write_config(cfg)
         gctune.tune()  # this process is the crawl's: fewer, larger collections (gctune)
         summary = asyncio.run(crawler.run()).to_json()
         fatal = crawler.fatal
+        nothing = crawler.nothing_left and summary["pages_fetched"] > 0
+    if nothing:
+        print(nothing_left(summary, cfg.out_dir))
+        return 0
     _print_summary(summary, cfg.out_dir)
     if fatal:
         print(
@@ -473,8 +489,8 @@ def _tool(module: str) -> Callable[[argparse.Namespace], int]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra:  # `robots SOURCE --user-agent UA URL...`: URLs may follow the options
-        if args.command != "robots" or any(x.startswith("-") for x in extra):
+    if extra:  # `robots SOURCE --user-agent UA URL...`, `crawl URL --out D URL`: URLs anywhere
+        if args.command not in ("robots", "crawl") or any(x.startswith("-") for x in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.urls += extra
     logging.basicConfig(
@@ -502,6 +518,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except PolitecrawlError as exc:
         print(f"politecrawl: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a folder or file the command needs cannot be made or written
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"politecrawl: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
