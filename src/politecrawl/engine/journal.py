@@ -44,6 +44,7 @@ class Summary:
     queued_left: int
     counters: dict[str, int]
     stopped_by: str
+    robots_absent: int = 0  # robots.txt 4xx (RFC 9309 2.3.1.3: allow all): not an error
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -65,6 +66,7 @@ def summary_of(c: Counter[str], *, seconds: float, queued_left: int, stopped_by:
         queued_left=queued_left,
         counters={k: v for k, v in sorted(c.items()) if not k.startswith(HOST_URLS)},
         stopped_by=stopped_by,
+        robots_absent=c["robots:none"],
     )
 
 

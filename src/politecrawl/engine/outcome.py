@@ -11,6 +11,7 @@ Pure and table-driven, so it reads like the policy it is:
 429 503                                    Retry after Retry-After (capped), host slowed
 other 5xx, timeout, connect, network       Retry with exponential backoff, 3 attempts
 private / loopback target                  Drop(ADDRESS_REFUSED)
+no such host (DNS NXDOMAIN)                Drop(NO_SUCH_HOST), never retried
 broken transfer coding (bad chunk size)    Drop(BAD_CHUNKING) at once, never retried
 =========================================  =======================================
 
@@ -29,7 +30,8 @@ status) and ``classify_robots`` (a fetch), for the crawler, ``robotscache`` and 
 3xx otherwise (too many hops, no Location) NO_RULES (stored as 404: "unavailable")
 4xx but 429                                NO_RULES: allow all
 429, 5xx, network failure, other           UNREACHABLE: disallow all, ask again with backoff
-private / loopback target, invalid URL     UNFETCHABLE: nothing of the origin can be fetched
+private / loopback target, invalid URL,    UNFETCHABLE: nothing of the origin can be fetched
+no such host (DNS NXDOMAIN)
 =========================================  =======================================
 """
 
@@ -62,6 +64,7 @@ class DropReason(enum.StrEnum):
     BAD_REDIRECT = "bad_redirect"
     RETRIES_EXHAUSTED = "retries_exhausted"
     ADDRESS_REFUSED = "address_refused"
+    NO_SUCH_HOST = "no_such_host"  # DNS: the name does not exist (a typo, a dead domain)
     BAD_ENCODING = "bad_encoding"
     BAD_CHUNKING = "bad_chunking"  # a chunk-size line that is not hex (RFC 9112 7.1)
     NOINDEX = "noindex"
@@ -157,6 +160,8 @@ def classify(
             return Drop(DropReason.ADDRESS_REFUSED, result.error_detail)
         if result.error == "invalid_url":
             return Drop(DropReason.INVALID_URL, result.error_detail)
+        if result.error == "no_such_host":
+            return Drop(DropReason.NO_SUCH_HOST, result.error_detail)
         if result.error == "bad_encoding":
             return Drop(DropReason.BAD_ENCODING, result.error_detail)
         if result.error == "bad_chunking":
@@ -214,7 +219,7 @@ def outcome_label(outcome: Outcome) -> str:
 
 # -- robots.txt (RFC 9309 2.3.1) ----------------------------------------------------------------
 ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
-_UNFETCHABLE = frozenset({"address_refused", "invalid_url"})
+_UNFETCHABLE = frozenset({"address_refused", "invalid_url", "no_such_host"})
 
 
 class RobotsOutcome(enum.StrEnum):

@@ -19,6 +19,7 @@ from politecrawl.engine.journal import log_request, log_robots
 from politecrawl.engine.keep import admit_sitemaps
 from politecrawl.engine.outcome import DropReason, RobotsOutcome, classify_robots, robots_usable
 from politecrawl.engine.request import request
+from politecrawl.errors import StorageError
 from politecrawl.frontier import UrlEntry
 from politecrawl.polite import politeness
 from politecrawl.urls.canonical import host_of, origin_of, robots_url
@@ -82,9 +83,14 @@ async def drop(ctx: CrawlContext, entry: UrlEntry, reason: DropReason) -> None:
 
 async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostState) -> None:
     """robots.txt under the site's own lease and delay; redirects followed up to 5 hops, one
-    per turn (the chain is in the store, so any worker continues it)."""
+    per turn (the chain is in the store, so any worker continues it). Every answer is kept
+    in the WARC (request and response records) as well as in ``log/robots.jsonl``."""
     target, hops = ctx.robots.pending_redirect(origin) or (robots_url(origin + "/"), 0)
-    res = await request(ctx, host, target, html_only=False)
+    res = await request(ctx, host, target, html_only=False, robots=True)
+    try:  # archived as Heritrix and Browsertrix do: what the crawl obeyed is in the WARC
+        ctx.warc.write_exchange(res)
+    except (StorageError, OSError) as exc:
+        ctx.storage_failed(exc)
     answer = classify_robots(res, target, hops)
     if answer.outcome is RobotsOutcome.REDIRECT and answer.target is not None:
         await ctx.robots.record_redirect(origin, answer.target, hops + 1, ctx.clock())

@@ -230,6 +230,8 @@ def _print_summary(summary: dict[str, Any], out: Path) -> None:
         "queued_left",
     ):
         print(f"  {name.replace('_', ' '):20} {summary[name]}")
+        if name == "robots_disallowed" and summary.get("robots_absent"):
+            print(f"  {'robots.txt absent':20} {summary['robots_absent']} (404: all allowed)")
     if summary["errors"]:
         print(
             "  errors               " + ", ".join(f"{k} {v}" for k, v in summary["errors"].items())
@@ -429,6 +431,7 @@ _WHY_NOTHING = (  # counter, what it means to someone who just ran the crawl
         "error:address_refused",
         "refused: a loopback/private address (add --allow-private-addresses)",
     ),
+    ("error:no_such_host", "no such host: the name does not exist in DNS (a typo?)"),
     ("error:dns", "the host name did not resolve"),
     ("error:connect", "no connection (nothing listening, or unreachable)"),
     ("error:timeout", "timed out"),
