@@ -207,6 +207,8 @@ class CrawlConfig:
     topic: str | None = None
     relevance: str | None = None  # "package.module:function", a Document -> [0, 1] callable
     handler: str | None = None  # "package.module:function", a page handler (items.jsonl)
+    # where the handler's items go (None: OUT/items.jsonl); .csv, .json or .jsonl by its name
+    items_file: Path | None = field(default=None, metadata=option("items"))
     target_relevant: int | None = None
     max_queue: int | None = None
     max_wait_s: float = MAX_WAIT_S  # a site due this long goes before better-ranked ones
@@ -229,6 +231,12 @@ class CrawlConfig:
     def __post_init__(self) -> None:
         if not self.seeds and self.frontier_url is None:
             raise ConfigError("no seed URLs")
+        items = self.items_file
+        if items is not None and items.suffix not in (".jsonl", ".json", ".csv"):
+            raise ConfigError(
+                f"--items {self.items_file}: the name must end in .jsonl, .json or .csv "
+                "(the format is chosen by it)"
+            )
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency must be >= 1, got {self.concurrency}")
         if not 1 <= self.processes <= 256:

@@ -117,6 +117,12 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("topic", str, "what the crawl looks for, e.g. 'steam locomotives, steam trains'"),
     ("relevance", str, "your nugget function 'package.module:function' (Document -> 0..1)"),
     ("handler", str, "your page handler 'package.module:function' (Page -> dicts, items.jsonl)"),
+    (
+        "items",
+        Path,
+        "where the handler's items go (default OUT/items.jsonl): a name ending .csv or .json "
+        "writes CSV or one JSON array, .jsonl JSON lines",
+    ),
     ("target-relevant", int, "stop after this many relevant pages"),
     ("max-queue", int, "frontier cap: beyond it the lowest-priority URLs are dropped"),
     ("max-wait", float, "a site due this many seconds goes before better-ranked ones (300)"),

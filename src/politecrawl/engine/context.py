@@ -35,7 +35,7 @@ from politecrawl.polite.politeness import robots_retry_base_s
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.storage import JsonlLog, WarcWriter
 from politecrawl.storage.outlock import OutputLock
-from politecrawl.storage.sinks import ItemsLog, PagesLog, Sink
+from politecrawl.storage.sinks import ItemsCsv, ItemsJson, ItemsLog, PagesLog, Sink
 from politecrawl.tools.dashboard import Dashboard
 from politecrawl.urls.canonical import origin_of, politeness_key
 
@@ -162,7 +162,7 @@ class CrawlContext:
         self.pages_log = JsonlLog(out / self.tagged("pages.jsonl"), **logs)
         self.sinks: list[Sink] = [PagesLog(self.pages_log)]
         if self.on_page is not None:
-            self.sinks.append(ItemsLog(JsonlLog(out / self.tagged("items.jsonl"), **logs)))
+            self.sinks.append(self._items_sink(logs))
         self.sinks += sinks
         self.keep_tree = len(self.sinks) > 1  # a handler or a user's sink sees the whole tree
         self.continuity = Continuity(
@@ -179,6 +179,20 @@ class CrawlContext:
         from politecrawl.engine.journal import trap_found
 
         self.admission.gate.spaces.on_trap = functools.partial(trap_found, self)
+
+    def _items_sink(self, logs: dict[str, Any]) -> Sink:
+        """``--items``: JSON lines (rotated like the logs), CSV or JSON, by the file's name."""
+        path = self.cfg.items_file or self.cfg.out_dir / "items.jsonl"
+        path = path.with_name(self.tagged(path.name))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.suffix == ".csv":
+                return ItemsCsv(path)
+            if path.suffix == ".json":
+                return ItemsJson(path)
+        except OSError as exc:
+            raise StorageError(f"cannot write the items to {path}: {exc.strerror}") from exc
+        return ItemsLog(JsonlLog(path, **logs))
 
     async def rescore(self) -> None:
         """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""

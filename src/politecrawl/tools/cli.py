@@ -31,6 +31,7 @@ from politecrawl.options import (
     toml_values,
     write_config,
 )
+from politecrawl.tools.examples import add_examples
 from politecrawl.tools.startup import nothing_left, pace
 
 DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"
@@ -188,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A self-contained HTML report with plots, viewable offline.",
     )
     rep.add_argument("dir", type=Path, help="the crawl's --out folder")
+    add_examples(sub.choices)
     return parser
 
 
