@@ -98,6 +98,8 @@ def samples(tmp: Path, web: TestWeb, frontier: str, crawl_id: str) -> dict[str, 
         s("relevance", "nuggets:railway_pages", "nuggets:railway_pages", "relevance",
           "nuggets:railway_pages"),
         s("handler", "nuggets:titles", "nuggets:titles", "handler", "nuggets:titles"),
+        s("items", str(tmp / "items.csv"), str(tmp / "items.csv"), "items_file",
+          str(tmp / "items.csv")),  # fmt: skip
         s("target-relevant", "40", 40, "target_relevant", 40),
         s("max-queue", "900", 900, "max_queue", 900),
         s("max-wait", "120", 120, "max_wait_s", 120),
