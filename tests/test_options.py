@@ -55,6 +55,7 @@ def samples(tmp: Path, web: TestWeb, frontier: str, crawl_id: str) -> dict[str, 
     exclude = tmp / "never.txt"
     exclude.write_text("nowhere.example\n")
     state = tmp / "shared-state.sqlite"
+    items = tmp / "items.csv"
     resolve = web.resolve_arg()
     out = tmp / "out"
 
@@ -98,8 +99,7 @@ def samples(tmp: Path, web: TestWeb, frontier: str, crawl_id: str) -> dict[str, 
         s("relevance", "nuggets:railway_pages", "nuggets:railway_pages", "relevance",
           "nuggets:railway_pages"),
         s("handler", "nuggets:titles", "nuggets:titles", "handler", "nuggets:titles"),
-        s("items", str(tmp / "items.csv"), str(tmp / "items.csv"), "items_file",
-          str(tmp / "items.csv")),  # fmt: skip
+        s("items", str(items), str(items), "items_file", str(items)),
         s("target-relevant", "40", 40, "target_relevant", 40),
         s("max-queue", "900", 900, "max_queue", 900),
         s("max-wait", "120", 120, "max_wait_s", 120),

@@ -56,7 +56,10 @@ EXAMPLES: dict[str, list[str]] = {
         f"politecrawl botpage --user-agent {_UA} --contact bot@acme.example --out bot.html",
         f"politecrawl botpage --user-agent {_UA} --contact bot@acme.example --config crawl.toml",
     ],
-    "report": ["politecrawl report docs/    (then open docs/report.html)"],
+    "report": [
+        "politecrawl report docs/    (then open docs/report.html)",
+        "politecrawl demo --out demo/ && politecrawl report demo/",
+    ],
 }
 
 
