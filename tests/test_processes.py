@@ -53,8 +53,9 @@ def _warc_responses(out: Path) -> list[str]:
     for path in (out / "warc").glob("*.warc.gz"):
         with path.open("rb") as fh:
             for rec in ArchiveIterator(fh, check_digests=True):
-                if rec.rec_type == "response":
-                    urls.append(rec.rec_headers.get_header("WARC-Target-URI"))
+                uri = rec.rec_headers.get_header("WARC-Target-URI")
+                if rec.rec_type == "response" and not uri.endswith("/robots.txt"):
+                    urls.append(uri)  # (each robots.txt answer is archived too)
     return urls
 
 
