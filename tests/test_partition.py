@@ -14,6 +14,8 @@ from politecrawl.engine.partition import IpTable, Partition, Shared, check_layou
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import iter_log_records
 
+pytestmark = pytest.mark.unit
+
 
 def _shared(n: int) -> Shared:
     return Shared.make(multiprocessing.get_context("fork"), n)
