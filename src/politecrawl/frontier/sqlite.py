@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError
-from politecrawl.frontier import Lease, UrlEntry
+from politecrawl.frontier import Lease, Outbox, UrlEntry
 from politecrawl.frontier.sqlitestore import SqliteStore
 from politecrawl.polite.politeness import HostState
 
@@ -65,6 +65,7 @@ class SqliteFrontier:
         *,
         max_wait_s: float = MAX_WAIT_S,
         defer_ratio: float = 0.0,
+        shared_ips: SharedIps | None = None,
     ) -> None:
         self.store = store
         self.max_wait_s = max_wait_s
@@ -89,7 +90,7 @@ class SqliteFrontier:
         self._ip_waiting: dict[str, deque[str]] = {}  # IP -> keys due, waiting for it
         self._waiting: set[str] = set()  # every key in some _ip_waiting line
         # --processes N: the IP rule over all processes (``partition.IpTable``), after this one's
-        self.shared_ips: SharedIps | None = None
+        self.shared_ips = shared_ips
         self._ready_seq = itertools.count()
         self._queued = 0
         self._commit_due: asyncio.Future[None] | None = None  # the next group commit
@@ -97,6 +98,11 @@ class SqliteFrontier:
         self.refetches = 0
         store.queue_stats = self._queue_stats
         self._load()
+
+    @property
+    def outbox(self) -> Outbox:
+        """The store keeps a partition's outgoing links (``engine.partition``)."""
+        return self.store
 
     @classmethod
     def open(cls, path: Path, **options: Any) -> SqliteFrontier:
