@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from politecrawl.errors import PolitecrawlError
+from politecrawl.polite import politeness
 from politecrawl.urls.canonical import politeness_key
 
 if TYPE_CHECKING:
@@ -106,10 +107,13 @@ class IpTable:
         ips = self._ips
         with self._lock:
             holder = ips[i]
-            if holder and holder != self._me:
+            mine = holder == self._me  # (held here for another IP of the slot: no wait)
+            free_at = 0.0 if mine else float(ips[i + 2])
+            gate = politeness.ip_gate(bool(holder) and not mine, free_at, now)
+            if gate is politeness.IpGate.QUEUE:
                 return now + _IP_POLL_S
-            if not holder and ips[i + 2] > now:
-                return float(ips[i + 2])
+            if gate is politeness.IpGate.LATER:
+                return free_at
             ips[i], ips[i + 1] = self._me, ips[i + 1] + 1
         return 0.0
 
@@ -118,7 +122,7 @@ class IpTable:
         ips = self._ips
         with self._lock:
             ips[i + 1] -= 1
-            ips[i + 2] = max(ips[i + 2], free_at)
+            ips[i + 2] = politeness.ip_free_at(ips[i + 2], free_at)
             if ips[i + 1] <= 0:
                 ips[i], ips[i + 1] = 0.0, 0.0
 

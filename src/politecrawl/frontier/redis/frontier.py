@@ -467,7 +467,7 @@ class RedisFrontier:
         cached = self._peeks.get(shard)
         if cached is not None:  # the key (or the next one of its IP) is back in the box
             at, touch, (top, score, oldest, nxt) = cached
-            soon = min(state.next_allowed, state.ip_next or state.next_allowed)
+            soon = politeness.released_soonest(state)
             nxt = soon if nxt is None else min(nxt, soon)
             self._peeks[shard] = (at, touch, (top, score, oldest, nxt))
 
