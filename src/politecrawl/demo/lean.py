@@ -94,11 +94,14 @@ class LeanProtocol(asyncio.Protocol):
             for line in lines:
                 name, colon, value = line.partition(":")
                 if not colon or not name or name != name.strip():
-                    raise ValueError(line)
+                    self._refuse()
+                    return False
                 headers.add(name, value.strip())
-            if int(headers.get("Content-Length", "0")) or "Transfer-Encoding" in headers:
-                raise ValueError("a request body")  # a crawler's GET has none
-        except ValueError:
+            has_body = int(headers.get("Content-Length", "0")) or "Transfer-Encoding" in headers
+        except ValueError:  # a request line not of three parts, a Content-Length not a number
+            self._refuse()
+            return False
+        if has_body:  # a crawler's GET has none
             self._refuse()
             return False
         host = headers.get("Host", "").lower().partition(":")[0].rstrip(".")
