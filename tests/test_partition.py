@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.engine.partition import IpTable, Partition, Shared, check_layout, owner, tagged
+from politecrawl.engine.partition import IpTable, Partition, Shared, owner, tagged
+from politecrawl.engine.supervisor import check_layout
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import iter_log_records
 
