@@ -142,6 +142,10 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
 ]
 
 
+class _BadSeconds(ConfigError, argparse.ArgumentTypeError):
+    """Not seconds, nor ``off``: argparse names the option with it (its own type)."""
+
+
 def gap_or_off(text: str) -> float | str:
     """A number of seconds, or ``off`` (the rule switched off: the field is set to None)."""
     if text.strip().lower() == "off":
@@ -149,7 +153,7 @@ def gap_or_off(text: str) -> float | str:
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"need seconds or 'off', got {text!r}") from None
+        raise _BadSeconds(f"need seconds or 'off', got {text!r}") from None
 
 
 # options whose 0 (or ``off``) switches their rule off: the field holds None

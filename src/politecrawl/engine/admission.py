@@ -31,7 +31,7 @@ from politecrawl.urls.filters import (
     TrapLimits,
     trap_reason,
 )
-from politecrawl.urls.traps import UrlSpaces
+from politecrawl.urls.traps import TrapHook, UrlSpaces
 
 HOST_URLS = "host_urls:"  # counter prefix: URLs admitted per host (--max-urls-per-host)
 # refusals an option can lift (--scope, --allow, --exclude-file): remembered for a resume
@@ -80,7 +80,9 @@ class Gate:
         self._per_host: Counter[str] = Counter()
 
     @classmethod
-    def from_config(cls, cfg: CrawlConfig, never: NeverCrawlList | None = None) -> Gate:
+    def from_config(
+        cls, cfg: CrawlConfig, never: NeverCrawlList | None = None, on_trap: TrapHook | None = None
+    ) -> Gate:
         exts = cfg.blocked_extensions
         return cls(
             Scope(cfg.scope, cfg.seeds, cfg.allow),
@@ -88,7 +90,7 @@ class Gate:
             ExtensionFilter(exts if exts is not None else DEFAULT_BLOCKED_EXTENSIONS),
             TrapLimits(),
             cfg.max_urls_per_host,
-            UrlSpaces(cfg.max_urls_per_pattern),
+            UrlSpaces(cfg.max_urls_per_pattern, on_trap),
         )
 
     def refusal(self, url: str, kind: int = PAGE) -> tuple[DropReason, str] | None:
@@ -146,6 +148,7 @@ class Admission:
         *,
         ip_rule: bool = False,
         router: Router | None = None,
+        remember_refused: Callable[[Sequence[RefusedRow]], None] | None = None,
     ) -> None:
         self.frontier = frontier
         # --processes N: the URLs of other processes' sites go to them (``partition``)
@@ -159,9 +162,9 @@ class Admission:
         self.rewrite = rewrite  # learned duplicate-URL rules (continuity): variants never fetched
         self.key_mode: Literal["host", "domain", "ip"] = key_mode
         self.counters = counters
-        # where refusals an option can lift are remembered (the embedded frontier's store),
-        # so a resumed crawl with wider options admits them again (``readmit``)
-        self.remember_refused: Callable[[Sequence[RefusedRow]], None] | None = None
+        # where refusals an option can lift are remembered (``Backend.refusals``), so a
+        # resumed crawl whose options lift them admits them again (``readmit``)
+        self.remember_refused = remember_refused
 
     async def admit(
         self,

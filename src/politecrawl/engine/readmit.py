@@ -6,12 +6,15 @@ remembered with its reason: the address refusals as the URL's outcome in the fro
 gate's refusals in the store's ``refused`` table (``Admission.remember_refused``). When the
 same ``--out`` is crawled again, each goes through the one gate again with the options of this
 run; what passes is queued once more, its refusal no longer counted, and the crawl says so.
-The embedded (SQLite) frontier keeps these; a shared crawl keeps its scope with the crawl.
+The embedded (SQLite) frontier keeps these (``Backend.refusals``); a shared crawl keeps its
+scope with the crawl.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from politecrawl.engine.outcome import DropReason
@@ -19,7 +22,9 @@ from politecrawl.engine.outcome import DropReason
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
 
-__all__ = ["readmit"]
+__all__ = ["readmit", "resume"]
+
+log = logging.getLogger("politecrawl")
 
 _ADDRESS = DropReason.ADDRESS_REFUSED.value
 _WHY = {  # reason -> the options that decide it, as the user types them
@@ -28,18 +33,16 @@ _WHY = {  # reason -> the options that decide it, as the user types them
 }
 
 
-async def readmit(ctx: CrawlContext) -> list[str]:
-    """Queue again what this run's options no longer refuse; one line per kind, to show."""
-    from politecrawl.frontier.sqlite import SqliteFrontier
-
-    frontier = ctx.frontier
-    if not isinstance(frontier, SqliteFrontier):
+async def readmit(ctx: CrawlContext, notify: Callable[[str], None]) -> list[str]:
+    """Queue again what this run's options no longer refuse; one line per kind, said."""
+    kept = ctx.frontier.refusals
+    if kept is None:
         return []
     notes: list[str] = []
     c = ctx.counters
     if ctx.cfg.fetch.allow_private_addresses:
-        rows = frontier.finished_as(f"dropped:{_ADDRESS}")
-        urls = await ctx.admission.readmit(rows, frontier.requeue) if rows else []
+        rows = kept.finished_as(f"dropped:{_ADDRESS}")
+        urls = await ctx.admission.readmit(rows, kept.requeue) if rows else []
         if urls:
             _uncount(c, _ADDRESS, len(urls))
             _uncount(c, f"error:{_ADDRESS}", len(urls))
@@ -47,13 +50,13 @@ async def readmit(ctx: CrawlContext) -> list[str]:
                 f"{_urls(len(urls))} refused before as loopback/private addresses "
                 "queued again (--allow-private-addresses is given now)"
             )
-    refused = frontier.store.refused_rows()
+    refused = kept.refused_rows()
     if refused:
         reason = {r[0]: r[1] for r in refused}
         urls = await ctx.admission.readmit(
-            [(u, d, h, k, p) for u, _, d, h, k, p in refused], frontier.requeue
+            [(u, d, h, k, p) for u, _, d, h, k, p in refused], kept.requeue
         )
-        frontier.store.forget_refused(urls)
+        kept.forget_refused(urls)
         for why, n in sorted(Counter(reason[u] for u in urls).items()):
             _uncount(c, why, n)
             notes.append(
@@ -63,7 +66,21 @@ async def readmit(ctx: CrawlContext) -> list[str]:
     readmitted = sum(int(n.split(" ", 1)[0]) for n in notes)
     if readmitted:
         c["readmitted"] += readmitted
-    return [f"resuming: {n}" for n in notes]
+    for note in notes:
+        notify(f"resuming: {note}")
+    return notes
+
+
+async def resume(ctx: CrawlContext, notify: Callable[[str], None]) -> bool:
+    """What a crawl of an ``--out`` crawled before does and says first, its seeds admitted:
+    re-fetches, what its options lift (``readmit``). True when nothing is left to do (not a
+    continuous crawl): it had finished, and says so rather than print old totals as new."""
+    if ctx.frontier.refetches:
+        log.info("resuming: %d URLs were in flight at the last stop and will be re-fetched",
+                 ctx.frontier.refetches)  # fmt: skip
+    if await readmit(ctx, notify) or ctx.counters["requests"] == 0 or ctx.cfg.recrawl:
+        return False
+    return (await ctx.store.stats()).get("queued", 1) == 0
 
 
 def _uncount(c: Counter[str], name: str, n: int) -> None:

@@ -151,9 +151,49 @@ class CrawlStore(Protocol):
     async def close(self) -> None: ...
 
 
+class Outbox(Protocol):
+    """Links sent to the other processes of a partitioned crawl (``--processes N``), kept in
+    the sender's store until their owner says it saved them (``engine.partition``)."""
+
+    def outbox_add(self, peer: int, batch: bytes) -> int: ...
+    def outbox_drop(self, peer: int, upto: int) -> None: ...
+    def outbox_rows(self) -> list[tuple[int, int, bytes]]: ...
+
+
+class Refusals(Protocol):
+    """URLs refused for a reason an option decides, kept so that a resumed crawl whose
+    options lift the reason admits them again (``engine.readmit``)."""
+
+    def note_refused(self, rows: Sequence[tuple[str, str, int, int, int, float]]) -> None:
+        """``(url, reason, depth, hops, kind, priority)`` the gate refused."""
+        ...
+
+    def refused_rows(self) -> list[tuple[str, str, int, int, int, float]]: ...
+    def forget_refused(self, urls: Sequence[str]) -> None: ...
+    def finished_as(self, outcome: str) -> list[tuple[str, int, int, int, float]]:
+        """``(url, depth, hops, kind, priority)`` of the URLs finished with ``outcome``."""
+        ...
+
+    async def requeue(self, entries: Sequence[UrlEntry]) -> int:
+        """Queue these again, whatever the seen-set says; how many."""
+        ...
+
+
 class Backend(Frontier, QueueUpkeep, Protocol):
     """A backend as ``frontier.factory.make_frontier`` opens it: the queues with their upkeep,
     and their store."""
+
+    @property
+    def outbox(self) -> Outbox | None:
+        """Where a partition keeps the links it sends (None: this backend cannot be
+        partitioned over processes; a shared frontier is shared already)."""
+        ...
+
+    @property
+    def refusals(self) -> Refusals | None:
+        """Where refusals an option can lift are kept (None: not kept; a shared crawl keeps
+        its scope with the crawl)."""
+        ...
 
     @property
     def store(self) -> CrawlStore: ...
@@ -170,7 +210,9 @@ __all__ = [
     "CrawlStore",
     "Frontier",
     "Lease",
+    "Outbox",
     "QueueUpkeep",
+    "Refusals",
     "RobotsRecord",
     "UrlEntry",
 ]

@@ -191,17 +191,21 @@ class WarcWriter:
         fh = self._fh
         assert fh is not None
         view, done = memoryview(data), 0
+        failed: OSError | None = None
         try:
             while done < len(data):
                 n = fh.write(view[done:])
                 if not n:  # a regular file takes at least a byte or raises; never spin
-                    raise OSError(errno.EIO, "WARC write made no progress")
+                    failed = OSError(errno.EIO, "WARC write made no progress")
+                    break
                 done += n
         except OSError as exc:
-            self._broken = str(exc)
+            failed = exc
+        if failed is not None:
+            self._broken = str(failed)
             with contextlib.suppress(OSError):  # else the repair at the next start cuts it
                 fh.truncate(self._size)
-            raise StorageError(f"cannot write WARC: {exc}") from exc
+            raise StorageError(f"cannot write WARC: {failed}") from failed
         self._size += len(data)
         self.records += count
 

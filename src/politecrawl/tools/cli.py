@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from politecrawl.config import (
+    DEMO_UA,
     CrawlConfig,
     FetchConfig,
     check_shared_crawl,
@@ -33,8 +34,6 @@ from politecrawl.options import (
 )
 from politecrawl.tools.examples import add_examples
 from politecrawl.tools.startup import nothing_left, pace
-
-DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -387,7 +386,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     """Exit codes: 0 done (or a limit reached), 1 a storage error or nothing could be
     fetched, 130 stopped by Ctrl-C / SIGTERM."""
-    from politecrawl.engine.partition import check_layout, run_partitioned
+    from politecrawl.engine.supervisor import check_layout, run_partitioned
 
     cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
     if cfg.frontier_url:
