@@ -35,7 +35,7 @@ from politecrawl.polite.politeness import robots_retry_base_s
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.storage import JsonlLog, WarcWriter
 from politecrawl.storage.outlock import OutputLock
-from politecrawl.storage.sinks import ItemsLog, PagesLog, Sink
+from politecrawl.storage.sinks import ContentLog, ItemsLog, PagesLog, Sink
 from politecrawl.tools.dashboard import Dashboard
 from politecrawl.urls.canonical import origin_of, politeness_key
 
@@ -159,6 +159,9 @@ class CrawlContext:
             self.sinks.append(ItemsLog(JsonlLog(out / self.tagged("items.jsonl"), **logs)))
         self.sinks += sinks
         self.keep_tree = len(self.sinks) > 1  # a handler or a user's sink sees the whole tree
+        if config.extract:  # reads page.text, not the tree
+            content = JsonlLog(out / self.tagged("content.jsonl"), **logs)
+            self.sinks.append(ContentLog(content, config.extract))
         self.continuity = Continuity(
             out,
             recrawl=config.recrawl,
