@@ -127,8 +127,9 @@ def _pages(dirs: list[Path]) -> Iterator[dict[str, Any]]:
         for row in iter_log_records(out, "pages"):
             if row.get("warc_record_id") and row.get("kept") in ("stored", "duplicate"):
                 ts = str(row.get("time", ""))[:19] + "Z"
-                page = {"id": row["warc_record_id"].strip("<>").removeprefix("urn:uuid:"),
-                        "url": row["url"], "ts": ts}  # fmt: skip
+                # (a duplicate names its original's record: the id is the page's own)
+                page_id = hashlib.sha1(f"{row['url']} {row.get('time')}".encode()).hexdigest()
+                page = {"id": page_id[:32], "url": row["url"], "ts": ts}
                 if row.get("title"):
                     page["title"] = row["title"]
                 yield page
