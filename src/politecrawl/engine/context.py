@@ -21,6 +21,8 @@ from yarl import URL
 from politecrawl.config import CrawlConfig
 from politecrawl.continuity.tracker import Continuity
 from politecrawl.engine.admission import Admission, Gate
+from politecrawl.engine.metrics import Metrics
+from politecrawl.engine.metrics import serve as serve_metrics
 from politecrawl.engine.partition import Partition, tagged
 from politecrawl.engine.workpool import WorkPool
 from politecrawl.errors import ConfigError, StorageError
@@ -171,6 +173,12 @@ class CrawlContext:
             name=self.tagged("continuity.sqlite"),
         )
         self.admission.rewrite = self.continuity.rewrite
+        self.metrics: Metrics | None = None
+        self._metrics_server: Any = None
+        if config.metrics:  # a partition's are summed and served by its supervisor
+            self.metrics = Metrics()
+            if self.partition is None:
+                self._metrics_server = serve_metrics(config.metrics, self.metrics.registry)
         self.traps_log = JsonlLog(log / self.tagged("traps.jsonl"), **logs)
         self.links_log = JsonlLog(log / self.tagged("links.jsonl"), **logs)  # segment fetches
         from politecrawl.engine.journal import trap_found
@@ -213,7 +221,15 @@ class CrawlContext:
             self.traps_log.close,
             self.links_log.close,
             *(s.close for s in self.sinks),
+            self.close_metrics,
         ]
+
+    def close_metrics(self) -> None:
+        """Stop serving ``/metrics`` (the crawl is over)."""
+        server, self._metrics_server = self._metrics_server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
 
     async def ip_of(self, url: str) -> str | None:
         """The address a URL's host resolves to (cached per origin): the politeness key with

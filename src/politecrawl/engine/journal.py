@@ -19,7 +19,7 @@ from politecrawl.engine.outcome import DropReason
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
 from politecrawl.storage import log_time
-from politecrawl.urls.canonical import host_of
+from politecrawl.urls.canonical import host_of, origin_of
 
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
@@ -111,6 +111,16 @@ def log_request(
     if revisit:
         rec["revisit"] = True
     ctx.request_log.write(rec)
+    if ctx.metrics is not None:
+        robots = res.url == origin_of(res.url) + "/robots.txt"
+        ctx.metrics.request(
+            outcome,
+            robots=robots,
+            page=res.status is not None and not outcome.startswith("stored:sitemap"),
+            nbytes=res.bytes_received,
+            duration_s=res.duration_s,
+            delay_s=rec["delay_s"],
+        )
     if ctx.progress is not None:
         ctx.progress.request(rec)
 

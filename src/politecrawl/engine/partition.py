@@ -37,9 +37,11 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -354,6 +356,13 @@ def run_partitioned(config: CrawlConfig) -> tuple[dict[str, Any], str | None]:
         ctx: Any = multiprocessing.get_context(
             "fork" if sys.platform.startswith("linux") else "spawn"
         )
+        metrics_dir = None
+        if config.metrics:  # one endpoint for the whole crawl, the partitions' sum
+            from politecrawl.engine import metrics
+
+            metrics.check_address(config.metrics)  # taken: one line now, not after the fork
+            metrics_dir = tempfile.mkdtemp(prefix="politecrawl-metrics-")
+            metrics.before_partitions(metrics_dir)
         shared = Shared.make(ctx, n)
         ends: dict[int, dict[int, socket.socket]] = {i: {} for i in range(n)}
         for i in range(n):
@@ -376,7 +385,14 @@ def run_partitioned(config: CrawlConfig) -> tuple[dict[str, Any], str | None]:
         for socks in ends.values():
             for sock in socks.values():
                 sock.close()
-        _wait(procs, shared)
+        if metrics_dir is not None:  # (a thread: only once the partitions are forked)
+            server = metrics.serve_partitions(str(config.metrics), metrics_dir)
+        try:
+            _wait(procs, shared)
+        finally:
+            if metrics_dir is not None:
+                server.shutdown()
+                shutil.rmtree(metrics_dir, ignore_errors=True)
         summaries = []
         for i in range(n):
             path = out / tagged("summary.json", i)
