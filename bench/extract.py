@@ -67,7 +67,9 @@ def serve(pages: dict[str, bytes]) -> tuple[ThreadingHTTPServer, list[str]]:
     return server, seen
 
 
-def crawl(port: int, ids: list[str], out: Path, extract: str | None) -> float:
+def crawl(
+    port: int, ids: list[str], out: Path, extract: str | None, extra: list[str] | None = None
+) -> float:
     """The real command over every page; returns the CPU seconds the crawl process used."""
     seeds = out.parent / f"{out.name}-seeds.txt"
     seeds.write_text("".join(f"http://{HOST}:{port}/{i}.html\n" for i in ids))
@@ -82,6 +84,7 @@ def crawl(port: int, ids: list[str], out: Path, extract: str | None) -> float:
     ]  # fmt: skip
     if extract:
         args += ["--extract", extract]
+    args += extra or []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(args, check=True, capture_output=True, timeout=900)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
