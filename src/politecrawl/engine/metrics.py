@@ -92,6 +92,7 @@ class Metrics:
         )
         for state in SITE_STATES:
             self.sites.labels(state)
+        self._penalty: set[str] = set()  # sites slowed by the site itself, at their last turn
 
     def request(
         self, outcome: str, *, robots: bool, page: bool, nbytes: int, duration_s: float,
@@ -112,11 +113,19 @@ class Metrics:
             self.response_s.observe(duration_s)
         self.delay_s.observe(delay_s)
 
+    def site(self, key: str, *, penalty: bool) -> None:
+        """A site's turn is over: whether it is in the penalty box now (``politeness``)."""
+        if penalty:
+            self._penalty.add(key)
+        else:
+            self._penalty.discard(key)
+
     def frontier(self, stats: dict[str, int]) -> None:
-        """The frontier's counts (``store.stats()``), once a second."""
+        """The frontier's counts (``store.stats()``), once a second; the penalty box is this
+        process's sites slowed at their last turn (of the waiting ones)."""
         self.queued.set(stats.get("queued", 0))
         ready = stats.get("ready", 0)
-        penalty = stats.get("penalty_box", 0)
+        penalty = len(self._penalty)
         waiting = max(0, stats.get("hosts_waiting", 0) - ready - penalty)
         values = {
             "ready": ready,

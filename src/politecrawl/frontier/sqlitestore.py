@@ -271,7 +271,6 @@ class SqliteStore:
         return {
             **self.queue_stats(),
             "parked": sum(1 for h in self.hosts.values() if politeness.is_parked(h, now)),
-            "penalty_box": sum(1 for h in self.hosts.values() if politeness.in_penalty_box(h, now)),
             "seen": self.seen.count,
             "seen_bytes": self.seen.bytes_used() if self.seen.mode == "bloom" else 0,
         }
