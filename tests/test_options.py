@@ -112,6 +112,8 @@ def samples(tmp: Path, web: TestWeb, frontier: str, crawl_id: str) -> dict[str, 
         s("log-rotate-bytes", "5000000", 5000000, "log_rotate_bytes", 5000000),
         s("log-retention-days", "3", 3, "log_retention_days", 3),
         s("no-progress", None, True, "progress", False),
+        s("extract", "text,markdown", ["text", "markdown"], "extract", ["text", "markdown"]),
+        s("metrics", "127.0.0.1:0", "127.0.0.1:0", "metrics", "127.0.0.1:0"),
     ]  # fmt: skip
     names = [sample.cli[0][2:] for sample in table]
     return dict(zip(names, table, strict=True))

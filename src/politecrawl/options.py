@@ -139,6 +139,18 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
     ("log-retention-days", float, "delete rotated logs older than this (30)"),
     ("no-progress", bool, "no live dashboard (it is drawn only on a terminal anyway)"),
+    (
+        "extract",
+        list,
+        "text | markdown: the main text of each stored page (trafilatura) to "
+        "OUT/content.jsonl (repeatable, or a comma list: text,markdown)",
+    ),
+    (
+        "metrics",
+        str,
+        "HOST:PORT: serve Prometheus /metrics there while crawling (a bare port binds "
+        "127.0.0.1; --processes N: one endpoint for the whole crawl)",
+    ),
 ]
 
 

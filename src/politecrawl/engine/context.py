@@ -22,6 +22,8 @@ from politecrawl.config import CrawlConfig
 from politecrawl.continuity.tracker import Continuity
 from politecrawl.engine.admission import Admission, Gate
 from politecrawl.engine.journal import trap_found
+from politecrawl.engine.metrics import Metrics
+from politecrawl.engine.metrics import serve as serve_metrics
 from politecrawl.engine.partition import Partition, tagged
 from politecrawl.engine.workpool import WorkPool
 from politecrawl.errors import ConfigError, StorageError
@@ -36,7 +38,7 @@ from politecrawl.polite.politeness import robots_retry_base_s
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.storage import JsonlLog, WarcWriter
 from politecrawl.storage.outlock import OutputLock
-from politecrawl.storage.sinks import ItemsCsv, ItemsJson, ItemsLog, PagesLog, Sink
+from politecrawl.storage.sinks import ContentLog, ItemsCsv, ItemsJson, ItemsLog, PagesLog, Sink
 from politecrawl.tools.dashboard import Dashboard
 from politecrawl.urls.canonical import origin_of, politeness_key
 from politecrawl.version import __version__
@@ -148,6 +150,9 @@ class CrawlContext:
             self.sinks.append(self._items_sink(logs))
         self.sinks += sinks
         self.keep_tree = len(self.sinks) > 1  # a handler or a user's sink sees the whole tree
+        if config.extract:  # reads page.text, not the tree
+            content = JsonlLog(out / self.tagged("content.jsonl"), **logs)
+            self.sinks.append(ContentLog(content, config.extract))
         self.continuity = Continuity(
             out,
             recrawl=config.recrawl,
@@ -156,6 +161,12 @@ class CrawlContext:
             rules_log=JsonlLog(log / self.tagged("rules.jsonl"), **logs),
             name=self.tagged("continuity.sqlite"),
         )
+        self.metrics: Metrics | None = None
+        self._metrics_server: Any = None
+        if config.metrics:  # a partition's are summed and served by its supervisor
+            self.metrics = Metrics()
+            if self.partition is None:
+                self._metrics_server = serve_metrics(config.metrics, self.metrics.registry)
         self.traps_log = JsonlLog(log / self.tagged("traps.jsonl"), **logs)
         self.links_log = JsonlLog(log / self.tagged("links.jsonl"), **logs)  # segment fetches
         on_trap = functools.partial(
@@ -224,7 +235,15 @@ class CrawlContext:
             self.traps_log.close,
             self.links_log.close,
             *(s.close for s in self.sinks),
+            self.close_metrics,
         ]
+
+    def close_metrics(self) -> None:
+        """Stop serving ``/metrics`` (the crawl is over)."""
+        server, self._metrics_server = self._metrics_server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
 
     async def ip_of(self, url: str) -> str | None:
         """The address a URL's host resolves to (cached per origin): the politeness key with

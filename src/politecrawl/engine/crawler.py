@@ -240,6 +240,8 @@ class Crawler:
             self._flushed = now
         await ctx.store.flush()
         ctx.continuity.flush()
+        if ctx.metrics is not None:
+            ctx.metrics.frontier(await ctx.store.stats())
         if self.partition is not None:
             self.partition.saved()  # the links the others sent are saved: they may forget them
 

@@ -17,12 +17,13 @@ from typing import Any, Protocol
 
 from politecrawl.config import CrawlConfig
 from politecrawl.engine.admission import HOST_URLS
+from politecrawl.engine.metrics import Metrics
 from politecrawl.engine.outcome import DropReason
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
 from politecrawl.storage import JsonlLog, log_time
 from politecrawl.tools.dashboard import Dashboard
-from politecrawl.urls.canonical import host_of
+from politecrawl.urls.canonical import host_of, origin_of
 
 log = logging.getLogger("politecrawl")
 
@@ -41,6 +42,8 @@ class Logs(Protocol):
     def robots_log(self) -> JsonlLog: ...
     @property
     def links_log(self) -> JsonlLog: ...
+    @property
+    def metrics(self) -> Metrics | None: ...
 
 
 @dataclass(slots=True)
@@ -129,6 +132,16 @@ def log_request(
     if revisit:
         rec["revisit"] = True
     ctx.request_log.write(rec)
+    if ctx.metrics is not None:
+        robots = res.url == origin_of(res.url) + "/robots.txt"
+        ctx.metrics.request(
+            outcome,
+            robots=robots,
+            page=res.status is not None and not outcome.startswith("stored:sitemap"),
+            nbytes=res.bytes_received,
+            duration_s=res.duration_s,
+            delay_s=rec["delay_s"],
+        )
     if ctx.progress is not None:
         ctx.progress.request(rec)
 

@@ -16,16 +16,18 @@ import json
 import multiprocessing
 import multiprocessing.connection
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from politecrawl import errors
 from politecrawl.config import CrawlConfig
-from politecrawl.engine import gctune
+from politecrawl.engine import gctune, metrics
 from politecrawl.engine.crawler import Crawler
 from politecrawl.engine.journal import summary_of, write_summary
 from politecrawl.engine.partition import STOP_REASONS, Partition, Shared, tagged
@@ -83,6 +85,11 @@ def run_partitioned(config: CrawlConfig) -> tuple[dict[str, Any], str | None]:
         ctx: Any = multiprocessing.get_context(
             "fork" if sys.platform.startswith("linux") else "spawn"
         )
+        metrics_dir = None
+        if config.metrics:  # one endpoint for the whole crawl, the partitions' sum
+            metrics.check_address(config.metrics)  # taken: one line now, not after the fork
+            metrics_dir = tempfile.mkdtemp(prefix="politecrawl-metrics-")
+            metrics.before_partitions(metrics_dir)
         shared = Shared.make(ctx, n)
         ends: dict[int, dict[int, socket.socket]] = {i: {} for i in range(n)}
         for i in range(n):
@@ -105,7 +112,14 @@ def run_partitioned(config: CrawlConfig) -> tuple[dict[str, Any], str | None]:
         for socks in ends.values():
             for sock in socks.values():
                 sock.close()
-        _wait(procs, shared)
+        if metrics_dir is not None:  # (a thread: only once the partitions are forked)
+            server = metrics.serve_partitions(str(config.metrics), metrics_dir)
+        try:
+            _wait(procs, shared)
+        finally:
+            if metrics_dir is not None:
+                server.shutdown()
+                shutil.rmtree(metrics_dir, ignore_errors=True)
         summaries = []
         for i in range(n):
             path = out / tagged("summary.json", i)

@@ -202,6 +202,13 @@ def is_parked(state: HostState, now: float) -> bool:
     return state.parked_until > now
 
 
+def in_penalty_box(state: HostState, now: float) -> bool:
+    """Slowed down by the site itself (a 429/503's doubled delay, or a Retry-After still
+    running), not parked: what ``--metrics`` counts as ``sites{state="penalty_box"}``."""
+    slowed = state.backoff_factor > 1.0 or state.retry_after_until > now
+    return slowed and not is_parked(state, now)
+
+
 def record_overload(
     state: HostState, cfg: PolitenessConfig, now: float, retry_after_s: float | None
 ) -> bool:

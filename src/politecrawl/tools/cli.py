@@ -188,6 +188,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="A self-contained HTML report with plots, viewable offline.",
     )
     rep.add_argument("dir", type=Path, help="the crawl's --out folder")
+    wacz = sub.add_parser(
+        "wacz",
+        help="pack a crawl as WACZ 1.1.1 (WARC files, CDXJ index, pages, digests)",
+        description="One WACZ file (ReplayWeb.page, pywb) of a crawl's WARC files, its CDXJ "
+        "index and pages. A shared crawl: give every worker's --out folder.",
+    )
+    wacz.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="a crawl's --out folder")
+    wacz.add_argument("--output", type=Path, required=True, help="the .wacz file to write")
+    wacz.add_argument("--title", help="the package's title (datapackage.json)")
     add_examples(sub.choices)
     return parser
 
@@ -514,6 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "log-stats": _tool("tools.logstats"),
         "botpage": _tool("tools.botpage"),
         "report": _tool("tools.report.page"),
+        "wacz": _tool("tools.wacz"),
     }
     try:
         return handlers[args.command](args)

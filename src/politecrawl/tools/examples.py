@@ -56,6 +56,10 @@ EXAMPLES: dict[str, list[str]] = {
         f"politecrawl botpage --user-agent {_UA} --contact bot@acme.example --out bot.html",
         f"politecrawl botpage --user-agent {_UA} --contact bot@acme.example --config crawl.toml",
     ],
+    "wacz": [
+        "politecrawl wacz docs/ --output docs.wacz",
+        "politecrawl wacz w1/ w2/ --output shared.wacz --title 'the docs crawl'",
+    ],
     "report": [
         "politecrawl report docs/    (then open docs/report.html)",
         "politecrawl demo --out demo/ && politecrawl report demo/",
