@@ -88,7 +88,7 @@ def test_items_file_of_an_unknown_kind_is_refused() -> None:
 
 @pytest.mark.parametrize("command", ["crawl", "demo", "robots", "worker", "seed", "status",
                                      "segment build", "fetch", "log", "log-stats", "botpage",
-                                     "report"])  # fmt: skip
+                                     "report", "wacz"])  # fmt: skip
 def test_help_shows_two_or_three_examples(command: str) -> None:
     done = politecrawl(*command.split(), "--help")
     assert done.returncode == 0
