@@ -58,6 +58,10 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
             await ctx.frontier.push_back(entry, front=True)
+            if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
+                # asked enough (its retry time passed while the site's delay ran): give up
+                await _give_up(ctx, key)
+                return Held(made_request=False)
             await fetch_robots(ctx, origin, host)
             return Held(made_request=True)
         allowed = rules.is_allowed(ctx.token, url)
@@ -66,14 +70,19 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             await ctx.frontier.push_back(entry, front=True)
             politeness.wait_until(host, ctx.robots.retry_at(origin))
             if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
-                n = await ctx.frontier.drop_queued(key, "dropped:robots_unavailable")
-                ctx.counters[DropReason.ROBOTS_UNAVAILABLE.value] += n
+                await _give_up(ctx, key)
             return Held(made_request=False)
         if not allowed:
             await drop(ctx, entry, DropReason.ROBOTS)
             continue
         return entry
     return Held(made_request=False)
+
+
+async def _give_up(ctx: CrawlContext, key: str) -> None:
+    """robots.txt stayed unreachable ``ROBOTS_GIVE_UP`` times: the site's URLs are dropped."""
+    n = await ctx.frontier.drop_queued(key, "dropped:robots_unavailable")
+    ctx.counters[DropReason.ROBOTS_UNAVAILABLE.value] += n
 
 
 async def drop(ctx: CrawlContext, entry: UrlEntry, reason: DropReason) -> None:

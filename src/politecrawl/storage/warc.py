@@ -62,7 +62,7 @@ from isal import isal_zlib
 
 from politecrawl.errors import StorageError
 from politecrawl.net.fetch import FetchResult
-from politecrawl.storage.cdxj import cdxj_line, index_name, index_warc, write_index
+from politecrawl.storage.cdxj import cdxj_line, index_name, index_warc, prepare, write_index
 
 
 def _warc_date(ts: float) -> str:
@@ -155,6 +155,7 @@ class WarcWriter:
         self._fh: io.FileIO | None = None
         self._index: io.FileIO | None = None  # NAME.cdxj, beside the file (cdxj)
         self._broken: str | None = None  # the write error that made the open file suspect
+        prepare()  # the index's one slow import, before any request (``cdxj.prepare``)
         self._name = ""
         self._size = 0
         self.records = 0
