@@ -1,7 +1,8 @@
 """A newcomer's own small site, served from a thread on 127.0.0.1 (so the crawler under test,
 a subprocess, never shares a loop with it): six pages in a chain, no robots.txt (404, "all
 allowed"), one missing page, and a link to another host, ``other.test``, served by the same
-server (reached through ``--resolve``). Every request is logged as (host, path)."""
+server (reached through ``--resolve``), and ``slow.test``, whose every answer is a slow 500.
+Every request is logged as (host, path)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ class NewcomerSite:
     async def handle(self, request: web.Request) -> web.Response:
         host = request.host.split(":")[0]
         self.log.append((host, request.path))
+        if host == "slow.test":  # robots.txt slow to fail, always: a site to give up on
+            await asyncio.sleep(0.2)
+            return web.Response(status=500, text="down")
         if host == "other.test" and request.path == "/":
             return web.Response(text="<html><title>Other</title><body>other</body></html>",
                                 content_type="text/html")  # fmt: skip
@@ -53,7 +57,7 @@ class NewcomerSite:
 
     @property
     def resolve(self) -> str:
-        return f"other.test:{self.port}:127.0.0.1"
+        return f"*.test:{self.port}:127.0.0.1"
 
 
 @contextlib.contextmanager

@@ -212,6 +212,22 @@ def test_a_failed_lookup_is_not_taken_for_a_missing_name(tmp_path: Path) -> None
     assert summary(out)["queued_left"] == 1  # not dropped: asked again later
 
 
+def test_an_unreachable_robots_txt_is_given_up_after_three_tries(tmp_path: Path) -> None:
+    """Slow answers make the site's delay longer than robots.txt's retry time: the third
+    failure still ends it (it used to be asked again at every turn, for ever)."""
+    out, seeds = tmp_path / "o", tmp_path / "seeds.txt"
+    with newcomer_site() as site:
+        seeds.write_text(f"http://slow.test:{site.port}/\n")
+        done = politecrawl(
+            "crawl", "--seeds", str(seeds), "--user-agent", UA, "--out", str(out),
+            "--min-delay", "0.1", "--jitter", "0", "--delay-factor", "3", "--ip-min-delay", "0",
+            "--allow-private-addresses", "--resolve", site.resolve, "--max-time", "60",
+        )  # fmt: skip
+        assert site.requests("slow.test") == ["/robots.txt"] * 3
+    assert summary(out)["stopped_by"] == "done", done.stderr
+    assert summary(out)["counters"]["robots_unavailable"] == 1  # type: ignore[index]
+
+
 # -- item 5: a missing robots.txt is not an error ---------------------------------------------
 def test_robots_txt_404_is_absent_not_an_error(tmp_path: Path) -> None:
     out = tmp_path / "o"
