@@ -219,10 +219,28 @@ _PUBLIC = (
 )
 
 
-def rewrite(body: bytes, port: int, present: set[str]) -> bytes:
+_OUTSIDE = re.compile(rb"""(href\s*=\s*["']?\s*)(https?:)?//([A-Za-z0-9.-]+)(:\d+)?""", re.I)
+
+
+def rewrite(body: bytes, port: int, present: set[str], dead_port: int | None = None) -> bytes:
+    """Links to the public copy of a bed site go to the bed. With ``dead_port``, every other
+    outside link stays, its host moved under ``.invalid`` on that port: crawls pin
+    ``*.invalid:DEAD:127.0.0.1``, a port nobody listens on, so each such host fails (as a
+    name that does not resolve does on the web) and no lookup leaves the machine."""
     for pattern, name in _PUBLIC:
         if name in present:
             body = re.sub(pattern, f"http://{name}.{TLD}:{port}/".encode(), body)
+    if dead_port is not None:
+        bed = f".{TLD}".encode()
+
+        def dead(m: re.Match[bytes]) -> bytes:
+            host = m.group(3).lower().rstrip(b".")
+            if host.endswith(bed) or host.endswith(b".invalid"):
+                return m.group(0)
+            scheme = m.group(2) or b""
+            return m.group(1) + scheme + b"//" + host + b".invalid:" + str(dead_port).encode()
+
+        body = _OUTSIDE.sub(dead, body)
     return body
 
 
@@ -239,7 +257,7 @@ def portal(bed: str, port: int) -> bytes:
     ).encode()
 
 
-def app(bed: str) -> object:
+def app(bed: str, dead_port: int | None = None) -> object:
     from aiohttp import web
 
     names = set(BEDS[bed])
@@ -268,9 +286,8 @@ def app(bed: str) -> object:
             raise web.HTTPNotFound()
         body = f.read_bytes()
         if f.suffix == ".html":
-            return web.Response(
-                body=rewrite(body, port, present), content_type="text/html", charset="utf-8"
-            )
+            body = rewrite(body, port, present, dead_port)
+            return web.Response(body=body, content_type="text/html", charset="utf-8")
         return web.Response(body=body, content_type="application/octet-stream")
 
     application = web.Application()
@@ -278,10 +295,10 @@ def app(bed: str) -> object:
     return application
 
 
-async def _serve(bed: str, port: int) -> None:
+async def _serve(bed: str, port: int, dead_port: int | None = None) -> None:
     from aiohttp import web
 
-    runner = web.AppRunner(app(bed), access_log=None)  # type: ignore[arg-type]
+    runner = web.AppRunner(app(bed, dead_port), access_log=None)  # type: ignore[arg-type]
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
@@ -295,12 +312,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("command", choices=("serve", "stats"))
     ap.add_argument("--bed", choices=sorted(BEDS), default="all")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument(
+        "--dead-port",
+        type=int,
+        default=None,
+        help="keep outside links, moved to HOST.invalid:DEAD_PORT (pin it to a closed port)",
+    )
     args = ap.parse_args(argv)
     gone = missing(args.bed)
     if gone:
         print(f"not installed (apt-get install {' '.join(gone)})", file=sys.stderr)
     if args.command == "serve":
-        asyncio.run(_serve(args.bed, args.port))
+        asyncio.run(_serve(args.bed, args.port, args.dead_port))
         return 0
     all_pages = list(pages(args.bed))
     print(f"{len(all_pages)} pages")

@@ -111,7 +111,8 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     (
         "defer-ratio",
         float,
-        "focused: a site whose best URL scores below this share of the best queued anywhere "
+        "focused: a site whose best URL scores below this share of the best queued at a "
+        "site that can be asked now or soon (not one that fails, backs off or is parked) "
         "waits while that one waits on its delay (0.5; 0 = any free site)",
     ),
     ("topic", str, "what the crawl looks for, e.g. 'steam locomotives, steam trains'"),
