@@ -82,12 +82,28 @@ SITES: tuple[Site, ...] = (
          "Sphinx: documentation generator (documentation)", "heldout"),
     Site("aiohttp", "python-aiohttp-doc", "python-aiohttp-doc/html", "index.html",
          "aiohttp: async HTTP client/server (documentation)", "heldout"),
+    # -- the second bed (issue 30): other packages, never crawled before its topics were set -
+    Site("scrapy", "python-scrapy-doc", "python-scrapy-doc/html", "index.html",
+         "Scrapy: web crawling framework (documentation)", "second"),
+    Site("celery", "python-celery-doc", "python-celery-doc/html", "index.html",
+         "Celery: distributed task queue (documentation)", "second"),
+    Site("pytest", "python-pytest-doc", "python-pytest-doc/html", "index.html",
+         "pytest: simple powerful testing with Python (documentation)", "second"),
+    Site("tornado", "python-tornado-doc", "python-tornado-doc/html", "index.html",
+         "Tornado: web framework and asynchronous networking library (documentation)",
+         "second"),
+    Site("lxml", "python-lxml-doc", "python-lxml-doc/html", "index.html",
+         "lxml: pythonic binding for libxml2 and libxslt (documentation)", "second"),
+    Site("cryptography", "python-cryptography-doc", "python-cryptography-doc/html",
+         "index.html", "cryptography: cryptographic recipes and primitives (documentation)",
+         "second"),
 )  # fmt: skip
 BEDS = {
     "tune": tuple(s.name for s in SITES if s.half == "tune"),
     "heldout": tuple(s.name for s in SITES if s.half == "heldout"),
+    "second": tuple(s.name for s in SITES if s.half == "second"),
     "slice": ("python", "flask", "jinja", "click", "requests"),
-    "all": tuple(s.name for s in SITES),
+    "all": tuple(s.name for s in SITES if s.half in ("tune", "heldout")),
 }
 SLICE_PACKAGES = tuple(s.package for s in SITES if s.name in BEDS["slice"])
 
@@ -162,6 +178,50 @@ TOPICS: tuple[Topic, ...] = (
     Topic("sphinx-extensions", "writing sphinx extensions, extension api",
           {"sphinx": r"^(usage/extensions/|extdev/|development/)"},
           "heldout"),
+    # -- the second bed (issue 30): topics in a user's words and their rules, both written
+    # from the file lists before any crawl of these sites; links outside the bed left live
+    Topic("scraping", "scrape data from websites, web crawler, parse html",
+          {"scrapy": r"^(intro/(overview|tutorial|examples)|topics/(spiders|selectors"
+                     r"|link-extractors|items|loaders|item-pipeline|feed-exports|broad-crawls"
+                     r"|dynamic-content|request-response|shell|practices|autothrottle"
+                     r"|downloader-middleware|spider-middleware|architecture))\.html$",
+           "lxml": r"^(lxmlhtml|html5parser|elementsoup|cssselect|apidoc/lxml\.html[._a-z0-9]*"
+                   r"|apidoc/lxml\.cssselect)\.html$"},
+          "second"),
+    Topic("background-jobs", "background jobs, task queue, run tasks periodically, "
+          "retry failed tasks",
+          {"celery": r"^(getting-started/(first-steps-with-celery|next-steps|introduction)"
+                     r"|userguide/(tasks|calling|canvas|periodic-tasks|routing|workers"
+                     r"|optimizing)|tutorials/task-cookbook|reference/celery\.(app\.task"
+                     r"|app\.autoretry|beat|schedules|result|apps\.beat|bin\.beat"
+                     r"|worker[._a-z]*)|internals/reference/celery\.worker[._a-z]*)\.html$"},
+          "second"),
+    Topic("testing-code", "write unit tests, test fixtures, mocking, assertions",
+          {"pytest": r"^(getting-started|how-to/(assert|fixtures|parametrize|monkeypatch"
+                     r"|skipping|tmp_path|unittest|usage|mark|capture-stdout-stderr"
+                     r"|capture-warnings|doctest|failures|xunit_setup)|explanation/(fixtures"
+                     r"|anatomy|goodpractices|flaky)|reference/fixtures|example/(parametrize"
+                     r"|markers|simple|special))\.html$",
+           "tornado": r"^testing\.html$",
+           "celery": r"^(userguide/testing|reference/celery\.contrib\.(pytest"
+                     r"|testing\.[a-z]+))\.html$",
+           "scrapy": r"^topics/contracts\.html$"},
+          "second"),
+    Topic("encryption", "encrypt data, public and private keys, certificates, signatures",
+          {"cryptography": r"^(fernet|hazmat/primitives/(symmetric-encryption|aead|asymmetric"
+                           r"/[a-z0-9]+|key-derivation-functions|keywrap|padding"
+                           r"|mac/[a-z0-9]+|cryptographic-hashes)|x509/[-a-z]+"
+                           r"|random-numbers)\.html$",
+           "celery": r"^(userguide/security|reference/celery\.security"
+                     r"|internals/reference/celery\.security\.[a-z]+)\.html$"},
+          "second"),
+    Topic("async-networking", "websockets, async network server, non-blocking io, event loop",
+          {"tornado": r"^(websocket|ioloop|iostream|tcpserver|tcpclient|netutil|asyncio"
+                      r"|networking|guide/async|guide/coroutines|gen|concurrent|locks|queues"
+                      r"|guide/queues|httpserver|httpclient|coroutine|process)\.html$",
+           "scrapy": r"^topics/(asyncio|coroutines)\.html$",
+           "celery": r"^userguide/concurrency/(index|eventlet)\.html$"},
+          "second"),
 )  # fmt: skip
 
 
@@ -216,6 +276,12 @@ _PUBLIC = (
     (rb"https?://www\.postgresql\.org/docs/(?:current|\d+)/(?:static/)?", "postgresql"),
     (rb"https?://(?:www\.)?sqlite\.org/", "sqlite"),
     (rb"https?://docs\.sqlalchemy\.org/en/[\w.]+/", "sqlalchemy"),
+    (rb"https?://docs\.celery(?:project\.org|q\.dev)/en/(?:master|latest|stable)/", "celery"),
+    (rb"https?://docs\.pytest\.org/en/[\w.]+/", "pytest"),
+    (rb"https?://(?:www\.)?lxml\.de/", "lxml"),
+    (rb"https?://cryptography\.io/en/latest/", "cryptography"),
+    (rb"https?://docs\.scrapy\.org/en/(?:master|latest)/", "scrapy"),
+    (rb"https?://(?:www\.)?tornadoweb\.org/en/stable/", "tornado"),
 )
 
 
