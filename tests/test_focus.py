@@ -112,6 +112,21 @@ def test_topic_prior_ranks_links_before_anything_is_learned() -> None:
         )
 
 
+def test_text_around_a_link_is_learned_when_given() -> None:
+    """``contexts`` (bench/focus_sim.py gives them): the words around a link are features
+    of their own, so the model learns from them; without them only anchor and URL count."""
+    root_url = "http://d.test/"
+    ctx = "see the smtp client notes for sending mail"
+    for contexts, grows in ((None, False), ({"http://d.test/a.html": ctx}, True)):
+        focus = Focus.from_options("focused", "email, smtp", None)
+        root = focus.score_page(root_url, _doc(root_url, b"<p>hub</p>"))
+        page = _page(("http://d.test/a.html", "notes"), ("http://d.test/b.html", "notes"))
+        focus.link_items(root_url, page, 1, root, contexts)
+        with_ctx = focus._features["http://d.test/a.html"].hashed
+        plain = focus._features["http://d.test/b.html"].hashed
+        assert (len(with_ctx) > len(plain)) is grows
+
+
 def test_keyword_strategy_never_learns_and_focused_rescores_early() -> None:
     body = b"<title>smtplib</title><body><h1>smtplib SMTP client</h1>" + b"smtp email " * 30
     for strategy, learns in (("keyword", False), ("focused", True)):
