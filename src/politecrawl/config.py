@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from politecrawl.errors import ConfigError
+from politecrawl.urls.canonical import canonical_seeds
 
 Scope = Literal["host", "domain", "any"]
 KeyMode = Literal["host", "domain", "ip"]
@@ -236,6 +237,9 @@ class CrawlConfig:
             parse_metrics_address(self.metrics)
         if not self.seeds and self.frontier_url is None:
             raise ConfigError("no seed URLs")
+        # canonical once, whatever their source (``Seeds`` pass as they are: a replace() or a
+        # seeds file does not do it again)
+        object.__setattr__(self, "seeds", canonical_seeds(self.seeds))
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency must be >= 1, got {self.concurrency}")
         if not 1 <= self.processes <= 256:
@@ -340,9 +344,8 @@ def check_shared_crawl(frontier_url: str, crawl_id: str | None) -> None:
 
 
 def read_seeds(path: Path) -> tuple[str, ...]:
-    """One URL a line, ``#`` comments; each must be an http(s) URL (checked by ``urls``)."""
-    from politecrawl.urls.canonical import canonicalize
-
+    """One URL a line, ``#`` comments; each must be an http(s) URL: canonical ``Seeds``
+    (``urls.canonical.canonical_seeds``, the one place seeds are canonicalised)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -350,17 +353,15 @@ def read_seeds(path: Path) -> tuple[str, ...]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read seeds file {path}: {exc}") from None
     seeds: list[str] = []
+    where: list[str] = []
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        try:
-            seeds.append(canonicalize(line))
-        except ValueError as exc:
-            raise ConfigError(f"{path}:{lineno}: bad seed URL {line!r}: {exc}") from None
+        if line:
+            seeds.append(line)
+            where.append(f"{path}:{lineno}")
     if not seeds:
         raise ConfigError(f"seeds file {path} holds no URL")
-    return tuple(seeds)
+    return canonical_seeds(seeds, where)
 
 
 def read_lines_file(path: Path, what: str) -> tuple[str, ...]:
