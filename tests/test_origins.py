@@ -75,7 +75,9 @@ async def test_a_forum_linking_a_dead_origin_of_its_host_is_fetched_whole(tmp_pa
     assert rc == 0, err
     assert len(paths) == 2025
     missing = paths - set(asked)
-    assert not missing, f"{len(missing)} of {len(paths)} pages never asked, e.g. {sorted(missing)[:5]}"
+    assert not missing, (
+        f"{len(missing)} of {len(paths)} pages never asked, e.g. {sorted(missing)[:5]}"
+    )
     assert len(asked) == len(set(asked))  # each page once
     assert {base + p for p in paths} <= stored(tmp_path)
     assert jsonl(tmp_path / "out" / "log" / "traps.jsonl") == []  # a site that ends: no trap
@@ -84,17 +86,32 @@ async def test_a_forum_linking_a_dead_origin_of_its_host_is_fetched_whole(tmp_pa
     assert any(f":{dead}" in json.dumps(r) for r in robots)
 
 
-async def test_an_endless_calendar_is_stopped_within_a_few_hundred_requests(
+async def test_an_endless_calendar_beside_a_forum_is_stopped_the_forum_fetched_whole(
     tmp_path: Path,
 ) -> None:
-    async with SiteServer(calendar()) as server:
-        base = f"http://cal.test:{server.port}"
-        rc, err = await crawl(tmp_path, [base + "/"], [f"cal.test:{server.port}"])
+    """One host, two URL spaces: the guard must tell the one that ends from the one that
+    doesn't (on the old guard the forum's reply pages were named a trap after 100)."""
+    cal = calendar()
+    board, paths = forum()
+
+    def town(path: str) -> str | None:
+        return cal(path) if path == "/" or path.startswith("/cal/") else board(path)
+
+    async with SiteServer(town) as server:
+        base = f"http://town.test:{server.port}"
+        rc, err = await crawl(
+            tmp_path, [base + "/", base + "/forum/page/1"], [f"town.test:{server.port}"]
+        )
         asked = server.paths()
     assert rc == 0, err
-    assert len(asked) <= 500, f"{len(asked)} calendar pages asked"
+    days = [p for p in asked if p.startswith("/cal/")]
+    print(f"calendar pages asked: {len(days)}")
+    assert len(days) <= 500, f"{len(days)} calendar pages asked"
+    missing = paths - set(asked)
+    assert not missing, f"{len(missing)} forum pages never asked, e.g. {sorted(missing)[:5]}"
     traps = jsonl(tmp_path / "out" / "log" / "traps.jsonl")
-    assert traps and all("cal.test" in json.dumps(t) for t in traps)
+    assert traps and {t["pattern"] for t in traps} <= {"/cal/N/N/N"}, traps
+    assert "suspected crawler trap on town.test" in err
 
 
 async def test_a_numbered_site_of_thousands_of_pages_is_not_a_trap(tmp_path: Path) -> None:

@@ -132,15 +132,21 @@ def log_robots(ctx: CrawlContext, origin: str, res: FetchResult, outcome: str) -
     )
 
 
-def trap_found(ctx: CrawlContext, host: str, pattern: str, example: str) -> None:
-    """A URL space that feeds itself: named in the log, ``log/traps.jsonl`` and log-stats."""
+def trap_found(ctx: CrawlContext, host: str, pattern: str, example: str, why: str) -> None:
+    """A URL space with no end: named in the log, ``log/traps.jsonl`` and log-stats. ``why``:
+    ``calendar`` (its pages walk dates past the horizon) or ``budget`` (the pattern's own
+    pages found ``--max-urls-per-pattern`` of it, raised by links from other hosts)."""
     ctx.counters["traps_found"] += 1
+    if why == "calendar":
+        reason = "its pages keep linking dates ever further away (a calendar)"
+    else:
+        limit = ctx.cfg.max_urls_per_pattern
+        reason = f"its pages keep linking new ones (--max-urls-per-pattern {limit})"
     log.warning(
-        "suspected crawler trap on %s: URLs like %s keep linking to new ones; "
-        "no more of them are followed (--max-urls-per-pattern %s)",
+        "suspected crawler trap on %s: URLs like %s; %s; no more of them are followed",
         host,
         pattern,
-        ctx.cfg.max_urls_per_pattern,
+        reason,
     )
     ctx.traps_log.write(
         {
@@ -148,6 +154,7 @@ def trap_found(ctx: CrawlContext, host: str, pattern: str, example: str) -> None
             "host": host,
             "pattern": pattern,
             "example": example,
+            "why": why,
             "limit": ctx.cfg.max_urls_per_pattern,
         }
     )
