@@ -73,16 +73,30 @@ def test_an_endless_calendar_is_named_within_a_few_hundred_pages() -> None:
     assert fetched < 600
 
 
-def test_calendar_walks_count_only_past_the_horizon_of_where_the_family_was_entered() -> None:
-    guard, named = spaces()
-    # an archive entered at each month from its index (no digits): 20 years back, walked
-    for y in range(2006, 2027):
-        for m in range(1, 13):
-            guard.admitted(f"{H}/archive/{y}/{m:02d}", H + "/archive/")
-    for y in range(2006, 2027):
-        for m in range(1, 12):
-            guard.admitted(f"{H}/archive/{y}/{m + 1:02d}/", f"{H}/archive/{y}/{m:02d}")
+def test_a_blog_archive_walked_back_from_its_latest_post_is_not_named() -> None:
+    guard, named = spaces(max_urls=100_000)  # the calendar rule alone
+    guard.admitted(f"{H}/2026/11/20/latest", H + "/")  # the home page links the latest post
+    day = dt.date(2026, 11, 20)
+    while day.year > 2006:  # each post links the one before; each month the month before
+        prev = day - dt.timedelta(days=9)
+        guard.admitted(f"{H}/{prev:%Y/%m/%d}/post", f"{H}/{day:%Y/%m/%d}/post")
+        guard.admitted(f"{H}/{prev:%Y/%m}/", f"{H}/{day:%Y/%m}/")
+        day = prev
     assert named == []
+
+
+def test_walks_count_beyond_the_latest_date_linked_in_from_outside() -> None:
+    guard, named = spaces(max_urls=100_000)
+    guard.admitted(f"{H}/events/2029-06-01", H + "/events/")  # announced years ahead
+    day = dt.date(2029, 6, 1)
+    for _ in range(200):  # walking the announced year: not a trap
+        guard.admitted(f"{H}/events/{day + dt.timedelta(days=1)}", f"{H}/events/{day}")
+        day += dt.timedelta(days=1)
+    assert named == []
+    for _ in range(400):
+        guard.admitted(f"{H}/events/{day + dt.timedelta(days=1)}", f"{H}/events/{day}")
+        day += dt.timedelta(days=1)
+    assert [why for *_, why in named] == ["calendar"]
 
 
 def test_a_forum_feeding_its_reply_pages_is_not_named() -> None:

@@ -7,11 +7,12 @@ cheapest first (the first is ``filters.trap_reason``, Heritrix's path rules):
 1. **Shape** (``filters.TrapLimits``): URL length, path depth, a segment repeated, too many
    query parameters: relative-link loops and ever-growing query strings.
 2. **Calendars**: a page of a dated URL space that links a neighbouring date (within two
-   months of its own) is walking a calendar. Such walks stay within ``horizon_days`` of the
-   dates the family was entered at (from outside it: an index, a seed) and of today; the
-   ``DATE_STRIKES``-th walk beyond that names the pattern a trap. A calendar with next-day and
-   next-month links is stopped after a few hundred requests; a blog's archive, entered from its
-   index at each month, is not.
+   months of its own) is walking a calendar. A site that ends has no pages far in the future:
+   walks more than ``HORIZON_DAYS`` beyond today and beyond the latest date the family was
+   linked at from outside it (an index, a seed) are a calendar's; the ``DATE_STRIKES``-th
+   names the pattern a trap. A calendar with next-day and next-month links is stopped after a
+   few hundred requests. Walks into the past are not counted (a blog's archive, walked back
+   from its latest post, ends): a calendar that only goes back meets the budget.
 3. **Budget** (IRLbot-style: it grows with the links coming in): URLs of one pattern found
    from pages of its own family, per host, at most ``max_urls`` (``--max-urls-per-pattern``),
    raised by ``max_urls`` for every ``CREDIT_LINKS`` links into the family from outside it
@@ -26,7 +27,7 @@ query has no pattern: hand-written pages are never counted. What marks a trap is
 are found (from pages of the same family), not the pages' content. A named pattern takes no
 more URLs, and the crawl names it (``on_trap``: a warning and ``log/traps.jsonl``, which
 ``log-stats`` reads). Memory: a counter per pattern (singletons cleared past ``_MAX_PATTERNS``),
-and per family its links in and two date bounds.
+and per family its links in and the latest date linked in.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ class UrlSpaces:
         self.clock = clock
         self._fed: Counter[tuple[str, str]] = Counter()
         self._entries: Counter[tuple[str, str]] = Counter()  # links in from outside, per family
-        self._entered: dict[tuple[str, str], tuple[int, int]] = {}  # family -> date bounds
+        self._entered: dict[tuple[str, str], int] = {}  # family -> latest date linked in
         self._strikes: Counter[tuple[str, str]] = Counter()
         self.traps: dict[tuple[str, str], str] = {}  # (host, pattern) -> the URL that filled it
         self._source: str | None = None  # the last source's split, kept: links come in batches
@@ -170,10 +171,8 @@ class UrlSpaces:
 
     def _enter(self, family: tuple[str, str], url: str) -> None:
         day = date_of(url)
-        if day is None:
-            return
-        low, high = self._entered.get(family, (day, day))
-        self._entered[family] = (min(low, day), max(high, day))
+        if day is not None and day > self._entered.get(family, day - 1):
+            self._entered[family] = day
 
     def _calendar_walk(self, family: tuple[str, str], url: str) -> bool:
         """A step to a neighbouring date beyond the horizon; True at the ``DATE_STRIKES``-th."""
@@ -183,9 +182,9 @@ class UrlSpaces:
         if day is None or abs(day - self._source_date) > NEIGHBOUR_DAYS:
             return False
         today = dt.date.fromtimestamp(self.clock()).toordinal()
-        low, high = self._entered.get(family, (today, today))
-        if min(low, today) - HORIZON_DAYS <= day <= max(high, today) + HORIZON_DAYS:
-            return False
+        high = max(self._entered.get(family, today), today)
+        if day <= high + HORIZON_DAYS:
+            return False  # the past ends (a blog's archive, walked back): the budget's
         self._strikes[family] = n = self._strikes[family] + 1
         return n >= DATE_STRIKES
 
