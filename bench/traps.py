@@ -13,7 +13,8 @@ test webs ends, so each pattern named there is a false positive and each page th
 refused is lost; the calendars and the trap sites are endless, and are counted caught when
 the guard named them before ``--max-pages``. Printed: per web, pages fetched, pages of the
 web refused by the guard, patterns named (and why), requests until the trap was named; then
-precision (named patterns that are traps) and recall (traps named).
+precision (named patterns that are traps) and recall (traps named). The guard before issue 28
+in the same conditions: ``PYTHONPATH=<a checkout of it>/src python bench/traps.py``.
 """
 
 from __future__ import annotations
@@ -66,7 +67,11 @@ def crawl(name: str, seeds: list[str], fetch: Fetch, max_pages: int, *, endless:
     )
     gate = Gate.from_config(cfg)
     run = Run(name, endless)
-    gate.spaces.on_trap = lambda h, p, _u, why: run.named.append((h, p, why, run.fetched))
+
+    def named(host: str, pattern: str, _url: str, why: str = "count") -> None:
+        run.named.append((host, pattern, why, run.fetched))  # (before issue 28: no why)
+
+    gate.spaces.on_trap = named
     queue = deque(canonicalize(s) for s in seeds)
     seen = set(queue)
     t0 = time.perf_counter()
