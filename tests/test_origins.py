@@ -15,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from originweb import SiteServer, calendar, closed_port, forum, numbered
 from pageweb import UA
+from redis_server import redis_url  # noqa: F401  (fixture)
 from tlsweb import LocalCA
 
 pytestmark = pytest.mark.e2e
@@ -63,13 +65,23 @@ def stored(tmp_path: Path) -> set[str]:
     return {r["url"] for r in rows if r.get("status") == 200 and r.get("outcome") == "stored"}
 
 
-async def test_a_forum_linking_a_dead_origin_of_its_host_is_fetched_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+async def test_a_forum_linking_a_dead_origin_of_its_host_is_fetched_whole(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    extra: list[str] = []
+    if backend == "redis":
+        url = request.getfixturevalue("redis_url")
+        extra = ["--frontier", url, "--crawl-id", f"forum-{uuid.uuid4().hex[:8]}"]
     dead = closed_port()
     site, paths = forum(dead_origin=f"http://forum.test:{dead}")
     async with SiteServer(site) as server:
         base = f"http://forum.test:{server.port}"
         rc, err = await crawl(
-            tmp_path, [base + "/forum/page/1"], [f"forum.test:{server.port}", f"forum.test:{dead}"]
+            tmp_path,
+            [base + "/forum/page/1"],
+            [f"forum.test:{server.port}", f"forum.test:{dead}"],
+            *extra,
         )
         asked = server.paths()
     assert rc == 0, err
