@@ -76,3 +76,19 @@ async def test_an_unreachable_origin_holds_back_its_own_urls_only(tmp_path: Path
     assert await next_url(ctx, KEY, host) == Held(made_request=False)
     assert ctx.counters["robots_unavailable"] == 1  # given up after the third failure
     await frontier.store.close()
+
+
+async def test_an_unfetchable_origin_drops_its_own_urls_only(tmp_path: Path) -> None:
+    # one key for two hosts (--politeness-key domain or ip): a refused address is the host's
+    other = "http://b.a.test"
+    ctx, frontier = await gate(tmp_path, [ORIGIN + "/a", other + "/b", ORIGIN + "/c"], now=1.0)
+    await ctx.robots.record(other, 200, b"", 0.0)
+    ctx.robots.mark_unfetchable(ORIGIN, "address_refused")
+    host = await frontier.store.host(KEY)
+    entry = await next_url(ctx, KEY, host)
+    assert isinstance(entry, UrlEntry) and entry.url == other + "/b"
+    assert ctx.counters["address_refused"] == 1
+    assert await next_url(ctx, KEY, host) == Held(made_request=False)
+    assert ctx.counters["address_refused"] == 2
+    assert (await frontier.store.stats())["queued"] == 0
+    await frontier.store.close()

@@ -60,6 +60,11 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             await ctx.admission.admit([(canonical, entry.priority)], depth=entry.depth)
             continue
         origin = origin_of(url)
+        why = ctx.robots.unfetchable(origin)
+        if why is not None:  # nothing of this origin can be fetched: its URLs go, no others
+            ctx.counters[why] += 1
+            await ctx.frontier.finish(url, f"dropped:{why}")
+            continue
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
             await ctx.frontier.push_back(entry, front=True)
@@ -102,11 +107,11 @@ async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostStat
         log_robots(ctx, origin, res, "redirect")
         return
     if answer.outcome is RobotsOutcome.UNFETCHABLE:
-        # not a server failure: nothing of this origin can ever be fetched, so no retries
+        # not a server failure: nothing of this origin can ever be fetched, so no retries;
+        # its URLs are dropped as they come up (the key's other origins are not this one's)
         why = res.error or "address_refused"
         log_request(ctx, res, f"dropped:{why}", 1, host)
-        n = await ctx.frontier.drop_queued(host.key, f"dropped:{why}")
-        ctx.counters[why] += n
+        ctx.robots.mark_unfetchable(origin, why)
         return
     status = answer.status
     if answer.outcome is RobotsOutcome.UNREACHABLE and res.error != "connect":
