@@ -4,8 +4,9 @@
 
 Issue 28, section 1: every site of ``bench/docbed.py`` is served on 127.0.0.1, each on a port
 of its own, so all of them are one politeness key (the host) and thirteen robots.txt origins.
-The Django pages link ``http://127.0.0.1:8000/`` (its tutorial's address), where nothing
-listens: one origin whose robots.txt cannot be reached. The real command crawls the seeds
+The Django pages link ``http://127.0.0.1:8000/`` and Flask's ``http://127.0.0.1:5000/``
+(their tutorials' addresses), where nothing listens: origins whose robots.txt cannot be
+reached. The real command crawls the seeds
 (each site's start page); printed: HTML pages stored per site out of the files it has, URLs
 dropped as ``robots_unavailable``, and the crawl's end. The code before issue 28 in the same
 conditions: ``PYTHONPATH=<a checkout of it>/src python bench/origins.py``.
