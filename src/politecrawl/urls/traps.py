@@ -26,8 +26,8 @@ path segment (day and month pages of a calendar are one family). A URL with no d
 query has no pattern: hand-written pages are never counted. What marks a trap is how its URLs
 are found (from pages of the same family), not the pages' content. A named pattern takes no
 more URLs, and the crawl names it (``on_trap``: a warning and ``log/traps.jsonl``, which
-``log-stats`` reads). Memory: a counter per pattern (singletons cleared past ``_MAX_PATTERNS``),
-and per family its links in and the latest date linked in.
+``log-stats`` reads). Memory: a counter per pattern, and per family its links in and the
+latest date linked in (singletons cleared past ``_MAX_PATTERNS``).
 """
 
 from __future__ import annotations
@@ -158,6 +158,10 @@ class UrlSpaces:
         if src is None or src[0] != split[0] or _family(src[1]) != family[1]:
             self._entries[family] += 1
             self._enter(family, url)
+            if len(self._entries) > _MAX_PATTERNS:  # families linked in once: forgotten
+                for fam in [k for k, v in self._entries.items() if v == 1]:
+                    del self._entries[fam]
+                    self._entered.pop(fam, None)
             return
         if self._calendar_walk(family, url):
             self._name(split, url, CALENDAR)
