@@ -7,12 +7,16 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from politecrawl.config import PolitenessConfig
 from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.sqlite import SqliteFrontier
 from politecrawl.polite import politeness
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.robots.gate import ROBOTS_GIVE_UP, Held, next_url
+
+pytestmark = pytest.mark.unit
 
 ORIGIN = "http://a.test"
 KEY = "a.test"

@@ -24,6 +24,8 @@ from politecrawl import ConfigError, Crawler
 from politecrawl.demo.accesslog import load_access_log
 from politecrawl.demo.web import TestWeb
 
+pytestmark = pytest.mark.e2e
+
 UA = "testbot/1.0 (+http://bot.example/info)"
 FAST = [
     "--min-delay", "0.01", "--jitter", "0", "--delay-factor", "1", "--ip-min-delay", "0",

@@ -54,6 +54,7 @@ def validate_user_agent(user_agent: str) -> str:
 
 
 MAX_WAIT_S = 300.0
+DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"  # demo, seed
 DEFER_RATIO = 0.5  # focused crawls: see CrawlConfig.defer_ratio
 """Default ``--max-wait``: long enough that priority order rules unless the crawl is
 overloaded (more sites due than it can serve) for minutes on end."""
@@ -224,8 +225,15 @@ class CrawlConfig:
     )  # robots cache + host statistics shared across crawls
     log_rotate_bytes: int = 64 * 1024 * 1024
     log_retention_days: float = 30.0
+    # main text of each stored page to OUT/content.jsonl: "text" and/or "markdown" (extract)
+    extract: tuple[str, ...] = ()
+    # HOST:PORT where /metrics is served while crawling (metrics); None: not served
+    metrics: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "extract", parse_extract(self.extract))
+        if self.metrics is not None:
+            parse_metrics_address(self.metrics)
         if not self.seeds and self.frontier_url is None:
             raise ConfigError("no seed URLs")
         if self.concurrency < 1:
@@ -286,6 +294,36 @@ class CrawlConfig:
         if self.seen_mode == "auto":
             return "bloom" if self.expected_urls > 2_000_000 else "exact"
         return self.seen_mode
+
+
+EXTRACT_FORMATS = ("text", "markdown")
+
+
+def parse_extract(values: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``--extract text --extract markdown`` or ``--extract text,markdown``: the formats, in
+    the order given, each once."""
+    found: list[str] = []
+    for value in values:
+        for part in str(value).split(","):
+            name = part.strip().lower()
+            if not name:
+                continue
+            if name not in EXTRACT_FORMATS:
+                raise ConfigError(f"--extract must be text or markdown, got {part.strip()!r}")
+            if name not in found:
+                found.append(name)
+    return tuple(found)
+
+
+def parse_metrics_address(text: str) -> tuple[str, int]:
+    """``--metrics HOST:PORT`` (``[::1]:9108``; ``:9108`` or a bare port: loopback)."""
+    host, sep, port_s = text.strip().rpartition(":")
+    if not sep:
+        host, port_s = "", text.strip()
+    host = host.strip("[]") or "127.0.0.1"
+    if not port_s.isdigit() or not 0 <= int(port_s) < 65536:
+        raise ConfigError(f"--metrics {text!r} is not HOST:PORT (e.g. 127.0.0.1:9108)")
+    return host, int(port_s)
 
 
 _CRAWL_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")  # as frontier.redis keys take it

@@ -9,10 +9,19 @@
      ├── FetchError                      inside the fetch boundary only (fetch): mapped there
      │    ├── AddressRefused             private/loopback target without permission
      │    ├── fetch.InvalidTarget        a URL aiohttp cannot request
-     │    └── fetch.BrokenTransferCoding a chunk-size line that is not hex
+     │    ├── fetch.BrokenTransferCoding a chunk-size line that is not hex
+     │    ├── coding.BadContentCoding    (also ValueError) a body its Content-Encoding can't undo
+     │    └── resolver.Refused           (also OSError) raised inside aiohttp's resolver call
      ├── FrontierError                   the frontier's store failed (state.sqlite, Redis)
-     │    └── LeaseLost                  a shared frontier's lease expired under us
-     └── StorageError                    WARC, logs, continuity.sqlite, focus.json
+     │    ├── LeaseLost                  a shared frontier's lease expired under us
+     │    └── batch.ConnectionLost       (also redis' ConnectionError/TimeoutError)
+     ├── StorageError                    WARC, logs, continuity.sqlite, focus.json
+     ├── StateError (also ValueError)    a saved model or state row this version cannot read
+     ├── HandlerError (also TypeError)   a page handler that yields something not a dict
+     ├── workpool.WorkerDied             a worker process ended with pages in hand
+     └── (private: sitemaps.parse's expat stops, demo.lean's bad request, options' bad value)
+
+A leaf may also be the stdlib type its callers (or a library's) catch, as aiohttp's are.
 
 Outcomes of requests are values (see ``outcome``), never exceptions: a timeout, a refused
 connection or an oversized body is a ``FetchResult.error`` string that ``outcome.classify``
@@ -59,3 +68,13 @@ class LeaseLost(FrontierError):
 
 class StorageError(PolitecrawlError):
     """WARC or log output failed (disk full, permissions...)."""
+
+
+class StateError(PolitecrawlError, ValueError):
+    """A saved state (a model, a continuity row) from another version, or damaged: the
+    caller starts that part afresh (it catches ``ValueError``, as for bad JSON). Not a
+    ``StorageError``: nothing failed to write, and the crawl does not stop for it."""
+
+
+class HandlerError(PolitecrawlError, TypeError):
+    """A page handler broke its contract (it must yield dicts)."""

@@ -31,7 +31,7 @@ from politecrawl.urls.filters import (
     TrapLimits,
     trap_reason,
 )
-from politecrawl.urls.traps import UrlSpaces
+from politecrawl.urls.traps import TrapHook, UrlSpaces
 
 HOST_URLS = "host_urls:"  # counter prefix: URLs admitted per host (--max-urls-per-host)
 
@@ -77,7 +77,9 @@ class Gate:
         self._per_host: Counter[str] = Counter()
 
     @classmethod
-    def from_config(cls, cfg: CrawlConfig, never: NeverCrawlList | None = None) -> Gate:
+    def from_config(
+        cls, cfg: CrawlConfig, never: NeverCrawlList | None = None, on_trap: TrapHook | None = None
+    ) -> Gate:
         exts = cfg.blocked_extensions
         return cls(
             Scope(cfg.scope, cfg.seeds, cfg.allow),
@@ -85,7 +87,7 @@ class Gate:
             ExtensionFilter(exts if exts is not None else DEFAULT_BLOCKED_EXTENSIONS),
             TrapLimits(),
             cfg.max_urls_per_host,
-            UrlSpaces(cfg.max_urls_per_pattern),
+            UrlSpaces(cfg.max_urls_per_pattern, on_trap),
         )
 
     def refusal(self, url: str, kind: int = PAGE) -> tuple[DropReason, str] | None:

@@ -154,8 +154,8 @@ class Crawler:
         ctx.pool.start()
         part = self.partition
         async with Fetcher(self.cfg.fetch) as ctx.fetcher:
-            if part is not None:
-                await part.open(self._wake.set, self._storage_failed)
+            if part is not None and (outbox := ctx.frontier.outbox) is not None:
+                await part.open(ctx.admission, outbox, self._wake.set, self._storage_failed)
             await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
             with stop_on_signals(self._stop.is_set, self.stop):
                 while not self._stop.is_set():
@@ -241,6 +241,8 @@ class Crawler:
             self._flushed = now
         await ctx.store.flush()
         ctx.continuity.flush()
+        if ctx.metrics is not None:
+            ctx.metrics.frontier(await ctx.store.stats())
         if self.partition is not None:
             self.partition.saved()  # the links the others sent are saved: they may forget them
 

@@ -151,9 +151,24 @@ class CrawlStore(Protocol):
     async def close(self) -> None: ...
 
 
+class Outbox(Protocol):
+    """Links sent to the other processes of a partitioned crawl (``--processes N``), kept in
+    the sender's store until their owner says it saved them (``engine.partition``)."""
+
+    def outbox_add(self, peer: int, batch: bytes) -> int: ...
+    def outbox_drop(self, peer: int, upto: int) -> None: ...
+    def outbox_rows(self) -> list[tuple[int, int, bytes]]: ...
+
+
 class Backend(Frontier, QueueUpkeep, Protocol):
     """A backend as ``frontier.factory.make_frontier`` opens it: the queues with their upkeep,
     and their store."""
+
+    @property
+    def outbox(self) -> Outbox | None:
+        """Where a partition keeps the links it sends (None: this backend cannot be
+        partitioned over processes; a shared frontier is shared already)."""
+        ...
 
     @property
     def store(self) -> CrawlStore: ...
@@ -170,6 +185,7 @@ __all__ = [
     "CrawlStore",
     "Frontier",
     "Lease",
+    "Outbox",
     "QueueUpkeep",
     "RobotsRecord",
     "UrlEntry",
