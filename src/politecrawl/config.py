@@ -85,7 +85,7 @@ def _positive(name: str, value: float, *, zero_ok: bool = False) -> None:
         raise ConfigError(f"{name} must be {'>= 0' if zero_ok else '> 0'}, got {value}")
 
 
-MAX_URLS_PER_PATTERN = 100  # see traps.UrlSpaces
+MAX_URLS_PER_PATTERN = 5000  # see traps.UrlSpaces (the budget rule; calendars are stopped sooner)
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,7 +97,8 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         "max-urls-per-pattern",
         int,
         "trap guard: URLs of one generated pattern (digits, query values) found from its own "
-        "pages, per host (100; 0 = off)",
+        "pages, per host, before it is named a trap; raised by links from other hosts; "
+        "calendars are named sooner (5000; 0 = the guard off)",
     ),
     ("seen", str, "seen-set: auto | exact | bloom (auto: Bloom filter past 2 million URLs)"),
     ("expected-urls", int, "URLs the crawl may discover; sizes the Bloom filter (1000000)"),

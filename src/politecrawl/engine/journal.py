@@ -169,16 +169,22 @@ def trap_found(
     host: str,
     pattern: str,
     example: str,
+    why: str,
 ) -> None:
-    """A URL space that feeds itself: named in the log, ``log/traps.jsonl`` and log-stats.
-    (Given the parts it writes to, not the context: the context builds the gate with it.)"""
+    """A URL space with no end: named in the log, ``log/traps.jsonl`` and log-stats. ``why``:
+    ``calendar`` (its pages walk dates past the horizon) or ``budget`` (its own pages found
+    ``--max-urls-per-pattern`` of it, raised by links into it). (Given the parts it writes to,
+    not the context: the context builds the gate with it.)"""
     counters["traps_found"] += 1
+    if why == "calendar":
+        reason = "its pages keep linking dates ever further away (a calendar)"
+    else:
+        reason = f"its pages keep linking new ones (--max-urls-per-pattern {limit})"
     log.warning(
-        "suspected crawler trap on %s: URLs like %s keep linking to new ones; "
-        "no more of them are followed (--max-urls-per-pattern %s)",
+        "suspected crawler trap on %s: URLs like %s; %s; no more of them are followed",
         host,
         pattern,
-        limit,
+        reason,
     )
     traps_log.write(
         {
@@ -186,6 +192,7 @@ def trap_found(
             "host": host,
             "pattern": pattern,
             "example": example,
+            "why": why,
             "limit": limit,
         }
     )

@@ -205,6 +205,11 @@ class SqliteFrontier:
             later.append(item)
         for item in later:
             heapq.heappush(win, item)
+        if found is None and len(win) < self._pending[key]:
+            # the window is all URLs set aside for later: one due beyond it still goes now
+            found = self._due_beyond(key, now)
+            if found is not None:
+                self._window.pop(key, None)
         if found is None:
             return None
         self._pending[key] -= 1
@@ -215,6 +220,17 @@ class SqliteFrontier:
         elif win:
             self._set_best(key, -win[0][0])  # the key's best is now its next URL's
         return found
+
+    def _due_beyond(self, key: str, now: float) -> UrlEntry | None:
+        row = self._db.execute(
+            f"SELECT {_COLS}, outcome FROM urls WHERE key=? AND state=0 AND not_before<=? "
+            "ORDER BY priority DESC, seq LIMIT 1",
+            (key, now),
+        ).fetchone()
+        if row is None:
+            return None
+        url, k, depth, hops, attempt, nb, prio, kind, _seq, outcome = row
+        return UrlEntry(url, k, depth, hops, attempt, nb, prio, kind, refetch=outcome == "refetch")
 
     def _refill(self, key: str) -> list[tuple[float, int, UrlEntry]]:
         rows = self._db.execute(
