@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from redis_server import redis_url  # noqa: F401  (fixture)
 
+from politecrawl.storage.logs import read_jsonl
+
 HERE = Path(__file__).parent
 UA = "testbot/1.0 (+http://bot.example/info)"
 CLOCK_S = 0.002  # time.time() granularity and float rounding, not event-loop lag
@@ -234,5 +236,5 @@ def test_a_site_that_refuses_is_paused_then_given_up(tmp_path: Path) -> None:
     assert c["site_refused"] == (n_urls - 3) + n_urls
     assert summary["queued_left"] == 0
     assert p.stderr.count("given up") == 2 and p.stderr.count("paused for") == 2
-    req_log = [json.loads(x) for x in (tmp_path / "out" / "log" / "requests.jsonl").open()]
+    req_log = read_jsonl(tmp_path / "out" / "log" / "requests.jsonl")
     assert sum(r["outcome"] == "dropped:site_refused" for r in req_log) == 2

@@ -224,6 +224,8 @@ class CrawlConfig:
     )  # robots cache + host statistics shared across crawls
     log_rotate_bytes: int = 64 * 1024 * 1024
     log_retention_days: float = 30.0
+    # what the pages will be used for, resolved against the owners' statements (polite.usage)
+    purpose: Literal["search", "ai-input", "ai-train", "archive"] = "search"
 
     def __post_init__(self) -> None:
         if not self.seeds and self.frontier_url is None:
@@ -262,6 +264,10 @@ class CrawlConfig:
         _positive("--max-wait", self.max_wait_s)
         if self.defer_ratio is not None and not 0.0 <= self.defer_ratio <= 1.0:
             raise ConfigError(f"--defer-ratio must be in [0, 1], got {self.defer_ratio}")
+        if self.purpose not in ("search", "ai-input", "ai-train", "archive"):
+            raise ConfigError(
+                f"--purpose must be search, ai-input, ai-train or archive, got {self.purpose!r}"
+            )
         if self.strategy is not None and self.strategy not in (
             "bfs",
             "random",

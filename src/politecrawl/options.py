@@ -133,6 +133,13 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
     ("log-retention-days", float, "delete rotated logs older than this (30)"),
     ("no-progress", bool, "no live dashboard (it is drawn only on a terminal anyway)"),
+    (
+        "purpose",
+        str,
+        "what the pages are for: search | ai-input | ai-train | archive (default search); "
+        "a page whose owner refuses it (robots.txt Content-Usage/Content-Signal, tdmrep.json, "
+        "headers, meta, noai) is fetched but not kept (docs/politeness.md)",
+    ),
 ]
 
 
