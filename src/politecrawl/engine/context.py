@@ -143,7 +143,7 @@ class CrawlContext:
         # what this run is for, first in the request log: a complaint is answered from it
         self.request_log.write(
             {
-                "time": log_time(clock()),
+                "time": log_time(self.clock()),
                 "record": "header",
                 "user_agent": config.fetch.user_agent,
                 "purpose": config.purpose,

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from multidict import MultiMapping
+
 from politecrawl.polite import statements as st
 from politecrawl.robots.match import Matcher, Rule, normalise_path, normalise_pattern, request_path
 from politecrawl.robots.rules import RobotsRules, UsageLine
@@ -301,7 +303,7 @@ class UsageBook:
         origin: str,
         url: str,
         rules: RobotsRules | None,
-        headers: Mapping[str, str] | Any,
+        headers: MultiMapping[str],
         metas: Iterable[tuple[str, str]],
     ) -> Usage:
         """Every statement in force for a fetched page, decided. ``headers``: the response's

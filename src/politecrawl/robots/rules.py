@@ -255,10 +255,9 @@ class RobotsRules:
                 # Several values for one group: keep the largest (most polite).
                 if group is not None and delay is not None:
                     group.crawl_delay = max(delay, group.crawl_delay or 0.0)
-            elif key.lower() in _USAGE_KEYS:
-                if group is not None:  # a rule of the group (aipref-attach §3), as Allow is
-                    in_rules = True
-                    group.usage.append(UsageLine(key.lower(), number, value))
+            elif key.lower() in _USAGE_KEYS and group is not None:
+                in_rules = True  # a rule of the group (aipref-attach §3), as Allow is
+                group.usage.append(UsageLine(key.lower(), number, value))
             # Anything else is an unknown record: it does not end the group (§2.2.4).
         return cls(groups, list(sitemaps))
 
