@@ -45,8 +45,13 @@ def book(purpose: str, token: str = TOKEN) -> UsageBook:
     return UsageBook(Purpose(purpose), token)
 
 
-def page_usage(purpose: str, robots: bytes = b"", headers: dict[str, str] | None = None,
-               metas: list[tuple[str, str]] | None = None, path: str = "/p") -> list[str]:  # fmt: skip
+def page_usage(
+    purpose: str,
+    robots: bytes = b"",
+    headers: dict[str, str] | None = None,
+    metas: list[tuple[str, str]] | None = None,
+    path: str = "/p",
+) -> list[str]:
     b = book(purpose)
     rules = RobotsRules.parse(robots) if robots else None
     usage = b.for_page(ORIGIN, ORIGIN + path, rules, CIMultiDict(headers or {}), metas or [])
@@ -190,7 +195,7 @@ def test_a_malformed_line_is_ignored_and_the_others_still_apply(key: str, value:
     found = usage.statements_for(ORIGIN + "/good/page")
     assert any(s.where == "/good/" and s.prefs == {"ai-train": False} for s in found)
     for line in usage.bad:  # what was ignored is exactly what does not parse
-        path, text = st.robots_rule(line.value)
+        _, text = st.robots_rule(line.value)
         parse = st.vocabulary if line.key == "content-usage" else st.content_signal
         assert not text or parse(text) is None
 

@@ -32,7 +32,8 @@ async def crawl(web: UsageWeb, out: Path, purpose: str) -> str:
     seeds = out.parent / f"{out.name}-seeds.txt"
     seeds.write_text("\n".join(web.seeds()) + "\n")
     (out.parent / "usagehandlers.py").write_text(HANDLER)
-    env = {**os.environ, "PYTHONPATH": f"{out.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    path = f"{out.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    env = {**os.environ, "PYTHONPATH": path}
     args = [
         "-m", "politecrawl", "crawl", "--seeds", str(seeds), "--user-agent", UA,
         "--out", str(out), "--resolve", web.resolve_arg(), "--allow-private-addresses",
