@@ -110,6 +110,7 @@ def samples(tmp: Path, web: TestWeb, frontier: str, crawl_id: str) -> dict[str, 
         s("log-rotate-bytes", "5000000", 5000000, "log_rotate_bytes", 5000000),
         s("log-retention-days", "3", 3, "log_retention_days", 3),
         s("no-progress", None, True, "progress", False),
+        s("purpose", "ai-train", "ai-train", "purpose", "ai-train"),
     ]  # fmt: skip
     names = [sample.cli[0][2:] for sample in table]
     return dict(zip(names, table, strict=True))

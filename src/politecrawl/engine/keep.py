@@ -61,7 +61,7 @@ async def store_page(
     log's outcome and, with ``--recrawl``, when the page is due again."""
     counters, focus = ctx.counters, ctx.focus
     page, sim, packed = await read_page(ctx, entry, res)
-    usage = judge_usage(ctx, entry.url, page)
+    usage = await judge_usage(ctx, entry.url, page)
     page.usage = usage.to_json()
     if usage.refused:
         return await keep_reserved(ctx, entry, res, page, usage)
@@ -126,11 +126,11 @@ async def store_page(
     return ("stored" if not page.directives.noindex else "dropped:noindex"), seen.next_due
 
 
-def judge_usage(ctx: CrawlContext, url: str, page: Page) -> Usage:
+async def judge_usage(ctx: CrawlContext, url: str, page: Page) -> Usage:
     """What the owner says about this page's use, against the crawl's purpose: robots.txt's
     copy in force at the fetch, tdmrep.json, the response's headers, the page's meta."""
     origin = origin_of(url)
-    rules = ctx.robots.current(origin)
+    rules = ctx.robots.current(origin) or await ctx.robots.rules_for(origin, ctx.clock())
     return ctx.usage.for_page(origin, url, rules, page.headers, page.usage_metas)
 
 
