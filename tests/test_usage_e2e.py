@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -48,6 +49,14 @@ async def crawl(web: UsageWeb, out: Path, purpose: str) -> str:
     _, err = await asyncio.wait_for(proc.communicate(), 180)
     assert proc.returncode == 0, err.decode()[-3000:]
     return err.decode()
+
+
+def run(*args: str) -> str:
+    """A politecrawl command's standard output (it must succeed)."""
+    p = subprocess.run([sys.executable, "-m", "politecrawl", *args], capture_output=True,
+                       text=True, timeout=60)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    return p.stdout
 
 
 def reachable(port: int, *, refused_sites: bool) -> dict[str, tuple[str, ...]]:
@@ -134,6 +143,12 @@ async def test_ai_train_keeps_no_page_whose_owner_refuses_it(tmp_path: Path) -> 
     assert summary["reserved_sites"] == 2  # the two home pages never fetched
     # the malformed robots.txt line was ignored (/public kept) and said so
     assert f"cu-robots.{SUFFIX}" in err and "Train-AI=n" in err and "ignored" in err
+    # a complaint is answered with `politecrawl log`: the purpose and why a page was not kept
+    answer = run("log", str(out), "--host", f"cu-header.{SUFFIX}")
+    assert "declared purpose: ai-train" in answer
+    assert "reserved:header:content-usage" in answer and "not kept" in answer
+    stats = run("log-stats", str(out))
+    assert "not kept, the owner refusing the purpose (ai-train): 7" in stats
 
 
 async def test_search_keeps_every_page(tmp_path: Path) -> None:
@@ -151,3 +166,17 @@ async def test_search_keeps_every_page(tmp_path: Path) -> None:
     assert not any(p == "/.well-known/tdmrep.json" for _, p in web.log)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["reserved"] == 0 and summary["reserved_sites"] == 0
+
+
+def test_botpage_states_the_declared_purpose(tmp_path: Path) -> None:
+    page = run("botpage", "--user-agent", UA, "--contact", "ops@bot.example",
+               "--purpose", "ai-train")  # fmt: skip
+    assert "What the pages are used for: ai-train" in page and "training AI models" in page
+    assert "Content-Usage" in page and "tdmrep.json" in page and "noai" in page
+    toml = tmp_path / "crawl.toml"
+    toml.write_text('purpose = "ai-input"\n')
+    page = run("botpage", "--user-agent", UA, "--contact", "ops@bot.example",
+               "--config", str(toml), "--purpose", "We index recipes.")  # fmt: skip
+    assert "What the pages are used for: ai-input" in page and "We index recipes." in page
+    assert "What the pages are used for: search" in run(
+        "botpage", "--user-agent", UA, "--contact", "ops@bot.example")
