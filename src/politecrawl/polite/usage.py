@@ -21,6 +21,7 @@ the URL is not fetched at all (``site_refusal``). The table is in docs/politenes
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -60,6 +61,7 @@ class Purpose(enum.StrEnum):
 
 PURPOSES: Final = tuple(p.value for p in Purpose)
 TDM_PURPOSES: Final = frozenset({Purpose.AI_TRAIN, Purpose.AI_INPUT})  # text and data mining
+_TDM_KEYS: Final = tuple(sorted(p.value for p in TDM_PURPOSES))
 
 # aipref labels for each purpose, most specific level first; the first level that states a
 # preference decides (a category without one takes its parent's, as drafts -02..-04 nested
@@ -70,6 +72,7 @@ _AIPREF_LEVELS: Final[dict[Purpose, tuple[frozenset[str], ...]]] = {
     Purpose.SEARCH: (frozenset({"search"}), frozenset({"bots", "all"})),
     Purpose.ARCHIVE: (frozenset({"bots", "all"}),),
 }
+_LEVELS: Final = tuple((p.value, levels) for p, levels in _AIPREF_LEVELS.items())
 _SIGNALS: Final = {"search": Purpose.SEARCH, "ai-input": Purpose.AI_INPUT,
                    "ai-train": Purpose.AI_TRAIN}  # fmt: skip
 ROOT: Final = "/"  # a robots rule without a path, or tdmrep.json's "/": the whole site
@@ -132,11 +135,11 @@ def statement_of_labels(source: str, text: str, labels: Mapping[str, bool],
     """An aipref statement: per purpose, the first level of labels that states a preference,
     a refusal winning within a level."""
     prefs: dict[str, bool] = {}
-    for purpose, levels in _AIPREF_LEVELS.items():
+    for purpose, levels in _LEVELS:
         for level in levels:
             said = [labels[label] for label in level if label in labels]
             if said:
-                prefs[purpose.value] = all(said)
+                prefs[purpose] = all(said)
                 break
     return Statement(source, text, prefs, where)
 
@@ -148,10 +151,18 @@ def statement_of_signals(source: str, text: str, signals: Mapping[str, bool],
     return Statement(source, text, prefs, where)
 
 
+@functools.lru_cache(maxsize=1024)
+def _header_statement(text: str) -> Statement | None:
+    """A Content-Usage header's statement (a site sends the same few values again and again:
+    parsed once each). Statements are never changed once made, so one may be shared."""
+    labels = st.vocabulary(text)
+    return None if labels is None else statement_of_labels("header:content-usage", text, labels)
+
+
 def _tdm_statement(source: str, text: str, reserved: bool, where: str | None = None) -> Statement:
     """A TDMRep reservation refuses (or, at 0, allows) text and data mining: ai-train and
     ai-input; search and archive are not mining."""
-    return Statement(source, text, {p.value: not reserved for p in TDM_PURPOSES}, where)
+    return Statement(source, text, dict.fromkeys(_TDM_KEYS, not reserved), where)
 
 
 def _pattern(path: str) -> str:
@@ -178,7 +189,15 @@ class RobotsUsage:
                 continue
             rule = Rule(True, _pattern(made.where or ROOT), line.line, line.value)
             by_key.setdefault(line.key, []).append((rule, made))
-        self._kinds = [(Matcher([r for r, _ in found]), found) for found in by_key.values()]
+        # per kind: a matcher of its paths, and each matching line's statements (all those
+        # of the same path: attach-04 §3.1 combines them)
+        self._kinds: list[tuple[Matcher, dict[int, list[Statement]]]] = []
+        for found in by_key.values():
+            same: dict[str, list[Statement]] = {}
+            for rule, made in found:
+                same.setdefault(rule.pattern, []).append(made)
+            by_line = {rule.line: same[rule.pattern] for rule, _ in found}
+            self._kinds.append((Matcher([r for r, _ in found]), by_line))
 
     @staticmethod
     def _statement(line: UsageLine) -> Statement | None:
@@ -196,12 +215,10 @@ class RobotsUsage:
         all apply: attach-04 §3.1 combines them by vocab §5.1)."""
         path = normalise_path(request_path(url))
         out: list[Statement] = []
-        for matcher, found in self._kinds:
+        for matcher, by_line in self._kinds:
             line = matcher.decide(path).line
-            if line is None:
-                continue
-            pattern = next(r.pattern for r, _ in found if r.line == line)
-            out += [s for r, s in found if r.pattern == pattern]
+            if line is not None:
+                out += by_line[line]
         return out
 
 
@@ -209,19 +226,24 @@ class RobotsUsage:
 class TdmFile:
     """An origin's tdmrep.json: its rules in file order (None: no usable file)."""
 
-    rules: tuple[tuple[Matcher, st.TdmRule], ...] = ()
+    # each rule: the literal head of its pattern (a cheap first test), its matcher, itself
+    rules: tuple[tuple[str, Matcher, st.TdmRule], ...] = ()
 
     @classmethod
     def of(cls, rules: Iterable[st.TdmRule]) -> TdmFile:
-        return cls(tuple((Matcher([Rule(True, _pattern(r.location), 1, r.location)]), r)
-                         for r in rules))  # fmt: skip
+        made = []
+        for r in rules:
+            pattern = _pattern(r.location)
+            head = pattern.split("*", 1)[0].removesuffix("$")
+            made.append((head, Matcher([Rule(True, pattern, 1, r.location)]), r))
+        return cls(tuple(made))
 
     def statement_for(self, url: str) -> Statement | None:
         """The first rule whose location matches (TDMRep §6.1: the first is the most
         specific), as a statement; None when none matches (reservation unset)."""
         path = normalise_path(request_path(url))
-        for matcher, rule in self.rules:
-            if matcher.decide(path).line is not None:
+        for head, matcher, rule in self.rules:
+            if path.startswith(head) and matcher.decide(path).line is not None:
                 text = f"location={rule.location} tdm-reservation={int(rule.reserved)}"
                 if rule.policy:
                     text += f" tdm-policy={rule.policy}"
@@ -312,11 +334,11 @@ class UsageBook:
         cu = headers.getall("content-usage", [])
         if cu:
             text = ", ".join(cu)
-            labels = st.vocabulary(text)
-            if labels is None:
+            said = _header_statement(text)
+            if said is None:
                 self._bad_header(url, "Content-Usage", text)
             else:
-                found.append(statement_of_labels("header:content-usage", text, labels))
+                found.append(said)
         meta_robots: list[str] = []
         meta_tdm: str | None = None
         token = self.product_token.lower()
@@ -343,7 +365,7 @@ class UsageBook:
                               ("header:x-robots-tag", st.ai_tokens([], xrt, token))):  # fmt: skip
             for word in sorted(words):
                 # noimageai speaks of the page's images, which are not kept here: recorded
-                prefs = {p.value: False for p in TDM_PURPOSES} if word == "noai" else {}
+                prefs = dict.fromkeys(_TDM_KEYS, False) if word == "noai" else {}
                 found.append(Statement(source, word, prefs))
         return decide(self.purpose, found)
 
