@@ -6,6 +6,7 @@ kept (pages.jsonl, the WARC read with warcio, items.jsonl) and every other page 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import subprocess
@@ -28,7 +29,11 @@ def headings(page):
 '''
 
 
-async def crawl(web: UsageWeb, out: Path, purpose: str) -> str:
+DELAY_S = 0.2  # --min-delay of the ai-train crawl: tdmrep.json waits its turn like a page
+LOOP_LAG_S = 0.05  # the test web shares the test's event loop: its clock may read late
+
+
+async def crawl(web: UsageWeb, out: Path, purpose: str, delay_s: float = 0.02) -> str:
     """The real command, with a page handler (items.jsonl); returns its stderr."""
     seeds = out.parent / f"{out.name}-seeds.txt"
     seeds.write_text("\n".join(web.seeds()) + "\n")
@@ -38,7 +43,7 @@ async def crawl(web: UsageWeb, out: Path, purpose: str) -> str:
     args = [
         "-m", "politecrawl", "crawl", "--seeds", str(seeds), "--user-agent", UA,
         "--out", str(out), "--resolve", web.resolve_arg(), "--allow-private-addresses",
-        "--scope", "any", "--min-delay", "0.02", "--jitter", "0", "--delay-factor", "0",
+        "--scope", "any", "--min-delay", str(delay_s), "--jitter", "0", "--delay-factor", "0",
         "--ip-min-delay", "off", "--no-progress", "--purpose", purpose,
         "--handler", "usagehandlers:headings",
     ]  # fmt: skip
@@ -90,7 +95,7 @@ def warc_records(out: Path) -> list[tuple[str, str, str]]:
 
 async def test_ai_train_keeps_no_page_whose_owner_refuses_it(tmp_path: Path) -> None:
     async with UsageWeb() as web:
-        err = await crawl(web, tmp_path / "out", "ai-train")
+        err = await crawl(web, tmp_path / "out", "ai-train", DELAY_S)
     out = tmp_path / "out"
     expect = reachable(web.port, refused_sites=True)
     kept = {u for u, by in expect.items() if not by}
@@ -130,6 +135,12 @@ async def test_ai_train_keeps_no_page_whose_owner_refuses_it(tmp_path: Path) -> 
         else:
             assert "/.well-known/tdmrep.json" in asked  # once per origin
     assert sum(p == "/.well-known/tdmrep.json" for _, p in web.log) == len(SITES)
+    # ... under the site's own delay, like robots.txt and the pages: no two requests to a
+    # host closer than --min-delay, tdmrep.json included
+    for host in SITES:
+        starts = [t for (h, _), t in zip(web.log, web.times, strict=True) if h == host]
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
+        assert min(gaps) >= DELAY_S - LOOP_LAG_S, (host, gaps)
 
     log = read_jsonl(out / "log" / "requests.jsonl", headers=True)
     assert log[0]["record"] == "header" and log[0]["purpose"] == "ai-train"

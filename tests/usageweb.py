@@ -10,6 +10,7 @@ path and host, which sources refuse ``ai-train`` (empty: kept).
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -98,11 +99,13 @@ def url(host: str, path: str, port: int) -> str:
 
 
 class UsageWeb:
-    """``async with UsageWeb() as w``: ``w.log`` holds (host, path) of every request."""
+    """``async with UsageWeb() as w``: ``w.log`` holds (host, path) of every request, and
+    ``w.times`` when each arrived (monotonic seconds)."""
 
     def __init__(self) -> None:
         self.port = 0
         self.log: list[tuple[str, str]] = []
+        self.times: list[float] = []
         self._runner: web.AppRunner | None = None
 
     def resolve_arg(self) -> str:
@@ -117,6 +120,7 @@ class UsageWeb:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         host = request.host.split(":")[0].removesuffix("." + SUFFIX)
         self.log.append((host, request.path))
+        self.times.append(time.monotonic())
         site = SITES.get(host)
         if site is None:
             return web.Response(status=404)
