@@ -134,7 +134,7 @@ def test_one_request_at_a_time_per_server_ip_with_a_gap(tmp_path: Path, processe
     assert max_in_flight(rows) == 2  # one per server: the rule is per IP, not global
     if processes == "2":  # each server's names were crawled by both processes
         logs = sorted((tmp_path / "out" / "log").glob("requests*.jsonl"))
-        keys = [{json.loads(x)["key"] for x in p.read_text().splitlines()} for p in logs]
+        keys = [{r["key"] for r in read_jsonl(p)} for p in logs]
         assert len(keys) == 2
         for ks in keys:
             assert {k.split(".", 1)[1] for k in ks} == {"one.test", "two.test"}

@@ -294,7 +294,7 @@ class WarcWriter:
         rec.headers["Content-Type"] = "application/warc-fields"
         body = "".join(f"{k}: {' '.join(v.split())}\r\n" for k, v in fields)
         rec.set_bytes_content(body.encode("utf-8"))
-        self._write(rec)
+        self._append(_member(rec), 1)  # not indexed: CDXJ lists captures
 
     def flush(self) -> None:
         """Nothing is buffered (see the module docstring); kept for callers that save in order."""
