@@ -230,6 +230,8 @@ class CrawlConfig:
     extract: tuple[str, ...] = ()
     # HOST:PORT where /metrics is served while crawling (metrics); None: not served
     metrics: str | None = None
+    # what the pages will be used for, resolved against the owners' statements (polite.usage)
+    purpose: Literal["search", "ai-input", "ai-train", "archive"] = "search"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extract", parse_extract(self.extract))
@@ -274,6 +276,10 @@ class CrawlConfig:
         _positive("--max-wait", self.max_wait_s)
         if self.defer_ratio is not None and not 0.0 <= self.defer_ratio <= 1.0:
             raise ConfigError(f"--defer-ratio must be in [0, 1], got {self.defer_ratio}")
+        if self.purpose not in ("search", "ai-input", "ai-train", "archive"):
+            raise ConfigError(
+                f"--purpose must be search, ai-input, ai-train or archive, got {self.purpose!r}"
+            )
         if self.strategy is not None and self.strategy not in (
             "bfs",
             "random",

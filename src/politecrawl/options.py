@@ -147,6 +147,13 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         "HOST:PORT: serve Prometheus /metrics there while crawling (a bare port binds "
         "127.0.0.1; --processes N: one endpoint for the whole crawl)",
     ),
+    (
+        "purpose",
+        str,
+        "what the pages are for: search | ai-input | ai-train | archive (default search); "
+        "a page whose owner refuses it (robots.txt Content-Usage/Content-Signal, tdmrep.json, "
+        "headers, meta, noai) is fetched but not kept (docs/politeness.md)",
+    ),
 ]
 
 

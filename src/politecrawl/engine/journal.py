@@ -63,6 +63,10 @@ class Summary:
     queued_left: int
     counters: dict[str, int]
     stopped_by: str
+    # pages fetched but not kept, their owner refusing the purpose, and URLs not fetched
+    # because the whole site refuses it (polite.usage)
+    reserved: int = 0
+    reserved_sites: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -84,6 +88,8 @@ def summary_of(c: Counter[str], *, seconds: float, queued_left: int, stopped_by:
         queued_left=queued_left,
         counters={k: v for k, v in sorted(c.items()) if not k.startswith(HOST_URLS)},
         stopped_by=stopped_by,
+        reserved=c["reserved"],
+        reserved_sites=c[DropReason.RESERVED_SITE.value],
     )
 
 

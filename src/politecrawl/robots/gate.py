@@ -25,6 +25,7 @@ from politecrawl.engine.outcome import DropReason, RobotsOutcome, classify_robot
 from politecrawl.engine.request import request
 from politecrawl.frontier import UrlEntry
 from politecrawl.polite import politeness
+from politecrawl.robots.rules import RobotsRules
 from politecrawl.urls.canonical import host_of, origin_of, robots_url
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("politecrawl")
 
+TDMREP_PATH = "/.well-known/tdmrep.json"
 ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the origin's URLs are dropped
 MAX_HELD_PER_TURN = 64  # URLs of unreachable origins set aside in one turn, at most
 
@@ -86,6 +88,21 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
         if not allowed:
             await drop(ctx, entry, DropReason.ROBOTS)
             continue
+        if not ctx.usage.tdmrep_known(origin):  # once per origin, as robots.txt: page waits
+            await ctx.frontier.push_back(entry, front=True)
+            if await fetch_tdmrep(ctx, origin, host, rules):
+                return Held(made_request=True)
+            continue  # not asked (robots.txt disallows it): the page may go now
+        refusal = ctx.usage.site_refusal(origin, url, rules)
+        if refusal is not None:  # the owner refuses the purpose site-wide: not even fetched
+            if origin not in ctx.refusing_sites:
+                ctx.refusing_sites.add(origin)
+                log.info(
+                    "%s refuses %s for the whole site (%s): its pages are not fetched",
+                    origin, ctx.cfg.purpose, ", ".join(refusal.sources),
+                )  # fmt: skip
+            await drop(ctx, entry, DropReason.RESERVED_SITE)
+            continue
         return entry
     return Held(made_request=False)
 
@@ -93,6 +110,23 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
 async def drop(ctx: CrawlContext, entry: UrlEntry, reason: DropReason) -> None:
     ctx.counters[reason.value] += 1
     await ctx.frontier.finish(entry.url, f"dropped:{reason.value}")
+
+
+async def fetch_tdmrep(
+    ctx: CrawlContext, origin: str, host: politeness.HostState, rules: RobotsRules
+) -> bool:
+    """``/.well-known/tdmrep.json`` (TDMRep §6.1), once per origin, under the site's own lease
+    and delay like robots.txt, and logged; True if a request was made (robots.txt may
+    disallow it: then the site has no file for us)."""
+    target = origin + TDMREP_PATH
+    if not rules.is_allowed(ctx.token, target):
+        ctx.usage.record_tdmrep(origin, None, b"")
+        return False
+    res = await request(ctx, host, target, html_only=False)
+    label = ctx.usage.record_tdmrep(origin, res.status, res.body)
+    ctx.counters[label] += 1
+    log_request(ctx, res, label, 1, host)
+    return True
 
 
 async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostState) -> None:
