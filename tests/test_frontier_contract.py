@@ -356,6 +356,25 @@ async def test_retry_waits_for_not_before(open_frontier: Opener) -> None:
 
 
 @pytest.mark.e2e
+async def test_many_urls_set_aside_do_not_hide_a_due_one(open_frontier: Opener) -> None:
+    # an unreachable origin's URLs wait for its robots.txt (robots.gate), more of them than a
+    # backend's in-memory window, all ranked above the key's other origin's URL: it still goes
+    f = await open_frontier()
+    await f.add([e(f"w{i}", prio=1.0) for i in range(80)] + [e("due")])
+    assert await lease(f, T0) == "a.test"
+    for _ in range(80):
+        w = await f.pop_url("a.test", T0)
+        assert w is not None and "/w" in w.url
+        w.not_before = T0 + 60
+        await f.push_back(w)
+    got = await f.pop_url("a.test", T0 + 1)
+    assert got is not None and got.url.endswith("/due")
+    await f.finish(got.url, "stored")
+    assert await f.pop_url("a.test", T0 + 1) is None
+    assert len(await drain(f, "a.test", T0 + 60)) == 80
+
+
+@pytest.mark.e2e
 async def test_drop_queued(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2"), e("3"), e("x", "b.test")])

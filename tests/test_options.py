@@ -114,6 +114,7 @@ def samples(tmp: Path, web: TestWeb, frontier: str, crawl_id: str) -> dict[str, 
         s("no-progress", None, True, "progress", False),
         s("extract", "text,markdown", ["text", "markdown"], "extract", ["text", "markdown"]),
         s("metrics", "127.0.0.1:0", "127.0.0.1:0", "metrics", "127.0.0.1:0"),
+        s("purpose", "ai-train", "ai-train", "purpose", "ai-train"),
     ]  # fmt: skip
     names = [sample.cli[0][2:] for sample in table]
     return dict(zip(names, table, strict=True))

@@ -19,7 +19,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.demo.accesslog import politeness_violations
 from politecrawl.demo.web import TestWeb
-from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.logs import iter_log_records, read_jsonl
 
 pytestmark = pytest.mark.e2e
 
@@ -66,7 +66,7 @@ def _each_site_in_one_process(out: Path, web: TestWeb) -> None:
     """Both processes made requests, and each site's requests all came from one of them."""
     logs = sorted((out / "log").glob("requests*.jsonl"))
     assert [p.name for p in logs] == ["requests.jsonl", "requests@1.jsonl"]
-    sites = [{json.loads(x)["key"] for x in p.read_text().splitlines()} for p in logs]
+    sites = [{r["key"] for r in read_jsonl(p)} for p in logs]
     assert sites[0] and sites[1] and not sites[0] & sites[1]
     assert sites[0] | sites[1] <= set(web.hosts)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from politecrawl.errors import ConfigError
+from politecrawl.urls.canonical import canonical_seeds
 
 Scope = Literal["host", "domain", "any"]
 KeyMode = Literal["host", "domain", "ip"]
@@ -85,7 +86,7 @@ def _positive(name: str, value: float, *, zero_ok: bool = False) -> None:
         raise ConfigError(f"{name} must be {'>= 0' if zero_ok else '> 0'}, got {value}")
 
 
-MAX_URLS_PER_PATTERN = 100  # see traps.UrlSpaces
+MAX_URLS_PER_PATTERN = 5000  # see traps.UrlSpaces (the budget rule; calendars are stopped sooner)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +233,8 @@ class CrawlConfig:
     extract: tuple[str, ...] = ()
     # HOST:PORT where /metrics is served while crawling (metrics); None: not served
     metrics: str | None = None
+    # what the pages will be used for, resolved against the owners' statements (polite.usage)
+    purpose: Literal["search", "ai-input", "ai-train", "archive"] = "search"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extract", parse_extract(self.extract))
@@ -239,6 +242,9 @@ class CrawlConfig:
             parse_metrics_address(self.metrics)
         if not self.seeds and self.frontier_url is None:
             raise ConfigError("no seed URLs")
+        # canonical once, whatever their source (``Seeds`` pass as they are: a replace() or a
+        # seeds file does not do it again)
+        object.__setattr__(self, "seeds", canonical_seeds(self.seeds))
         items = self.items_file
         if items is not None and items.suffix not in (".jsonl", ".json", ".csv"):
             raise ConfigError(
@@ -279,6 +285,10 @@ class CrawlConfig:
         _positive("--max-wait", self.max_wait_s)
         if self.defer_ratio is not None and not 0.0 <= self.defer_ratio <= 1.0:
             raise ConfigError(f"--defer-ratio must be in [0, 1], got {self.defer_ratio}")
+        if self.purpose not in ("search", "ai-input", "ai-train", "archive"):
+            raise ConfigError(
+                f"--purpose must be search, ai-input, ai-train or archive, got {self.purpose!r}"
+            )
         if self.strategy is not None and self.strategy not in (
             "bfs",
             "random",
@@ -349,8 +359,9 @@ def check_shared_crawl(frontier_url: str, crawl_id: str | None) -> None:
 
 
 def read_seeds(path: Path) -> tuple[str, ...]:
-    """One URL a line, ``#`` comments; each must be an http(s) URL (checked by ``urls``).
-    ``-`` is standard input (``--seeds -``: URLs piped in)."""
+    """One URL a line, ``#`` comments; each must be an http(s) URL: canonical ``Seeds``
+    (``urls.canonical.canonical_seeds``, the one place seeds are canonicalised). ``-`` is
+    standard input (``--seeds -``: URLs piped in)."""
     if str(path) == "-":
         return seed_lines(sys.stdin.read(), "<stdin>")
     try:
@@ -365,20 +376,16 @@ def read_seeds(path: Path) -> tuple[str, ...]:
 def seed_lines(text: str, where: str) -> tuple[str, ...]:
     """The seed URLs of ``text`` (one a line, ``#`` comments), canonical; ``where`` names
     their source (a file, ``<stdin>``) in errors."""
-    from politecrawl.urls.canonical import canonicalize
-
     seeds: list[str] = []
+    places: list[str] = []
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        try:
-            seeds.append(canonicalize(line))
-        except ValueError as exc:
-            raise ConfigError(f"{where}:{lineno}: bad seed URL {line!r}: {exc}") from None
+        if line:
+            seeds.append(line)
+            places.append(f"{where}:{lineno}")
     if not seeds:
         raise ConfigError(f"seeds file {where} holds no URL")
-    return tuple(seeds)
+    return canonical_seeds(seeds, places)
 
 
 def read_lines_file(path: Path, what: str) -> tuple[str, ...]:

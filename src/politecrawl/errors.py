@@ -6,6 +6,7 @@
      ├── ConfigError (also ValueError)   bad option, bad seed, bad User-Agent
      │    └── OutputInUse                another live crawl holds the --out folder
      ├── UrlError (also ValueError)      a URL that cannot be crawled
+     │    └── SeedError (also ConfigError) a seed that is not one (the user's mistake)
      ├── FetchError                      inside the fetch boundary only (fetch): mapped there
      │    ├── AddressRefused             private/loopback target without permission
      │    ├── fetch.InvalidTarget        a URL aiohttp cannot request
@@ -46,6 +47,10 @@ class OutputInUse(ConfigError):
 
 class UrlError(PolitecrawlError, ValueError):
     """A URL that cannot be crawled (bad syntax, scheme, host or port)."""
+
+
+class SeedError(ConfigError, UrlError):
+    """A seed that is not a crawlable URL: the user's mistake, about a URL."""
 
 
 class FetchError(PolitecrawlError):

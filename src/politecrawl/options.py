@@ -97,7 +97,8 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         "max-urls-per-pattern",
         int,
         "trap guard: URLs of one generated pattern (digits, query values) found from its own "
-        "pages, per host (100; 0 = off)",
+        "pages, per host, before it is named a trap; raised by links from other hosts; "
+        "calendars are named sooner (5000; 0 = the guard off)",
     ),
     ("seen", str, "seen-set: auto | exact | bloom (auto: Bloom filter past 2 million URLs)"),
     ("expected-urls", int, "URLs the crawl may discover; sizes the Bloom filter (1000000)"),
@@ -111,7 +112,8 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     (
         "defer-ratio",
         float,
-        "focused: a site whose best URL scores below this share of the best queued anywhere "
+        "focused: a site whose best URL scores below this share of the best queued at a "
+        "site that can be asked now or soon (not one that fails, backs off or is parked) "
         "waits while that one waits on its delay (0.5; 0 = any free site)",
     ),
     ("topic", str, "what the crawl looks for, e.g. 'steam locomotives, steam trains'"),
@@ -150,6 +152,13 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         str,
         "HOST:PORT: serve Prometheus /metrics there while crawling (a bare port binds "
         "127.0.0.1; --processes N: one endpoint for the whole crawl)",
+    ),
+    (
+        "purpose",
+        str,
+        "what the pages are for: search | ai-input | ai-train | archive (default search); "
+        "a page whose owner refuses it (robots.txt Content-Usage/Content-Signal, tdmrep.json, "
+        "headers, meta, noai) is fetched but not kept (docs/politeness.md)",
     ),
 ]
 

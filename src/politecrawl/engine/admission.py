@@ -3,9 +3,10 @@
 Seeds, extracted links, redirect targets and sitemap entries all come through ``admit``:
 canonical form -> seen-set -> scope (allow-list) -> never-crawl list -> extension filter ->
 trap limits (URL shape, then URL spaces that grow without end) -> queue. URLs from outside the
-crawler (seeds given to the API or the CLI, robots.txt ``Sitemap:`` lines) are canonicalised
-here (``raw=True``); links, redirect targets and sitemap entries arrive canonical from
-``urls.join`` / ``urls.canonicalize`` and are not done twice (the per-link hot path). The
+crawler (robots.txt ``Sitemap:`` lines) are canonicalised here (``raw=True``); seeds come
+canonical from ``CrawlConfig`` (``urls.canonical.canonical_seeds``, once); links, redirect
+targets and sitemap entries arrive canonical from ``urls.join`` / ``urls.canonicalize`` and
+are not done twice (the per-link hot path). The
 seen check comes first because most links on the Web were seen already (and it is one batched
 call per page for a networked frontier); every URL the gate refuses is remembered
 as seen too, so its refusal is counted once.
@@ -20,7 +21,7 @@ from typing import Literal, Protocol
 
 from politecrawl.config import CrawlConfig
 from politecrawl.engine.outcome import DropReason
-from politecrawl.errors import ConfigError, UrlError
+from politecrawl.errors import UrlError
 from politecrawl.frontier import PAGE, SITEMAP, CrawlStore, Frontier, UrlEntry
 from politecrawl.polite.exclusions import NeverCrawlList
 from politecrawl.urls.canonical import canonicalize, host_of, origin_of, politeness_key
@@ -37,18 +38,6 @@ HOST_URLS = "host_urls:"  # counter prefix: URLs admitted per host (--max-urls-p
 # refusals an option can lift (--scope, --allow, --exclude-file): remembered for a resume
 LIFTABLE = frozenset({DropReason.OUT_OF_SCOPE, DropReason.EXCLUDED})
 RefusedRow = tuple[str, str, int, int, int, float]  # url, reason, depth, hops, kind, priority
-
-
-def canonical_seeds(seeds: Sequence[str]) -> tuple[str, ...]:
-    """Seeds in their canonical form, in order, once each; a seed that is not a crawlable URL
-    is the user's mistake, so it is a ConfigError naming it, not a silent drop."""
-    out: dict[str, None] = {}
-    for seed in seeds:
-        try:
-            out[canonicalize(seed.strip())] = None
-        except UrlError as exc:
-            raise ConfigError(f"seed {seed[:200]!r} is not a crawlable URL: {exc}") from None
-    return tuple(out)
 
 
 class Router(Protocol):

@@ -35,8 +35,9 @@ from politecrawl.handler import PageHandler, load_handler
 from politecrawl.net.fetch import Fetcher
 from politecrawl.polite.exclusions import NeverCrawlList
 from politecrawl.polite.politeness import robots_retry_base_s
+from politecrawl.polite.usage import Purpose, UsageBook
 from politecrawl.robots.cache import RobotsCache
-from politecrawl.storage import JsonlLog, WarcWriter
+from politecrawl.storage import JsonlLog, WarcWriter, log_time
 from politecrawl.storage.outlock import OutputLock
 from politecrawl.storage.sinks import ContentLog, ItemsCsv, ItemsJson, ItemsLog, PagesLog, Sink
 from politecrawl.tools.dashboard import Dashboard
@@ -131,6 +132,17 @@ class CrawlContext:
         }
         log = out / "log"
         self.request_log = JsonlLog(log / self.tagged("requests.jsonl"), **logs)
+        # what this run is for, first in the request log: a complaint is answered from it
+        self.request_log.write(
+            {
+                "time": log_time(self.clock()),
+                "record": "header",
+                "user_agent": config.fetch.user_agent,
+                "purpose": config.purpose,
+            }
+        )
+        self.usage = UsageBook(Purpose(config.purpose), self.token)
+        self.refusing_sites: set[str] = set()  # origins whose whole site refuses the purpose
         self.robots_log = JsonlLog(log / self.tagged("robots.jsonl"), **logs)
         self.warc = WarcWriter(
             out / "warc",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import sys
 import time
@@ -19,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
 from politecrawl.config import CrawlConfig
-from politecrawl.engine.admission import Admission, canonical_seeds
+from politecrawl.engine.admission import Admission
 from politecrawl.engine.context import CrawlContext
 from politecrawl.engine.journal import Summary, summary_of, write_summary
 from politecrawl.engine.partition import IDLE_POLL_S, Partition
@@ -67,9 +66,7 @@ class Crawler:
         partition: Partition | None = None,
         notify: Callable[[str], None] | None = None,
     ) -> None:
-        # every seed in its canonical form, whoever gave it (API or CLI); a bad one is an error
-        config = dataclasses.replace(config, seeds=canonical_seeds(config.seeds))
-        self.cfg = config
+        self.cfg = config  # (its seeds canonical: ``CrawlConfig`` makes them so, once)
         self.clock = clock
         self._stop = asyncio.Event()
         self._wake: asyncio.Event | None = None

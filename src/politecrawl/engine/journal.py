@@ -63,6 +63,10 @@ class Summary:
     queued_left: int
     counters: dict[str, int]
     stopped_by: str
+    # pages fetched but not kept, their owner refusing the purpose, and URLs not fetched
+    # because the whole site refuses it (polite.usage)
+    reserved: int = 0
+    reserved_sites: int = 0
     robots_absent: int = 0  # robots.txt 4xx (RFC 9309 2.3.1.3: allow all): not an error
 
     def to_json(self) -> dict[str, Any]:
@@ -85,6 +89,8 @@ def summary_of(c: Counter[str], *, seconds: float, queued_left: int, stopped_by:
         queued_left=queued_left,
         counters={k: v for k, v in sorted(c.items()) if not k.startswith(HOST_URLS)},
         stopped_by=stopped_by,
+        reserved=c["reserved"],
+        reserved_sites=c[DropReason.RESERVED_SITE.value],
         robots_absent=c["robots:none"],
     )
 
@@ -171,16 +177,22 @@ def trap_found(
     host: str,
     pattern: str,
     example: str,
+    why: str,
 ) -> None:
-    """A URL space that feeds itself: named in the log, ``log/traps.jsonl`` and log-stats.
-    (Given the parts it writes to, not the context: the context builds the gate with it.)"""
+    """A URL space with no end: named in the log, ``log/traps.jsonl`` and log-stats. ``why``:
+    ``calendar`` (its pages walk dates past the horizon) or ``budget`` (its own pages found
+    ``--max-urls-per-pattern`` of it, raised by links into it). (Given the parts it writes to,
+    not the context: the context builds the gate with it.)"""
     counters["traps_found"] += 1
+    if why == "calendar":
+        reason = "its pages keep linking dates ever further away (a calendar)"
+    else:
+        reason = f"its pages keep linking new ones (--max-urls-per-pattern {limit})"
     log.warning(
-        "suspected crawler trap on %s: URLs like %s keep linking to new ones; "
-        "no more of them are followed (--max-urls-per-pattern %s)",
+        "suspected crawler trap on %s: URLs like %s; %s; no more of them are followed",
         host,
         pattern,
-        limit,
+        reason,
     )
     traps_log.write(
         {
@@ -188,6 +200,7 @@ def trap_found(
             "host": host,
             "pattern": pattern,
             "example": example,
+            "why": why,
             "limit": limit,
         }
     )

@@ -70,6 +70,8 @@ class DropReason(enum.StrEnum):
     NOINDEX = "noindex"
     DUPLICATE_URL = "duplicate_url_rule"  # a learned rule says it is a variant of another URL
     SITE_REFUSED = "site_refused"  # the site refused request after request: given up
+    # robots.txt or tdmrep.json refuses the crawl's purpose for the whole site (polite.usage)
+    RESERVED_SITE = "reserved_site"
 
 
 @dataclass(frozen=True, slots=True)

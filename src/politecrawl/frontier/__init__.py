@@ -7,7 +7,10 @@ Three narrow protocols, async so a networked backend fits:
   finish / push_back / drop_queued -> release, and ``add`` for admitted links;
 - ``QueueUpkeep`` (2): re-prioritising and trimming the queues, off the turn's path;
 - ``CrawlStore``: the rest of the crawl's state (seen-set, site states, robots.txt copies,
-  validators, counters), which the queues' backend opens and shares its connection with.
+  validators, counters), which the queues' backend opens and shares its connection with;
+- ``Backend.outbox`` says whether a backend can be partitioned over processes
+  (``--processes N``: the ``Outbox`` its store keeps the links sent to the others in), so the
+  engine never asks which backend it has.
 
 ``SqliteFrontier`` (with ``SqliteStore``) is the embedded default, ``RedisFrontier`` (with
 ``RedisStore``) the shared one. Every backend keeps the same promises, checked by one

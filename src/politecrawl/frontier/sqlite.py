@@ -42,7 +42,7 @@ from politecrawl.errors import FrontierError
 from politecrawl.frontier import Lease, Outbox, Refusals, UrlEntry
 from politecrawl.frontier.sqlitestore import SqliteStore
 from politecrawl.polite import politeness
-from politecrawl.polite.politeness import HostState, IpGate
+from politecrawl.polite.politeness import HostState, IpGate, only_its_turn
 
 WINDOW = 32
 _COLS = "url, key, depth, hops, attempt, not_before, priority, kind, seq"
@@ -257,6 +257,11 @@ class SqliteFrontier:
             later.append(item)
         for item in later:
             heapq.heappush(win, item)
+        if found is None and len(win) < self._pending[key]:
+            # the window is all URLs set aside for later: one due beyond it still goes now
+            found = self._due_beyond(key, now)
+            if found is not None:
+                self._window.pop(key, None)
         if found is None:
             return None
         self._pending[key] -= 1
@@ -267,6 +272,17 @@ class SqliteFrontier:
         elif win:
             self._set_best(key, -win[0][0])  # the key's best is now its next URL's
         return found
+
+    def _due_beyond(self, key: str, now: float) -> UrlEntry | None:
+        row = self._db.execute(
+            f"SELECT {_COLS}, outcome FROM urls WHERE key=? AND state=0 AND not_before<=? "
+            "ORDER BY priority DESC, seq LIMIT 1",
+            (key, now),
+        ).fetchone()
+        if row is None:
+            return None
+        url, k, depth, hops, attempt, nb, prio, kind, _seq, outcome = row
+        return UrlEntry(url, k, depth, hops, attempt, nb, prio, kind, refetch=outcome == "refetch")
 
     def _refill(self, key: str) -> list[tuple[float, int, UrlEntry]]:
         rows = self._db.execute(
@@ -349,26 +365,43 @@ class SqliteFrontier:
         if self.defer_ratio:
             heapq.heappush(self._best_heap, (-prio, key))
 
-    def _best_anywhere(self) -> float | None:
-        """The best queued URL's priority over all keys: ready, waiting or leased."""
+    def _best_anywhere(self, now: float) -> float | None:
+        """The best queued URL's priority over the keys that can be asked now or soon: ready,
+        in flight or waiting for their ordinary turn (``politeness.only_its_turn``). A key
+        that fails, backs off or is parked leaves the heap here and comes back when its
+        state may have changed: released after a turn, due again, or a new best URL."""
         h = self._best_heap
-        while h and (self._best.get(h[0][1]) != -h[0][0] or not self._pending.get(h[0][1])):
-            heapq.heappop(h)
+        while h:
+            negp, key = h[0]
+            if self._best.get(key) != -negp or not self._pending.get(key):
+                heapq.heappop(h)  # stale
+            elif not only_its_turn(self.store.host_now(key), now):
+                heapq.heappop(h)  # benched (see _rebench)
+            else:
+                break
         if len(h) > 4 * len(self._best) + 1024:  # stale entries: rebuild
             self._best_heap = h = [(-p, k) for k, p in self._best.items() if self._pending.get(k)]
             heapq.heapify(h)
+            return self._best_anywhere(now)
         return -h[0][0] if h else None
 
-    def _not_worth_it(self, prio: float) -> bool:
+    def _rebench(self, key: str) -> None:
+        """The key's state may have changed (a turn ended, it is due): compare it again."""
+        if self.defer_ratio and self._pending.get(key) and key in self._best:
+            heapq.heappush(self._best_heap, (-self._best[key], key))
+
+    def _not_worth_it(self, prio: float, now: float) -> bool:
         """``defer_ratio`` (``--defer-ratio``): a ready key whose best URL is below this share
-        of the best queued anywhere waits while that better URL waits on its own site's
-        delay or turn, as links from unproductive sites "aren't crawled unless there's
-        nothing else to do" (../shared/seeds/004). A page budget is then spent on the best
-        URLs known, at the cost of time; ``max_wait_s`` still bounds every site's wait.
-        Only for priorities >= 0 (the focused strategies' scores)."""
+        of the best queued at a site that can be asked now or soon waits while that better
+        URL waits on its own site's delay or turn, as links from unproductive sites "aren't
+        crawled unless there's nothing else to do" (../shared/seeds/004). A page budget is
+        then spent on the best URLs known, at the cost of time; ``max_wait_s`` still bounds
+        every site's wait. Sites that fail, back off or are parked are no reference: the
+        crawl keeps its pace when its best links point at hosts that fail. Only for
+        priorities >= 0 (the focused strategies' scores)."""
         if not self.defer_ratio or prio < 0:
             return False
-        best = self._best_anywhere()
+        best = self._best_anywhere(now)
         return best is not None and prio < self.defer_ratio * best
 
     def _push_ready(self, key: str) -> None:
@@ -386,6 +419,7 @@ class SqliteFrontier:
             when, key = heapq.heappop(th)
             if self._scheduled.get(key) == when and key not in self._ready_prio:
                 self._push_ready(key)
+                self._rebench(key)
                 self._ready_since[key] = now  # (a key queued long after its `when` waited less)
                 self._overdue.append((now, key))
         fifo = self._overdue
@@ -411,7 +445,7 @@ class SqliteFrontier:
             if self._ready_prio.get(key) != -negp:
                 heapq.heappop(ready)
                 continue  # stale
-            if (self._leased or self._time_heap) and self._not_worth_it(-negp):
+            if (self._leased or self._time_heap) and self._not_worth_it(-negp, now):
                 # the best ready one is not worth a request now: none is; the better URL's
                 # key is in flight or waiting on its delay
                 self._deferring = True
@@ -518,6 +552,7 @@ class SqliteFrontier:
         self.store.save_host(state)
         if self._pending.get(key):
             self._schedule(key, max(state.next_allowed, self._earliest_not_before(key)))
+            self._rebench(key)
         else:
             self._pending.pop(key, None)
             self._window.pop(key, None)

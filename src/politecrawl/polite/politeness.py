@@ -202,6 +202,22 @@ def is_parked(state: HostState, now: float) -> bool:
     return state.parked_until > now
 
 
+def only_its_turn(state: HostState, now: float) -> bool:
+    """Whether the site waits for nothing but its ordinary turn: it has answered before, its
+    last request did not fail or refuse, and it is not backing off, told to retry after, or
+    parked. Only such sites can be asked now or soon; the budget policy (``--defer-ratio``)
+    holds other sites back for their URLs and for no other, or a crawl whose best links
+    point at hosts that fail (names that do not resolve, robots.txt out of reach) stalls."""
+    return (
+        bool(state.response_times_s)
+        and state.consecutive_failures == 0
+        and state.consecutive_refusals == 0
+        and state.backoff_factor <= 1.0
+        and state.retry_after_until <= now
+        and state.parked_until <= now
+    )
+
+
 def in_penalty_box(state: HostState, now: float) -> bool:
     """Slowed down by the site itself (a 429/503's doubled delay, or a Retry-After still
     running), not parked: what ``--metrics`` counts as ``sites{state="penalty_box"}``."""

@@ -7,6 +7,10 @@ known or stale, THIS turn fetches robots.txt (``fetch_robots``: the same lease, 
 fetcher and log as a page) and the page waits for the key's next turn. What a robots.txt
 answer means is ``outcome.classify_robots``'s table; how long to wait before asking an
 unreachable one again is ``politeness.robots_retry_s``'s.
+
+Admission is per origin (scheme, host, port: RFC 9309 2.3), politeness per key: while one
+origin's robots.txt is unreachable only its own URLs wait (each set aside until the next
+ask, dropped after ``ROBOTS_GIVE_UP`` failures); the key's other origins are served.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from politecrawl.engine.request import request
 from politecrawl.errors import StorageError
 from politecrawl.frontier import UrlEntry
 from politecrawl.polite import politeness
+from politecrawl.robots.rules import RobotsRules
 from politecrawl.urls.canonical import host_of, origin_of, robots_url
 
 if TYPE_CHECKING:
@@ -29,7 +34,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("politecrawl")
 
-ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the site's URLs are dropped
+TDMREP_PATH = "/.well-known/tdmrep.json"
+ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the origin's URLs are dropped
+MAX_HELD_PER_TURN = 64  # URLs of unreachable origins set aside in one turn, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +51,7 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
     now = ctx.clock()
     if ctx.never.maybe_reload(now):  # cheap unless a check is due
         ctx.counters["never_crawl_reloads"] += 1
+    held = 0
     while (entry := await ctx.frontier.pop_url(key, now)) is not None:
         url = entry.url
         if ctx.never.excludes(host_of(url)):
@@ -55,39 +63,75 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             await ctx.admission.admit([(canonical, entry.priority)], depth=entry.depth)
             continue
         origin = origin_of(url)
+        why = ctx.robots.unfetchable(origin)
+        if why is not None:  # nothing of this origin can be fetched: its URLs go, no others
+            ctx.counters[why] += 1
+            await ctx.frontier.finish(url, f"dropped:{why}")
+            continue
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
-            await ctx.frontier.push_back(entry, front=True)
             if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
-                # asked enough (its retry time passed while the site's delay ran): give up
-                await _give_up(ctx, key)
-                return Held(made_request=False)
+                # asked enough (its retry time passed while the site's delay ran): it goes
+                await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
+                continue
+            await ctx.frontier.push_back(entry, front=True)
             await fetch_robots(ctx, origin, host)
             return Held(made_request=True)
         allowed = rules.is_allowed(ctx.token, url)
         if not robots_usable(ctx.robots.status(origin)) and not allowed:
-            # robots.txt unreachable: stay away, ask again later, give up after a few tries
-            await ctx.frontier.push_back(entry, front=True)
-            politeness.wait_until(host, ctx.robots.retry_at(origin))
+            # robots.txt unreachable: this origin's URL waits for the next ask and goes after
+            # a few; the key's other origins (same server, other scheme or port) go on
             if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
-                await _give_up(ctx, key)
-            return Held(made_request=False)
+                await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
+                continue
+            entry.not_before = max(entry.not_before, ctx.robots.retry_at(origin))
+            await ctx.frontier.push_back(entry)
+            held += 1
+            if held >= MAX_HELD_PER_TURN:
+                return Held(made_request=False)
+            continue
         if not allowed:
             await drop(ctx, entry, DropReason.ROBOTS)
+            continue
+        if not ctx.usage.tdmrep_known(origin):  # once per origin, as robots.txt: page waits
+            await ctx.frontier.push_back(entry, front=True)
+            if await fetch_tdmrep(ctx, origin, host, rules):
+                return Held(made_request=True)
+            continue  # not asked (robots.txt disallows it): the page may go now
+        refusal = ctx.usage.site_refusal(origin, url, rules)
+        if refusal is not None:  # the owner refuses the purpose site-wide: not even fetched
+            if origin not in ctx.refusing_sites:
+                ctx.refusing_sites.add(origin)
+                log.info(
+                    "%s refuses %s for the whole site (%s): its pages are not fetched",
+                    origin, ctx.cfg.purpose, ", ".join(refusal.sources),
+                )  # fmt: skip
+            await drop(ctx, entry, DropReason.RESERVED_SITE)
             continue
         return entry
     return Held(made_request=False)
 
 
-async def _give_up(ctx: CrawlContext, key: str) -> None:
-    """robots.txt stayed unreachable ``ROBOTS_GIVE_UP`` times: the site's URLs are dropped."""
-    n = await ctx.frontier.drop_queued(key, "dropped:robots_unavailable")
-    ctx.counters[DropReason.ROBOTS_UNAVAILABLE.value] += n
-
-
 async def drop(ctx: CrawlContext, entry: UrlEntry, reason: DropReason) -> None:
     ctx.counters[reason.value] += 1
     await ctx.frontier.finish(entry.url, f"dropped:{reason.value}")
+
+
+async def fetch_tdmrep(
+    ctx: CrawlContext, origin: str, host: politeness.HostState, rules: RobotsRules
+) -> bool:
+    """``/.well-known/tdmrep.json`` (TDMRep §6.1), once per origin, under the site's own lease
+    and delay like robots.txt, and logged; True if a request was made (robots.txt may
+    disallow it: then the site has no file for us)."""
+    target = origin + TDMREP_PATH
+    if not rules.is_allowed(ctx.token, target):
+        ctx.usage.record_tdmrep(origin, None, b"")
+        return False
+    res = await request(ctx, host, target, html_only=False)
+    label = ctx.usage.record_tdmrep(origin, res.status, res.body)
+    ctx.counters[label] += 1
+    log_request(ctx, res, label, 1, host)
+    return True
 
 
 async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostState) -> None:
@@ -107,14 +151,16 @@ async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostStat
         log_robots(ctx, origin, res, "redirect")
         return
     if answer.outcome is RobotsOutcome.UNFETCHABLE:
-        # not a server failure: nothing of this origin can ever be fetched, so no retries
+        # not a server failure: nothing of this origin can ever be fetched, so no retries;
+        # its URLs are dropped as they come up (the key's other origins are not this one's)
         why = res.error or "address_refused"
         log_request(ctx, res, f"dropped:{why}", 1, host)
-        n = await ctx.frontier.drop_queued(host.key, f"dropped:{why}")
-        ctx.counters[why] += n
+        ctx.robots.mark_unfetchable(origin, why)
         return
     status = answer.status
-    if answer.outcome is RobotsOutcome.UNREACHABLE:
+    if answer.outcome is RobotsOutcome.UNREACHABLE and res.error != "connect":
+        # an overloaded server slows its key; a port where nothing listens says nothing
+        # about the server answering on the others (RFC 9309 2.3: robots.txt is per origin)
         politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), None)
     rules = await ctx.robots.record(origin, status, res.body, ctx.clock())
     if answer.outcome is not RobotsOutcome.UNREACHABLE:

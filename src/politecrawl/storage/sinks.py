@@ -38,14 +38,16 @@ __all__ = [
 log = logging.getLogger("politecrawl")
 ITEM_FORMATS = (".jsonl", ".json", ".csv")  # --items FILE: the format is the file's suffix
 
-Kept = Literal["stored", "noarchive", "duplicate"]
+Kept = Literal["stored", "noarchive", "duplicate", "reserved"]
 
 
 @dataclass(frozen=True, slots=True)
 class PageRecord:
     """A page the crawl kept, and how: ``stored`` (a WARC response record, ``warc_record_id``),
     ``noarchive`` (counted as stored, no copy kept: the page asked), ``duplicate`` (a revisit
-    record of ``duplicate_of``, whose payload is the same)."""
+    record of ``duplicate_of``, whose payload is the same). ``reserved``: fetched, but its
+    owner refuses the crawl's purpose (``polite.usage``): nothing of it is kept, and only
+    ``pages.jsonl`` hears of it, with the reason and no text."""
 
     page: Page
     kept: Kept
@@ -88,6 +90,20 @@ class PagesLog:
         if not isinstance(record, PageRecord):
             return
         page = record.page
+        if record.kept == "reserved":  # why, and nothing of the page's content
+            self.log.write(
+                {
+                    "time": log_time(record.fetched_at),
+                    "url": page.url,
+                    "kept": "reserved",
+                    "reserved_by": (page.usage or {}).get("refused_by", []),
+                    "depth": page.depth,
+                    "priority": record.priority,
+                    "outlinks": record.outlinks,
+                    "usage": page.usage,
+                }
+            )
+            return
         self.log.write(
             {
                 "time": log_time(record.fetched_at),
@@ -105,6 +121,7 @@ class PagesLog:
                 "duplicate_of": record.duplicate_of,
                 "near_duplicate_of": record.near_duplicate_of,
                 "changed": record.changed,
+                "usage": page.usage,
             }
         )
 

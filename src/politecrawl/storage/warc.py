@@ -281,6 +281,22 @@ class WarcWriter:
         )
         self._append(request + revisit, 2, [(len(request), len(revisit), line)])
 
+    def write_metadata(
+        self, url: str, started: float, refers_to: str, fields: list[tuple[str, str]]
+    ) -> None:
+        """A metadata record (WARC 1.1 §6.6) about the record ``refers_to`` of ``url``:
+        ``application/warc-fields`` lines, e.g. the use preferences in force at the fetch."""
+        self._ready()
+        rec = WarcRecord()
+        rec.init_headers(WarcRecordType.metadata)
+        rec.headers["WARC-Target-URI"] = url
+        rec.headers["WARC-Date"] = _warc_date(started)
+        rec.headers["WARC-Refers-To"] = refers_to
+        rec.headers["Content-Type"] = "application/warc-fields"
+        body = "".join(f"{k}: {' '.join(v.split())}\r\n" for k, v in fields)
+        rec.set_bytes_content(body.encode("utf-8"))
+        self._append(_member(rec), 1)  # not indexed: CDXJ lists captures
+
     def flush(self) -> None:
         """Nothing is buffered (see the module docstring); kept for callers that save in order."""
         if self._fh is not None and self._broken is None:

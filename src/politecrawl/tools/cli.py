@@ -171,7 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     bot.add_argument(
         "--ip", action="append", default=[], help="an address the bot crawls from (repeatable)"
     )
-    bot.add_argument("--purpose", help="why the bot crawls, in a sentence or two")
+    bot.add_argument(
+        "--purpose",
+        help="why the bot crawls, in a sentence or two; or the crawl's declared purpose "
+        "(search, ai-input, ai-train, archive; default: the --config TOML's, else search)",
+    )
     bot.add_argument(
         "--min-delay", type=float, help="the crawl's --min-delay, stated on the page (15)"
     )

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from politecrawl.config import CrawlConfig
-from politecrawl.engine.admission import canonical_seeds
 from politecrawl.polite import politeness
 from politecrawl.urls.canonical import politeness_key
 
@@ -36,7 +35,7 @@ def pace(cfg: CrawlConfig) -> str:
     pol = cfg.politeness
     gap = politeness.fastest_gap_s(pol)
     mode = "host" if pol.key_mode == "ip" else pol.key_mode
-    sites = len({politeness_key(u, mode) for u in canonical_seeds(cfg.seeds)}) or 1
+    sites = len({politeness_key(u, mode) for u in cfg.seeds}) or 1
     per_hour = f"{3600 / gap:,.0f}" if gap > 0 else "unlimited"
     ip_gap = pol.ip_min_delay_s or 0.0
     every = (
