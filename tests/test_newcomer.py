@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from newcomerweb import newcomer_site
@@ -34,6 +35,12 @@ def politecrawl(
 def summary(out: Path) -> dict[str, object]:
     data: dict[str, object] = json.loads((out / "summary.json").read_text())
     return data
+
+
+def requests_logged(out: Path) -> list[dict[str, Any]]:
+    """The request log's requests (a run's header line aside)."""
+    lines = (out / "log" / "requests.jsonl").read_text().splitlines()
+    return [rec for rec in map(json.loads, lines) if "url" in rec]
 
 
 # -- item 1: fixing a mistake takes ----------------------------------------------------------
@@ -190,7 +197,7 @@ def test_a_mistyped_host_name_is_given_up_at_once(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert "no such host" in done.stderr and "ssl:default" not in done.stderr
-    (rec,) = [json.loads(x) for x in (out / "log" / "requests.jsonl").read_text().splitlines()]
+    (rec,) = requests_logged(out)
     assert rec["error"] == "no_such_host"
     assert rec["error_detail"] == (
         "no such host: docs.pyton.example (DNS says the name does not exist)"
@@ -205,7 +212,7 @@ def test_a_failed_lookup_is_not_taken_for_a_missing_name(tmp_path: Path) -> None
         tmp_path, sys.executable, "-m", "politecrawl", "crawl", "http://servfail.example/",
         "--user-agent", UA, "--out", str(out), "--no-progress", "--max-time", "3", timeout=90,
     )  # fmt: skip
-    recs = [json.loads(x) for x in (out / "log" / "requests.jsonl").read_text().splitlines()]
+    recs = requests_logged(out)
     assert recs and all(r["error"] == "dns" for r in recs), done.stderr
     assert "ssl:default" not in recs[0]["error_detail"]
     assert recs[0]["error_detail"].startswith("DNS lookup of servfail.example failed")
