@@ -142,15 +142,18 @@ def test_readme_says_which_tests_need_what() -> None:
 
 
 # -- item 8 ------------------------------------------------------------------------------------
-def first_screen() -> tuple[list[str], list[str]]:
-    """The README's lines before its first code block, and that block's lines."""
+def first_screen() -> tuple[list[str], list[str], list[str]]:
+    """The README's lines before its first code block, that block's lines (the two set-up
+    commands, alone), and the next block's (a crawl of a site of your own)."""
     text = README.read_text()
-    before, block = text.split("```sh\n", 1)
-    return before.splitlines(), block.split("```", 1)[0].splitlines()
+    before, rest = text.split("```sh\n", 1)
+    block, rest = rest.split("```", 1)
+    third = rest.split("```sh\n", 1)[1].split("```", 1)[0]
+    return before.splitlines(), block.splitlines(), third.splitlines()
 
 
 def test_readme_opens_with_what_it_is_then_the_commands() -> None:
-    before, block = first_screen()
+    before, block, own = first_screen()
     assert before[0] == "# politecrawl"
     said = " ".join(x for x in before[1:] if x.strip())
     assert said.startswith("A polite, adaptive web crawler")
@@ -158,14 +161,15 @@ def test_readme_opens_with_what_it_is_then_the_commands() -> None:
         "python3 -m pip install -e . && politecrawl demo",
         "python3 -m pip install -e '.[test]' && python3 -m pytest -q",
     ]
-    assert len(block) == 3 and block[2].startswith("politecrawl crawl http://127.0.0.1:")
+    assert len(block) == 2
+    assert len(own) == 1 and own[0].startswith("politecrawl crawl http://127.0.0.1:")
     top = README.read_text().split("\n## ", 1)[0]
     assert "venv" not in top and "virtualenv" not in top
 
 
 def test_readme_third_line_crawls_a_site_of_your_own(tmp_path: Path) -> None:
     """The third command as written, only the port changed to where the site listens."""
-    line = first_screen()[1][2]
+    line = first_screen()[2][0]
     with newcomer_site() as site:
         words = [w.replace("127.0.0.1:8000", f"127.0.0.1:{site.port}") for w in shlex.split(line)]
         assert words[0] == "politecrawl"
