@@ -117,6 +117,7 @@ class CrawlContext:
             self.ip_of,
             ip_rule=config.politeness.ip_min_delay_s is not None,
             router=self.partition,
+            resolve_ahead=self.resolve_ahead,
         )
         partition = self.partition
         if partition is not None:
@@ -211,6 +212,16 @@ class CrawlContext:
             self.links_log.close,
             *(s.close for s in self.sinks),
         ]
+
+    def resolve_ahead(self, origin: str) -> None:
+        """Start the lookup of a queued site's name (``NameCache.prefetch``), so that its
+        turn finds the answer cached; nothing before the session is open."""
+        fetcher = getattr(self, "fetcher", None)
+        if fetcher is None:
+            return
+        u = URL(origin)
+        if u.host:
+            fetcher.resolver.prefetch(u.host, u.port or 0)
 
     async def ip_of(self, url: str) -> str | None:
         """The address a URL's host resolves to (cached per origin): the politeness key with
