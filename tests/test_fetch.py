@@ -244,7 +244,7 @@ async def test_failed_lookups_are_cached() -> None:
         nonlocal calls
         calls += 1
         end = now[0] + names.negative_ttl_s
-        return _Entry((), NameNotResolved(f"{host}: Domain name not found"), end, end)
+        return _Entry((), NameNotResolved(-2, f"{host}: Domain name not found"), end, end)
 
     names._ares = failing  # type: ignore[method-assign]
     for _ in range(5):

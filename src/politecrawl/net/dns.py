@@ -180,7 +180,7 @@ class NameCache:
             entry = await self._ares(host)
         except BaseException:  # cancelled (closing): whoever waits is told
             if not fut.done():
-                fut.set_exception(NameNotResolved(f"{host}: lookup cancelled"))
+                fut.set_exception(NameNotResolved(socket.EAI_AGAIN, f"{host}: lookup cancelled"))
                 fut.exception()  # retrieved: nobody may be waiting
             self._inflight.pop(host, None)
             raise
@@ -202,7 +202,7 @@ class NameCache:
         except (aiodns.error.DNSError, TimeoutError, ValueError) as exc:
             # (ValueError, UnicodeError: a name c-ares cannot even send)
             why = exc.args[-1] if exc.args else "timed out"
-            error = NameNotResolved(f"{host}: {why}")
+            error = NameNotResolved(socket.EAI_NONAME, f"{host}: {why}")
             end = now + self.negative_ttl_s
             return _Entry((), error, end, end)
         addrs: list[tuple[str, socket.AddressFamily]] = []
@@ -215,7 +215,7 @@ class NameCache:
                 addrs.append(pair)
             ttls.append(float(node.ttl))
         if not addrs:
-            error = NameNotResolved(f"{host}: no address")
+            error = NameNotResolved(socket.EAI_NONAME, f"{host}: no address")
             end = now + self.negative_ttl_s
             return _Entry((), error, end, end)
         ttl = min(max(min(ttls), self.min_ttl_s), self.max_ttl_s)
