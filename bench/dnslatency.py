@@ -77,9 +77,7 @@ def _inside(argv: list[str]) -> int:
     latency_s, secs, web, work = float(argv[4]) / 1000, float(argv[5]), argv[6], Path(argv[7])
     dns = DnsServer({"*.test": "127.0.0.1"}, delay_s=0.0)
     dns.start()
-    server, port = start_testweb(
-        hosts, pages, plain=web != "mixed", rich=web == "rich", lean=True
-    )
+    server, port = start_testweb(hosts, pages, plain=web != "mixed", rich=web == "rich", lean=True)
     got: dict[str, tuple[int, int]] = {}
     try:
         for name, delay_s in (("politecrawl, instant lookups", 0.0), ("politecrawl", latency_s)):
