@@ -123,3 +123,18 @@ async def test_guard_checks_cached_answers_and_overrides_skip_dns() -> None:
     found = await r.resolve("ok.example", 80, socket.AF_UNSPEC)
     assert [f["host"] for f in found] == ["93.184.216.34"]
     await r.close()
+
+
+async def test_an_answer_expiring_before_the_next_turn_is_refreshed_before_it() -> None:
+    names, fake, now = make({"a.example": ("93.184.216.34",)})
+    await names.lookup("a.example")
+    names.keep_for("a.example", 30.0)  # the next turn at 30 s, the answer good until 60 s
+    now[0] = 59.8
+    names.keep_for("a.example", 0.5)  # the next turn after the TTL: refreshed before it
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert fake.asked == ["a.example"] * 2
+    now[0] = 60.2  # the turn: the refreshed answer is there
+    await names.lookup("a.example")
+    assert len(fake.asked) == 2
+    await names.close()

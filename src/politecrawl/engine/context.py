@@ -223,6 +223,16 @@ class CrawlContext:
         if u.host:
             fetcher.resolver.prefetch(u.host, u.port or 0)
 
+    def resolve_before_next_turn(self, url: str, next_allowed: float) -> None:
+        """The next turn of ``url``'s site (at ``next_allowed``, ``clock`` time) finds its
+        name's answer fresh (``NameCache.keep_for``)."""
+        fetcher = getattr(self, "fetcher", None)
+        if fetcher is None:
+            return
+        u = URL(url)
+        if u.host:
+            fetcher.resolver.keep_for(u.host, u.port or 0, next_allowed - self.clock())
+
     async def ip_of(self, url: str) -> str | None:
         """The address a URL's host resolves to (cached per origin): the politeness key with
         ``--politeness-key ip``, else the IP rule's (see ``politeness``)."""

@@ -9,8 +9,9 @@ second; c-ares runs every lookup at once on the event loop's own thread. ``NameC
   that does not resolve, linked from a thousand pages, is asked once per negative TTL);
 - shares one lookup among all who wait for the same name (never two queries in flight);
 - resolves ahead: ``prefetch`` starts a lookup when a site is queued, so the site's turn
-  finds its answer cached, and an answer used in the last fifth of its TTL is refreshed in
-  the background, so a busy site never waits on DNS either;
+  finds its answer cached; an answer used in the last fifth of its TTL is refreshed in the
+  background, and ``keep_for`` (after each turn) refreshes, just before the site's next turn,
+  an answer whose TTL would end first: a due site does not wait on DNS;
 - has its own timeout and tries (c-ares' per-try timeout, plus a hard stop around it).
 
 c-ares reads /etc/resolv.conf and /etc/hosts itself. The caller (``resolver.GuardedResolver``)
@@ -35,6 +36,7 @@ __all__ = ["NameCache", "NameNotResolved"]
 _MIN_TTL_S = 30.0  # a zero TTL (hosts file, some CDNs) would mean one lookup per request
 _MAX_TTL_S = 3600.0
 _REFRESH_SHARE = 0.2  # an answer used in the last fifth of its life is refreshed ahead
+_LEAD_S = 1.0  # an answer that would expire before a site's next turn is refreshed this early
 _MAX_INFLIGHT = 256  # prefetches at once; lookups a turn waits for are never held back
 _MAX_QUEUED = 100_000  # prefetches waiting; beyond, a name is looked up at its turn
 _MAX_ENTRIES = 200_000
@@ -82,6 +84,7 @@ class NameCache:
         self._prefetching = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._aiodns: aiodns.DNSResolver | None = None  # made on first use (needs a loop)
+        self._closed = False
 
     async def lookup(self, host: str) -> tuple[tuple[str, socket.AddressFamily], ...]:
         """The addresses of ``host`` (IPv6 and IPv4, in c-ares' order); raises
@@ -108,11 +111,22 @@ class NameCache:
         self._queued_set.add(host)
         self._pump()
 
+    def keep_for(self, host: str, seconds: float) -> None:
+        """The site of ``host`` has its next turn in ``seconds``: if its answer would expire
+        before, it is looked up again ``_LEAD_S`` before that turn. Failures keep their own
+        negative TTL; an answer never asked for is not kept."""
+        entry = self._fresh(host)
+        if entry is None or entry.error is not None or entry.expires > self.clock() + seconds:
+            return
+        loop = asyncio.get_running_loop()
+        loop.call_later(max(0.0, seconds - _LEAD_S), self._refresh, host)
+
     def cached(self, host: str) -> bool:
         """Whether ``host`` has an answer or failure that is still fresh."""
         return self._fresh(host) is not None
 
     async def close(self) -> None:
+        self._closed = True
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
@@ -127,6 +141,14 @@ class NameCache:
         if entry is not None and entry.expires <= self.clock():
             return None
         return entry
+
+    def _refresh(self, host: str) -> None:
+        """A ``keep_for`` timer: look ``host`` up again unless done meanwhile or closed."""
+        entry = self._entries.get(host)
+        if self._closed or host in self._inflight:
+            return
+        if entry is None or entry.expires <= self.clock() + _LEAD_S:
+            self._start(host)
 
     def _pump(self) -> None:
         """Start queued prefetches while fewer than ``_MAX_INFLIGHT`` run."""

@@ -106,6 +106,12 @@ class GuardedResolver(AbstractResolver):
         if self.override(host, port) is None and ip_literal(host) is None:
             self.names.prefetch(host)
 
+    def keep_for(self, host: str, port: int, seconds: float) -> None:
+        """``host``'s site has its next turn in ``seconds``: its answer fresh by then."""
+        host = host.lower()
+        if self.override(host, port) is None and ip_literal(host) is None:
+            self.names.keep_for(host, seconds)
+
     def override(self, host: str, port: int) -> str | None:
         addr = self._exact.get((host, port))
         if addr is None:
