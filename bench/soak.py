@@ -2,7 +2,7 @@
 
     python bench/soak.py [--minutes 30] [--hosts 10000] [--pages 10] [--delay 10]
                          [--concurrency 500] [--every 10] [--json FILE] [--rich]
-                         [--tracemalloc N]
+                         [--plain] [--tracemalloc N]
 
 The test web (``python -m politecrawl.demo.web``, its own process) serves ``--hosts`` x
 ``--pages`` pages (plus the special URLs every host links: about 35 URLs a host). This process
@@ -161,6 +161,7 @@ def main() -> int:
     ap.add_argument("--every", type=float, default=10.0, help="seconds between samples (10)")
     ap.add_argument("--json", type=Path, help="also write the samples and figures here")
     ap.add_argument("--rich", action="store_true", help="the all-HTML web (30-100 links a page)")
+    ap.add_argument("--plain", action="store_true", help="normal pages only (no error pages)")
     ap.add_argument(
         "--tracemalloc", type=int, default=0, help="profile: the N sites that grew most (0: off)"
     )
@@ -171,7 +172,9 @@ def main() -> int:
         print(f"note: {args.hosts * args.pages} pages, under the 100,000 a soak is meant for")
 
     tmp = Path(tempfile.mkdtemp(prefix="pc-soak-"))
-    server, port = start_testweb(args.hosts, args.pages, plain=args.rich, rich=args.rich)
+    server, port = start_testweb(
+        args.hosts, args.pages, plain=args.plain or args.rich, rich=args.rich
+    )
     print(
         f"soak: {args.hosts} hosts x {args.pages} pages, delay {args.delay} s, concurrency "
         f"{args.concurrency}, {args.minutes:g} min, sample every {args.every:g} s, "
