@@ -1,11 +1,14 @@
 """Scrapy on the same local test web, with equal politeness: the comparison in bench/throughput.py.
 
-    python bench/scrapy_crawl.py PORT HOSTS DELAY CONCURRENCY
+    python bench/scrapy_crawl.py PORT HOSTS DELAY CONCURRENCY [system [SECONDS]]
 
 One request per host at a time (CONCURRENT_REQUESTS_PER_DOMAIN=1), the same fixed delay
 (RANDOMIZE_DOWNLOAD_DELAY off, since Scrapy would otherwise go as low as 0.5x), robots.txt
 obeyed, links followed with the LinkExtractor a Scrapy user would use (a CrawlSpider rule).
-``*.test`` resolves to 127.0.0.1 through a resolver subclass. Prints one JSON line of stats:
+``*.test`` resolves to 127.0.0.1 through a resolver subclass; with ``system``, through
+Scrapy's own resolver as its users run it (getaddrinfo in the reactor's threads, 10 of them:
+bench/dnslatency.py), and SECONDS bounds the crawl (CLOSESPIDER_TIMEOUT).
+Prints one JSON line of stats:
 responses (robots.txt included), requests, and robots.txt responses. Scrapy sends its start
 URLs without the duplicate filter (``dont_filter``), so each seed home page is fetched twice
 (the seed, then the link to it): that is Scrapy as its users run it, counted as fetched.
@@ -48,7 +51,13 @@ def main() -> int:
         float(sys.argv[3]),
         int(sys.argv[4]),
     )
+    system = sys.argv[5:6] == ["system"]
     seeds = [f"http://h{i}.test:{port}/" for i in range(hosts)]
+    extra: dict[str, Any] = {}
+    if system:
+        extra = {"REACTOR_THREADPOOL_MAXSIZE": 10, "DNS_RESOLVER": CachingThreadedResolver}
+        if len(sys.argv) > 6:
+            extra["CLOSESPIDER_TIMEOUT"] = float(sys.argv[6])
     process = CrawlerProcess(
         settings={
             "USER_AGENT": "benchbot/1.0 (+http://bench.example/bot)",
@@ -62,6 +71,7 @@ def main() -> int:
             "TELNETCONSOLE_ENABLED": False,
             "RETRY_TIMES": 2,
             "REACTOR_THREADPOOL_MAXSIZE": 4,
+            **extra,
         }
     )
     crawler = process.create_crawler(WebSpider)

@@ -1,7 +1,8 @@
 """Soak: a long crawl of a 100,000-page local web, with the crawler's memory sampled throughout.
 
     python bench/soak.py [--minutes 30] [--hosts 10000] [--pages 10] [--delay 10]
-                         [--concurrency 500] [--every 10] [--json FILE]
+                         [--concurrency 500] [--every 10] [--json FILE] [--rich]
+                         [--plain] [--tracemalloc N]
 
 The test web (``python -m politecrawl.demo.web``, its own process) serves ``--hosts`` x
 ``--pages`` pages (plus the special URLs every host links: about 35 URLs a host). This process
@@ -11,7 +12,12 @@ memory (VmRSS from /proc/self/status), the frontier's own figures (``frontier.st
 seen and queued, hosts waiting and in flight), pages and requests so far, and the request rate.
 At the end: memory growth against the frontier's growth (bytes of RSS per URL seen and per page
 fetched, Python objects per page, by least squares over the samples after the first minute), so
-a leak shows as growth the frontier does not explain.
+a leak shows as growth the frontier does not explain. Then the curve of memory against
+requests (RSS at each tenth of the requests, and bytes per request between them).
+``--rich``: the all-HTML web (bench/throughput.py --rich). ``--tracemalloc N``: what holds the
+memory, by the profiler: the N allocation sites that grew most between the first sample after
+a minute and the end (tracemalloc, 1 frame; it costs CPU and its own memory, so a run with it
+gives the holders, a run without it the figures).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +58,32 @@ HEADER = (
     f"{'t_s':>6} {'rss_mb':>8} {'d_rss':>7} {'seen':>8} {'queued':>8} {'waiting':>7} "
     f"{'flight':>6} {'pages':>8} {'requests':>8} {'req/s':>6} {'cpu_s':>7} {'py_objs':>9}"
 )
+
+
+def curve(rows: list[dict[str, Any]], points: int = 10) -> list[str]:
+    """Memory against requests: the sample nearest each tenth of the requests, and the bytes
+    of RSS per request from the one before."""
+    if not rows or rows[-1]["requests"] == 0:
+        return []
+    total = rows[-1]["requests"]
+    picked: list[dict[str, Any]] = []
+    for k in range(1, points + 1):
+        row = min(rows, key=lambda r: abs(r["requests"] - total * k / points))
+        if not picked or row is not picked[-1]:
+            picked.append(row)
+    lines = [f"{'requests':>9} {'t_s':>6} {'rss_mb':>8} {'bytes/request since previous':>30}"]
+    prev: dict[str, Any] | None = None
+    for row in picked:
+        per = ""
+        if prev is not None and row["requests"] > prev["requests"]:
+            d = (row["rss_mb"] - prev["rss_mb"]) * 2**20 / (row["requests"] - prev["requests"])
+            per = f"{d:.0f}"
+        lines.append(f"{row['requests']:9d} {row['t_s']:6.0f} {row['rss_mb']:8.1f} {per:>30}")
+        prev = row
+    return lines
+
+
+_SNAPSHOTS: list[tracemalloc.Snapshot] = []
 
 
 async def sample(crawler: Crawler, every: float, rows: list[dict[str, Any]]) -> None:
@@ -78,6 +111,8 @@ async def sample(crawler: Crawler, every: float, rows: list[dict[str, Any]]) -> 
         rate = (row["requests"] - last_req) / (now - last_t)
         last_req, last_t = row["requests"], now
         rows.append(row)
+        if tracemalloc.is_tracing() and not _SNAPSHOTS and row["t_s"] >= 60:
+            _SNAPSHOTS.append(tracemalloc.take_snapshot())
         print(
             f"{row['t_s']:6.0f} {row['rss_mb']:8.1f} {row['rss_mb'] - rss0:+7.1f} "
             f"{row['seen']:8d} {row['queued']:8d} {row['waiting']:7d} {row['in_flight']:6d} "
@@ -104,6 +139,15 @@ async def soak(args: argparse.Namespace, port: int, out: Path) -> tuple[Any, lis
         summary = await crawler.run()
     finally:
         sampler.cancel()
+    if tracemalloc.is_tracing() and _SNAPSHOTS:
+        end = tracemalloc.take_snapshot()
+        print(f"tracemalloc: the {args.tracemalloc} sites that grew most after the first minute")
+        for stat in end.compare_to(_SNAPSHOTS[0], "lineno")[: args.tracemalloc]:
+            print(f"  {stat.size_diff / 2**20:+8.2f} MiB {stat.count_diff:+9d} blocks  "
+                  f"(now {stat.size / 2**20:7.2f} MiB)  {stat.traceback[0]}")  # fmt: skip
+        print("tracemalloc: the largest holders at the end")
+        for stat in end.statistics("lineno")[: args.tracemalloc]:
+            print(f"  {stat.size / 2**20:8.2f} MiB {stat.count:9d} blocks  {stat.traceback[0]}")
     return summary, rows
 
 
@@ -116,12 +160,21 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=500)
     ap.add_argument("--every", type=float, default=10.0, help="seconds between samples (10)")
     ap.add_argument("--json", type=Path, help="also write the samples and figures here")
+    ap.add_argument("--rich", action="store_true", help="the all-HTML web (30-100 links a page)")
+    ap.add_argument("--plain", action="store_true", help="normal pages only (no error pages)")
+    ap.add_argument(
+        "--tracemalloc", type=int, default=0, help="profile: the N sites that grew most (0: off)"
+    )
     args = ap.parse_args()
+    if args.tracemalloc:
+        tracemalloc.start(1)
     if args.hosts * args.pages < 100_000:
         print(f"note: {args.hosts * args.pages} pages, under the 100,000 a soak is meant for")
 
     tmp = Path(tempfile.mkdtemp(prefix="pc-soak-"))
-    server, port = start_testweb(args.hosts, args.pages)
+    server, port = start_testweb(
+        args.hosts, args.pages, plain=args.plain or args.rich, rich=args.rich
+    )
     print(
         f"soak: {args.hosts} hosts x {args.pages} pages, delay {args.delay} s, concurrency "
         f"{args.concurrency}, {args.minutes:g} min, sample every {args.every:g} s, "
@@ -181,6 +234,8 @@ def main() -> int:
             f"per page fetched: {per_page:.0f} bytes of RSS, {objs_per_page:.2f} Python objects "
             f"(queued {first['queued']} -> {last['queued']})"
         )
+    for line in curve(rows):
+        print(line)
     if args.json:
         args.json.write_text(json.dumps({"figures": figures, "samples": rows}, indent=2) + "\n")
     return 0

@@ -6,6 +6,7 @@
         --processes 1,2 --topic "steam locomotives" --profile
     python bench/throughput.py --rich --hosts 2000 --pages 5 --delay 0.5 --no-redis \
         --no-scrapy --processes 1,2 --rounds 5 --ceiling
+    python bench/throughput.py --dns-latency-ms 100 --hosts 2000 --pages 5 --dns-seconds 30
 
 ``--plain`` serves normal pages only (no error pages whose 429/503 double a site's delay by
 design), so politeness is the only bound: the rate is then judged against the ideal
@@ -430,8 +431,20 @@ def main() -> int:
         action="store_true",
         help="one more run under py-spy: the CPU by stage (bench/stages.py)",
     )
+    ap.add_argument(
+        "--dns-latency-ms",
+        type=float,
+        default=None,
+        help="names looked up at a DNS server of the bench's own answering after this many ms, "
+        "in a network namespace: politecrawl instant and at N ms, Scrapy at N ms (dnslatency.py)",
+    )
+    ap.add_argument("--dns-seconds", type=float, default=30.0, help="each crawler's time there")
     args = ap.parse_args()
     args.plain = args.plain or args.rich
+    if args.dns_latency_ms is not None:
+        from dnslatency import run
+
+        return run(args)
     work = Path(tempfile.mkdtemp(prefix="pc-bench-"))
     access_log = work / "access.jsonl"
     # the lean server: the test web shares the 2 cores with the crawler it measures

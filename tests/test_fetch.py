@@ -248,28 +248,28 @@ def test_decompress_identity_and_empty() -> None:
 
 @pytest.mark.unit
 async def test_failed_lookups_are_cached() -> None:
-    """A fake at the system-resolver seam: a real failing lookup would need a DNS server."""
+    """A fake at the c-ares seam (``NameCache._ares``): a real failing lookup would need a DNS
+    server (tests/test_dns_e2e.py has one, in a network namespace)."""
+    from politecrawl.net.dns import NameCache, NameNotResolved, _Entry
     from politecrawl.net.resolver import GuardedResolver
 
-    r = GuardedResolver((), allow_private=False)
+    now = [0.0]
+    names = NameCache(negative_ttl_s=300.0, clock=lambda: now[0])
+    r = GuardedResolver((), allow_private=False, names=names)
     calls = 0
 
-    class Failing:
-        async def resolve(self, host: str, port: int = 0, family: int = 0) -> list[object]:
-            nonlocal calls
-            calls += 1
-            raise OSError(-2, "Name or service not known")
+    async def failing(host: str) -> _Entry:
+        nonlocal calls
+        calls += 1
+        end = now[0] + names.negative_ttl_s
+        return _Entry((), NameNotResolved(-2, f"{host}: Domain name not found"), end, end)
 
-        async def close(self) -> None:
-            pass
-
-    r._inner = Failing()  # type: ignore[assignment]
+    names._ares = failing  # type: ignore[method-assign]
     for _ in range(5):
         with pytest.raises(OSError):
             await r.resolve("no-such-host.invalid", 80)
     assert calls == 1
-    r.negative_ttl_s = 0.0
-    r._failed.clear()
+    now[0] = 301.0  # the negative TTL is over: asked again
     with pytest.raises(OSError):
         await r.resolve("no-such-host.invalid", 80)
     assert calls == 2

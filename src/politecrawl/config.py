@@ -136,6 +136,10 @@ class FetchConfig:
     html_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
     allow_private_addresses: bool = False
     resolve: tuple[str, ...] = ()
+    # name lookups (net/dns.py): c-ares' per-try timeout and tries; how long a failure is kept
+    dns_timeout_s: float = 2.0
+    dns_tries: int = 2
+    dns_negative_ttl_s: float = 300.0
     max_attempts: int = 3
     retry_base_s: float = 30.0
     max_redirect_hops: int = 3
@@ -145,6 +149,10 @@ class FetchConfig:
         _positive("--max-size", self.max_size_bytes)
         for name in ("connect_timeout_s", "read_timeout_s", "total_timeout_s"):
             _positive(name, getattr(self, name))
+        _positive("--dns-timeout", self.dns_timeout_s)
+        _positive("--dns-negative-ttl", self.dns_negative_ttl_s, zero_ok=True)
+        if self.dns_tries < 1:
+            raise ConfigError(f"--dns-tries must be >= 1, got {self.dns_tries}")
         if self.max_attempts < 1:  # (not an option: fixed at 3)
             raise ConfigError("max_attempts must be >= 1")
         for rule in self.resolve:

@@ -79,6 +79,13 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         "HOST:PORT:ADDR: pin a host to an address like curl (repeatable; *.example wildcards)",
     ),
     ("allow-private-addresses", bool, "allow loopback/private/link-local targets (refused)"),
+    ("dns-timeout", float, "seconds a name server has to answer one try of a lookup (2)"),
+    ("dns-tries", int, "tries of a lookup before the name counts as not resolving (2)"),
+    (
+        "dns-negative-ttl",
+        float,
+        "seconds a name that did not resolve is not asked again (300; answers keep their TTL)",
+    ),
     ("max-size", int, "body cap in bytes (default 2 MiB); longer bodies are cut and marked"),
     (
         "ip-min-delay",

@@ -113,12 +113,16 @@ _BIN = bytes((i * 7919 + 13) % 251 for i in range(_BIN_SIZE))
 
 
 async def serve_loopback(
-    handler: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]], port: int = 0
+    handler: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]],
+    port: int = 0,
+    bind: str = "127.0.0.1",
 ) -> tuple[web.ServerRunner, int]:
-    """Serve ``handler`` on 127.0.0.1 (a free port when 0): every local test web starts so."""
+    """Serve ``handler`` on 127.0.0.1 (a free port when 0): every local test web starts so.
+    ``bind``: another address, only inside a network namespace of a test's own (its web
+    must look public there: tests/test_dns_e2e.py)."""
     runner = web.ServerRunner(web.Server(handler, access_log=None), shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port, backlog=2048, reuse_address=True)
+    site = web.TCPSite(runner, bind, port, backlog=2048, reuse_address=True)
     try:
         await site.start()
     except BaseException:  # (a cancel too) the runner is cleaned up, and the error goes on
@@ -145,6 +149,7 @@ class TestWeb:
         plain: bool = False,
         rich: bool = False,
         lean: bool = False,
+        bind: str = "127.0.0.1",
     ) -> None:
         if n_hosts < 1 or pages_per_host < 1 or extra_hosts < 0:
             raise ConfigError("need n_hosts >= 1, pages_per_host >= 1, extra_hosts >= 0")
@@ -158,6 +163,7 @@ class TestWeb:
         self.rich = rich  # realistic pages: 30-100 links, tens of KB of markup (implies plain)
         if lean and latency_s > 0:
             raise ConfigError("the lean server (benchmarks) has no latency")
+        self.bind = bind  # another address only in a test's own network namespace
         self.lean = lean  # served by testweblean, not aiohttp: less CPU taken from a benchmark
         self.plain = plain or rich
         plain = self.plain
@@ -187,7 +193,7 @@ class TestWeb:
             self._lean = await serve_lean(self, self.port)
             self.port = int(self._lean[0].sockets[0].getsockname()[1])
         else:
-            self._runner, self.port = await serve_loopback(self._handle, self.port)
+            self._runner, self.port = await serve_loopback(self._handle, self.port, self.bind)
         self._cache.clear()  # absolute links embed the port
         if self.rich:  # rendered before the first request: a benchmark measures the crawler
             for idx in range(len(self.hosts)):

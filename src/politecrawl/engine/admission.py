@@ -138,8 +138,11 @@ class Admission:
         ip_rule: bool = False,
         router: Router | None = None,
         remember_refused: Callable[[Sequence[RefusedRow]], None] | None = None,
+        resolve_ahead: Callable[[str], None] | None = None,
     ) -> None:
         self.frontier = frontier
+        # a queued site's name is looked up now, in the background: its turn must not wait
+        self.resolve_ahead = resolve_ahead
         # --processes N: the URLs of other processes' sites go to them (``partition``)
         self.router = router
         self.store = store
@@ -213,6 +216,9 @@ class Admission:
             self.remember_refused(liftable)
         if refused:
             await self.store.mark_seen(refused)
+        if self.resolve_ahead is not None:
+            for origin in {origin_of(e.url) for e in entries}:
+                self.resolve_ahead(origin)
         added = await self.frontier.add(entries) if entries else []
         queued = {e.url for e, ok in zip(entries, added, strict=True) if ok}
         counters["queued"] += len(queued)

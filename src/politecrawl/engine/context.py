@@ -195,6 +195,7 @@ class CrawlContext:
             ip_rule=config.politeness.ip_min_delay_s is not None,
             router=self.partition,
             remember_refused=kept.note_refused if (kept := self.frontier.refusals) else None,
+            resolve_ahead=self.resolve_ahead,
         )
 
     def _items_sink(self, logs: dict[str, Any]) -> Sink:
@@ -256,6 +257,26 @@ class CrawlContext:
         if server is not None:
             server.shutdown()
             server.server_close()
+
+    def resolve_ahead(self, origin: str) -> None:
+        """Start the lookup of a queued site's name (``NameCache.prefetch``), so that its
+        turn finds the answer cached; nothing before the session is open."""
+        fetcher = getattr(self, "fetcher", None)
+        if fetcher is None:
+            return
+        u = URL(origin)
+        if u.host:
+            fetcher.resolver.prefetch(u.host, u.port or 0)
+
+    def resolve_before_next_turn(self, url: str, next_allowed: float) -> None:
+        """The next turn of ``url``'s site (at ``next_allowed``, ``clock`` time) finds its
+        name's answer fresh (``NameCache.keep_for``)."""
+        fetcher = getattr(self, "fetcher", None)
+        if fetcher is None:
+            return
+        u = URL(url)
+        if u.host:
+            fetcher.resolver.keep_for(u.host, u.port or 0, next_allowed - self.clock())
 
     async def ip_of(self, url: str) -> str | None:
         """The address a URL's host resolves to (cached per origin): the politeness key with

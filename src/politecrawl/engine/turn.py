@@ -50,9 +50,9 @@ log = logging.getLogger("politecrawl")
 async def take_turn(ctx: CrawlContext, host: politeness.HostState) -> None:
     """At most one request for the leased key (``host.key``); always releases the lease."""
     key = host.key
-    made_request = False
+    url: str | None = None
     try:
-        made_request = await _step(ctx, key, host)
+        url = await _step(ctx, key, host)
     except LeaseLost as exc:  # our lease expired (we were too slow): nothing to release
         log.warning("lease on %s lost: %s", key, exc)
         ctx.counters["leases_lost"] += 1
@@ -62,22 +62,25 @@ async def take_turn(ctx: CrawlContext, host: politeness.HostState) -> None:
     except Exception:  # the one broad catch: log, classify, keep crawling
         log.exception("internal error on %s", key)
         ctx.counters["error:internal"] += 1
-    if made_request:
-        politeness.schedule_next(host, ctx.cfg.politeness, ctx.rng)  # next allowed time
+    if url is not None:  # a request was made: the next allowed time
+        next_allowed = politeness.schedule_next(host, ctx.cfg.politeness, ctx.rng)
+        if url:
+            ctx.resolve_before_next_turn(url, next_allowed)  # its name's answer fresh by then
         if ctx.metrics is not None:
             ctx.metrics.site(key, penalty=politeness.in_penalty_box(host, ctx.clock()))
     await ctx.frontier.release(key, host)
 
 
-async def _step(ctx: CrawlContext, key: str, host: politeness.HostState) -> bool:
-    """The robots gate, then one fetch: the order is the policy. True if a request was made."""
+async def _step(ctx: CrawlContext, key: str, host: politeness.HostState) -> str | None:
+    """The robots gate, then one fetch: the order is the policy. The URL of the page
+    requested ("" for robots.txt), None if no request was made."""
     entry = await next_url(ctx, key, host)
     if isinstance(entry, Held):
-        return entry.made_request
+        return "" if entry.made_request else None  # robots.txt: its URL not told
     if ctx.cfg.max_pages is not None and ctx.pages_this_run >= ctx.cfg.max_pages:
         await ctx.frontier.push_back(entry, front=True)
         ctx.stop("max_pages")
-        return False
+        return None
     ctx.pages_this_run += 1
     attempt = entry.attempt
     try:
@@ -95,7 +98,7 @@ async def _step(ctx: CrawlContext, key: str, host: politeness.HostState) -> bool
         # nothing is lost: the URL is recorded with the failure, then we go on
         await ctx.frontier.finish(entry.url, "dropped:internal_error")
         raise
-    return True
+    return entry.url
 
 
 async def fetch_and_handle(ctx: CrawlContext, entry: UrlEntry, host: politeness.HostState) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import sys
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -292,6 +293,7 @@ class SqliteFrontier:
         )
         win = []
         for url, k, depth, hops, attempt, nb, prio, kind, seq, outcome in rows:
+            k = sys.intern(k)  # one key string per site, not one per URL read back
             e = UrlEntry(url, k, depth, hops, attempt, nb, prio, kind, refetch=outcome == "refetch")
             win.append((-prio, seq, e))
         heapq.heapify(win)

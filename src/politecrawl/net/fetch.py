@@ -26,6 +26,7 @@ from yarl import URL
 from politecrawl.config import FetchConfig
 from politecrawl.errors import AddressRefused, FetchError
 from politecrawl.net.coding import Decoder
+from politecrawl.net.dns import NameCache
 from politecrawl.net.resolver import GuardedResolver, Refused, ip_literal
 
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
@@ -134,7 +135,12 @@ class Fetcher:
 
     def __init__(self, cfg: FetchConfig) -> None:
         self.cfg = cfg
-        self.resolver = GuardedResolver(cfg.resolve, cfg.allow_private_addresses)
+        names = NameCache(
+            timeout_s=cfg.dns_timeout_s,
+            tries=cfg.dns_tries,
+            negative_ttl_s=cfg.dns_negative_ttl_s,
+        )
+        self.resolver = GuardedResolver(cfg.resolve, cfg.allow_private_addresses, names)
         self._session: aiohttp.ClientSession | None = None
         self._timeout = aiohttp.ClientTimeout(
             total=cfg.total_timeout_s,
@@ -147,7 +153,7 @@ class Fetcher:
             resolver=self.resolver,
             limit=0,
             limit_per_host=0,
-            ttl_dns_cache=300,
+            use_dns_cache=False,  # the resolver's own (net/dns.py): each answer for its TTL
             enable_cleanup_closed=True,
         )
         self._session = aiohttp.ClientSession(
@@ -177,6 +183,7 @@ class Fetcher:
     async def __aexit__(self, *exc: object) -> None:
         if self._session is not None:
             await self._session.close()
+        await self.resolver.close()
 
     async def fetch(
         self, url: str, *, html_only: bool = True, extra_headers: dict[str, str] | None = None

@@ -1,8 +1,10 @@
 """Which addresses the crawler may connect to: the guarded resolver aiohttp connects with.
 
 The check is made inside the resolver, so the address that was approved is the address that
-is connected to (DNS cannot be re-bound between check and connect). Here too: curl-style
-``--resolve`` overrides, a negative cache for names that do not resolve, and the reading of
+is connected to (DNS cannot be re-bound between check and connect): every answer, fresh or
+from the cache, is checked each time it is handed to aiohttp. Here too: curl-style
+``--resolve`` overrides (never asked of DNS), the lookups themselves (``dns.NameCache``:
+c-ares, cached for each answer's TTL and each failure's negative TTL), and the reading of
 host names that are addresses by themselves (``ip_literal``: ``127.1``, ``0x7f.0.0.1``...),
 which ``fetch.Fetcher`` checks itself because aiohttp skips the resolver for them.
 Kept apart from ``fetch`` because it is the security boundary of every request and is
@@ -14,13 +16,12 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-import time
 
-import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from politecrawl.config import parse_resolve_rule
 from politecrawl.errors import AddressRefused
+from politecrawl.net.dns import NameCache
 
 __all__ = ["GuardedResolver", "Refused", "ip_literal", "is_public_address"]
 
@@ -76,9 +77,6 @@ def ip_literal(host: str) -> str | None:
     return None
 
 
-_NEGATIVE_DNS_TTL_S = 300.0
-
-
 class Refused(AddressRefused, OSError):
     """Raised inside the resolver so aiohttp wraps it (an ``OSError``, which aiohttp expects
     of a resolver); unwrapped to ``AddressRefused``."""
@@ -87,7 +85,12 @@ class Refused(AddressRefused, OSError):
 class GuardedResolver(AbstractResolver):
     """Resolver with curl-style ``--resolve`` overrides and the private-address guard."""
 
-    def __init__(self, rules: tuple[str, ...], allow_private: bool) -> None:
+    def __init__(
+        self,
+        rules: tuple[str, ...],
+        allow_private: bool,
+        names: NameCache | None = None,
+    ) -> None:
         self._exact: dict[tuple[str, int], str] = {}
         self._wild: list[tuple[str, int, str]] = []
         for rule in rules:
@@ -97,11 +100,19 @@ class GuardedResolver(AbstractResolver):
             else:
                 self._exact[(host, port)] = addr
         self._allow_private = allow_private
-        self._inner: AbstractResolver | None = None  # made on first use (needs a loop)
-        # aiohttp caches answers (ttl_dns_cache) but not failures: a dead domain linked from
-        # a thousand pages would cost a thousand lookups without this negative cache
-        self._failed: dict[str, tuple[float, OSError]] = {}
-        self.negative_ttl_s = _NEGATIVE_DNS_TTL_S
+        self.names = names if names is not None else NameCache()
+
+    def prefetch(self, host: str, port: int) -> None:
+        """Resolve ``host`` ahead of its site's turn (not an override, not an address)."""
+        host = host.lower()
+        if self.override(host, port) is None and ip_literal(host) is None:
+            self.names.prefetch(host)
+
+    def keep_for(self, host: str, port: int, seconds: float) -> None:
+        """``host``'s site has its next turn in ``seconds``: its answer fresh by then."""
+        host = host.lower()
+        if self.override(host, port) is None and ip_literal(host) is None:
+            self.names.keep_for(host, seconds)
 
     def override(self, host: str, port: int) -> str | None:
         addr = self._exact.get((host, port))
@@ -132,18 +143,21 @@ class GuardedResolver(AbstractResolver):
                 }
             ]
         else:
-            failed = self._failed.get(host)
-            if failed is not None and failed[0] > time.monotonic():
-                raise failed[1]
-            if self._inner is None:
-                self._inner = aiohttp.ThreadedResolver()
-            try:
-                results = await self._inner.resolve(host, port, family)
-            except OSError as exc:
-                if len(self._failed) > 100_000:
-                    self._failed.clear()
-                self._failed[host] = (time.monotonic() + self.negative_ttl_s, exc)
-                raise
+            want = {socket.AF_INET, socket.AF_INET6} if family == socket.AF_UNSPEC else {family}
+            results = [
+                {
+                    "hostname": host,
+                    "host": addr,
+                    "port": port,
+                    "family": fam,
+                    "proto": socket.IPPROTO_TCP,
+                    "flags": socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
+                }
+                for addr, fam in await self.names.lookup(host.lower())
+                if fam in want
+            ]
+            if not results:
+                raise OSError(f"{host} has no address of family {family!r}")
         allowed = []
         for r in results:
             try:
@@ -159,5 +173,4 @@ class GuardedResolver(AbstractResolver):
         return allowed
 
     async def close(self) -> None:
-        if self._inner is not None:
-            await self._inner.close()
+        await self.names.close()

@@ -48,6 +48,7 @@ import functools
 import ipaddress
 import re
 import string
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Literal
 from urllib.parse import quote, unquote
@@ -462,11 +463,13 @@ def politeness_key(url: str, mode: Literal["host", "domain", "ip"], ip: str | No
 
     "host": the host (ports ignored: one machine, one budget); "domain": the
     registered domain; "ip": the resolved address, the host until it is known.
+    Interned: every queued URL carries its key, and a site's thousands of URLs share one
+    string instead of a copy each (~60 bytes a queued URL; bench/soak.py --tracemalloc).
     """
     if mode == "host":
-        return host_of(url)
+        return sys.intern(host_of(url))
     if mode == "domain":
-        return registered_domain(host_of(url))
+        return sys.intern(registered_domain(host_of(url)))
     if mode == "ip":
-        return ip if ip else host_of(url)
+        return sys.intern(ip if ip else host_of(url))
     raise ConfigError(f"unknown politeness mode {mode!r}")
