@@ -122,7 +122,8 @@ def _hostile() -> list[str]:
 def _jsonl(path: Path) -> list[dict[str, object]]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r.get("record") != "header"]  # each run's header line
 
 
 async def _inside(work: Path) -> None:

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import aiodns
 import aiodns.error
 
+from politecrawl.errors import FetchError
+
 __all__ = ["NameCache", "NameNotResolved"]
 
 _MIN_TTL_S = 30.0  # a zero TTL (hosts file, some CDNs) would mean one lookup per request
@@ -42,8 +44,20 @@ _MAX_QUEUED = 100_000  # prefetches waiting; beyond, a name is looked up at its 
 _MAX_ENTRIES = 200_000
 
 
-class NameNotResolved(OSError):
-    """A name with no address (NXDOMAIN, no data, timeout): aiohttp wraps it as a DNS error."""
+class NameNotResolved(FetchError, socket.gaierror):
+    """A name with no address: aiohttp wraps it as a DNS error. Its ``errno`` says which,
+    as ``getaddrinfo``'s would: ``EAI_NONAME`` when DNS says the name does not exist
+    (NXDOMAIN, no data: permanent, ``no_such_host``), ``EAI_AGAIN`` when the lookup failed
+    (SERVFAIL, a timeout, no server answering: transient)."""
+
+
+# c-ares' answers that mean the name does not exist, not that the lookup failed
+_NO_SUCH_NAME = frozenset({aiodns.error.ARES_ENOTFOUND, aiodns.error.ARES_ENODATA})
+
+
+def _lookup_errno(exc: BaseException) -> int:
+    code = exc.args[0] if isinstance(exc, aiodns.error.DNSError) and exc.args else None
+    return socket.EAI_NONAME if code in _NO_SUCH_NAME else socket.EAI_AGAIN
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +238,7 @@ class NameCache:
         except (aiodns.error.DNSError, TimeoutError, ValueError) as exc:
             # (ValueError, UnicodeError: a name c-ares cannot even send)
             why = exc.args[-1] if exc.args else "timed out"
-            error = NameNotResolved(socket.EAI_NONAME, f"{host}: {why}")
+            error = NameNotResolved(_lookup_errno(exc), f"{host}: {why}")
             end = now + self.negative_ttl_s
             return _Entry((), error, end, end)
         addrs: list[tuple[str, socket.AddressFamily]] = []

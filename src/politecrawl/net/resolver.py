@@ -21,7 +21,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from politecrawl.config import parse_resolve_rule
 from politecrawl.errors import AddressRefused
-from politecrawl.net.dns import NameCache
+from politecrawl.net.dns import NameCache, NameNotResolved
 
 __all__ = ["GuardedResolver", "Refused", "ip_literal", "is_public_address"]
 
@@ -157,7 +157,7 @@ class GuardedResolver(AbstractResolver):
                 if fam in want
             ]
             if not results:
-                raise OSError(f"{host} has no address of family {family!r}")
+                raise NameNotResolved(socket.EAI_NONAME, f"{host}: no address of family {family!r}")
         allowed = []
         for r in results:
             try:
