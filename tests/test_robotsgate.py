@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from politecrawl.config import PolitenessConfig
+from politecrawl.engine.losses import Losses
 from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.sqlite import SqliteFrontier
 from politecrawl.polite import politeness
@@ -39,6 +40,7 @@ async def gate(tmp_path: Path, urls: list[str], now: float) -> tuple[Any, Sqlite
         store=frontier.store,
         robots=RobotsCache(frontier.store, 86400.0, retry),
         token="testbot",
+        losses=Losses(),
     )
     assert (await frontier.lease(now)).key == KEY
     return ctx, frontier

@@ -21,6 +21,8 @@ from yarl import URL
 from politecrawl.config import CrawlConfig
 from politecrawl.continuity.tracker import Continuity
 from politecrawl.engine.admission import Admission, Gate
+from politecrawl.engine.losses import Losses
+from politecrawl.engine.outage import OutageGuard
 from politecrawl.engine.partition import Partition, tagged
 from politecrawl.engine.workpool import WorkPool
 from politecrawl.errors import ConfigError, StorageError
@@ -107,6 +109,8 @@ class CrawlContext:
         self.sitemaps_per_host: Counter[str] = Counter()
         self.pages_this_run = 0
         self.progress: Dashboard | None = None  # the live dashboard, on a terminal
+        self.outage = OutageGuard()  # the crawler's own network, told from a site's
+        self.losses = Losses()  # the sites parked or given up, for the summary
         self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)
         self.admission = Admission(
             self.frontier,
@@ -229,6 +233,16 @@ class CrawlContext:
             self._ips.clear()
         self._ips[origin] = ip
         return ip
+
+    def queued_of(self, key: str) -> int | None:
+        """URLs of ``key`` still queued, when the frontier can say (None: it cannot)."""
+        count = getattr(self.frontier, "queued_of", None)
+        return int(count(key)) if callable(count) else None
+
+    async def resolved(self, host: str, port: int) -> str | None:
+        """One address of ``host`` through the crawl's own resolver (the outage probe's)."""
+        found = await self.fetcher.resolver.resolve(host, port)
+        return str(found[0]["host"]) if found else None
 
     def harvest(self) -> float | None:
         """The share of relevant pages so far, when a nugget function scores them."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,12 +44,21 @@ class Summary:
     queued_left: int
     counters: dict[str, int]
     stopped_by: str
+    # each site parked or given up (``losses.Losses.report``): exit code 3 when not empty
+    sites_lost: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
 
 
-def summary_of(c: Counter[str], *, seconds: float, queued_left: int, stopped_by: str) -> Summary:
+def summary_of(
+    c: Counter[str],
+    *,
+    seconds: float,
+    queued_left: int,
+    stopped_by: str,
+    sites_lost: list[dict[str, Any]] | None = None,
+) -> Summary:
     """The summary of a crawl whose counters are ``c``."""
     return Summary(
         pages_fetched=c["pages_fetched"],
@@ -65,6 +74,7 @@ def summary_of(c: Counter[str], *, seconds: float, queued_left: int, stopped_by:
         queued_left=queued_left,
         counters={k: v for k, v in sorted(c.items()) if not k.startswith(HOST_URLS)},
         stopped_by=stopped_by,
+        sites_lost=sites_lost or [],
     )
 
 

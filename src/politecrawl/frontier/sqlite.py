@@ -471,3 +471,7 @@ class SqliteFrontier:
 
     def queued(self) -> int:
         return self._queued
+
+    def queued_of(self, key: str) -> int:
+        """URLs of ``key`` still queued (a lost site's URLs left behind: ``engine.losses``)."""
+        return self._pending.get(key, 0)

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING
 
 from politecrawl.engine.journal import log_request, log_robots
 from politecrawl.engine.keep import admit_sitemaps
-from politecrawl.engine.outcome import DropReason, RobotsOutcome, classify_robots, robots_usable
+from politecrawl.engine.outcome import (
+    CUT,
+    DropReason,
+    RobotsOutcome,
+    classify_robots,
+    robots_usable,
+)
 from politecrawl.engine.request import request
 from politecrawl.frontier import UrlEntry
 from politecrawl.polite import politeness
@@ -67,6 +73,7 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
                 n = await ctx.frontier.drop_queued(key, "dropped:robots_unavailable")
                 ctx.counters[DropReason.ROBOTS_UNAVAILABLE.value] += n
+                ctx.losses.given_up(key, f"robots.txt of {origin} unreachable", n)
             return Held(made_request=False)
         if not allowed:
             await drop(ctx, entry, DropReason.ROBOTS)
@@ -85,6 +92,9 @@ async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostStat
     per turn (the chain is in the store, so any worker continues it)."""
     target, hops = ctx.robots.pending_redirect(origin) or (robots_url(origin + "/"), 0)
     res = await request(ctx, host, target, html_only=False)
+    if res.outage or res.error == CUT:  # not the origin's failure: asked again, blameless
+        log_request(ctx, res, "retry:outage" if res.outage else CUT, 1, host)
+        return
     answer = classify_robots(res, target, hops)
     if answer.outcome is RobotsOutcome.REDIRECT and answer.target is not None:
         await ctx.robots.record_redirect(origin, answer.target, hops + 1, ctx.clock())

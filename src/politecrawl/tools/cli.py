@@ -229,6 +229,13 @@ def _print_summary(summary: dict[str, Any], out: Path) -> None:
         print(
             "  errors               " + ", ".join(f"{k} {v}" for k, v in summary["errors"].items())
         )
+    lost = summary.get("sites_lost") or []
+    if lost:
+        from politecrawl.engine.losses import describe
+
+        print(f"  sites lost           {len(lost)} (parked or given up):")
+        for line in describe(lost):
+            print(line)
     print(f"  output               {out} (summary.json, warc/, log/, state.sqlite)")
 
 
@@ -372,7 +379,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     """Exit codes: 0 done (or a limit reached), 1 a storage error or nothing could be
-    fetched, 130 stopped by Ctrl-C / SIGTERM."""
+    fetched, 3 finished but sites were lost (parked or given up: the summary names them),
+    130 stopped by Ctrl-C / SIGTERM."""
     from politecrawl.engine.partition import check_layout, run_partitioned
 
     cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
@@ -405,6 +413,14 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     if summary["pages_fetched"] == 0 and summary["stopped_by"] in ("done", "max_time"):
         print(f"politecrawl: {nothing_fetched(summary['counters'], cfg.out_dir)}", file=sys.stderr)
         return 1
+    lost = summary.get("sites_lost") or []
+    if lost:
+        print(
+            f"politecrawl: {len(lost)} sites lost (parked or given up, listed above and in "
+            f"{cfg.out_dir / 'summary.json'}); running the same command again resumes them",
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 
@@ -414,6 +430,12 @@ _WHY_NOTHING = (  # counter, what it means to someone who just ran the crawl
         "refused: a loopback/private address (add --allow-private-addresses)",
     ),
     ("error:dns", "the host name did not resolve"),
+    (
+        "error:tls:certificate",
+        "TLS certificate did not verify (--tls-insecure crawls such sites anyway)",
+    ),
+    ("error:tls:handshake", "TLS handshake failed"),
+    ("error:too_slow", "too slow (below --min-rate)"),
     ("error:connect", "no connection (nothing listening, or unreachable)"),
     ("error:timeout", "timed out"),
     ("error:invalid_url", "not a fetchable URL"),
