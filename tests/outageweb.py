@@ -32,6 +32,7 @@ class SitesServer:
     tls: ssl.SSLContext | None = None
     drip_s: int = 60
     port: int = 0
+    refusing: frozenset[str] = frozenset()  # hosts answering 403 to every page
     log: list[Hit] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -115,6 +116,8 @@ class SitesServer:
             self._record(host, path, 200)
             self._drip(req)
             return
+        elif host in self.refusing:
+            body, status, ctype = b"go away", 403, "text/plain"
         elif path in self.page_paths():
             j = 0 if path == "/" else int(path.rsplit("/", 1)[1].split(".")[0])
             links = {(j + 1) % self.pages, (j * 3 + 1) % self.pages}

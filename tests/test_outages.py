@@ -226,3 +226,32 @@ def test_max_time_cuts_the_requests_in_flight_and_a_resume_asks_again(tmp_path: 
         assert [r["outcome"] for r in again] == ["cut", "dropped:too_slow"], again
     finally:
         server.close()
+
+
+# -- losses named ----------------------------------------------------------------------------
+def test_a_site_given_up_is_named_in_the_summary_and_the_exit_code_is_3(tmp_path: Path) -> None:
+    """h1.test refuses every page (403): paused after 5 refusals, given up after one more.
+    The crawl of the other site finishes, and the command says what it lost: the printed
+    summary and summary.json name h1.test with its reason and the URLs it left, exit 3."""
+    server = SitesServer(hosts=2, pages=4, refusing=frozenset({"h1.test"}))
+    out = tmp_path / "out"
+    seeds = tmp_path / "seeds.txt"
+    refused = [f"http://h1.test:{server.port}/p/{j}.html" for j in range(1, 11)]
+    seeds.write_text("".join(f"{u}\n" for u in [server.seeds()[0], *refused]))
+    cmd = [
+        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds), "--user-agent", UA,
+        "--out", str(out), *server.resolve_args(), "--allow-private-addresses",
+        "--ip-min-delay", "off", "--no-progress", "--min-delay", "0.05", "--park-time", "0.5",
+        "--scope", "any",
+    ]  # fmt: skip
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    finally:
+        server.close()
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert server.fetched()["h0.test"] == server.page_paths()
+    lost = summary(out)["sites_lost"]
+    assert [x["site"] for x in lost] == ["h1.test"], lost
+    assert lost[0]["state"] == "given_up" and "refused" in lost[0]["reason"], lost
+    assert lost[0]["urls_left"] == 10 - 5, lost  # the 6th refusal and the 4 never asked
+    assert "h1.test: given_up" in p.stdout and "sites lost" in p.stderr
