@@ -22,12 +22,37 @@ def failing(
     return [guard.failed(k, kind, now) for k in keys]
 
 
-def test_many_sites_failing_the_same_way_are_an_outage() -> None:
+async def down(origin: str, dns_only: bool) -> bool:
+    return False
+
+
+async def up(origin: str, dns_only: bool) -> bool:
+    return True
+
+
+def test_many_sites_failing_the_same_way_are_an_outage_when_a_probe_fails_too() -> None:
     guard = OutageGuard()
     guard.answered("http://a.test")
     assert failing(guard, ["k1", "k2", "k3", "k4"]) == [False] * 4
-    assert guard.failed("k5", "connect", 11.0) and guard.active
-    assert guard.failed("k6", "timeout", 12.0)  # during it, every network failure is its own
+    assert not guard.paused
+    assert not guard.failed("k5", "connect", 11.0)  # suspected: the crawl pauses, probes
+    assert guard.paused and guard.suspect and not guard.active and guard.due(11.0)
+    assert not guard.failed("k6", "connect", 11.2)  # counted, for now
+    assert not asyncio.run(guard.probe(down, 11.5))  # the probe failed too: an outage
+    assert guard.active and guard.outages == 1
+    assert guard.failed("k7", "timeout", 12.0)  # during it, every network failure is its own
+
+
+def test_a_probe_that_gets_through_makes_it_the_sites_failures() -> None:
+    guard = OutageGuard()
+    guard.answered("http://a.test")
+    failing(guard, ["k1", "k2", "k3", "k4", "k5"])
+    assert guard.suspect
+    assert asyncio.run(guard.probe(up, 11.0))  # the network works: the sites failed
+    assert not guard.paused and guard.false_alarms == 1 and guard.outages == 0
+    host = politeness.HostState("k1", consecutive_failures=3)
+    guard.absolve(host)
+    assert host.consecutive_failures == 3  # nothing forgiven
 
 
 def test_an_answer_between_failures_or_another_kind_is_no_outage() -> None:
@@ -50,10 +75,11 @@ def test_failures_too_far_apart_or_before_any_answer_are_the_sites() -> None:
         assert not guard.failed(f"k{i}", "connect", 100.0 * i)
 
 
-def test_the_failures_before_the_outage_was_noticed_are_forgiven() -> None:
+def test_the_failures_before_the_outage_was_confirmed_are_forgiven() -> None:
     guard = OutageGuard()
     guard.answered("http://a.test")
     failing(guard, ["k1", "k2", "k3", "k4", "k5"])
+    asyncio.run(guard.probe(down, 10.5))
     host = politeness.HostState("k1", consecutive_failures=3, backoff_factor=2.0)
     guard.absolve(host)
     assert host.consecutive_failures == 2 and host.backoff_factor == 1.0
@@ -65,18 +91,16 @@ def test_a_probe_that_gets_through_ends_the_outage_one_that_does_not_waits_longe
     guard = OutageGuard()
     guard.answered("http://a.test")
     failing(guard, ["k1", "k2", "k3", "k4", "k5"], now=10.0)
-    assert guard.active and guard.due(11.0) and not guard.due(10.5)
     tried: list[tuple[str, bool]] = []
 
-    async def down(origin: str, dns_only: bool) -> bool:
+    async def noted(origin: str, dns_only: bool) -> bool:
         tried.append((origin, dns_only))
         return False
 
-    async def up(origin: str, dns_only: bool) -> bool:
-        return True
-
-    assert not asyncio.run(guard.probe(down, 11.0))
-    assert tried == [("http://a.test", False)] and guard.next_probe == 13.0
+    assert not asyncio.run(guard.probe(noted, 10.0))  # confirmed
+    assert guard.active and guard.due(11.0) and not guard.due(10.5)
+    assert not asyncio.run(guard.probe(noted, 11.0))
+    assert tried == [("http://a.test", False)] * 2 and guard.next_probe == 13.0
     assert asyncio.run(guard.probe(up, 25.0)) and not guard.active
     assert guard.seconds == 15.0
 

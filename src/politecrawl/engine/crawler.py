@@ -172,7 +172,7 @@ class Crawler:
                         ctx.counters["never_crawl_reloads"] += 1
                     wake = None
                     while len(tasks) < self.cfg.concurrency and not self._stop.is_set():
-                        if ctx.outage.active:  # the crawler's own network is down: no turn
+                        if ctx.outage.paused:  # the crawler's own network looks down: no turn
                             self._probe(now)
                             wake = ctx.outage.next_probe
                             break
@@ -229,10 +229,13 @@ class Crawler:
         reach = outage.reach(ctx.resolved, self.cfg.fetch.connect_timeout_s)
 
         async def probe() -> None:
-            began = ctx.outage.since
+            began, confirmed = ctx.outage.since, ctx.outage.active
             if await ctx.outage.probe(reach, self.clock()):
-                ctx.counters["outages"] += 1
-                ctx.counters["outage_ms"] += round((self.clock() - began) * 1000)
+                if confirmed:
+                    ctx.counters["outages"] += 1
+                    ctx.counters["outage_ms"] += round((self.clock() - began) * 1000)
+                else:
+                    ctx.counters["outage_false_alarms"] += 1
             if self._wake is not None:
                 self._wake.set()
 

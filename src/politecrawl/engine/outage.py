@@ -6,15 +6,18 @@ site, such an outage parks hundreds of them in seconds (issue 28: 927 of 2,000 s
 by a 15 s outage). So failures of the network kinds (``KINDS``) are watched across sites:
 
 - ``MIN_SITES`` different sites failing the same way within ``WINDOW_S``, with no answer from
-  any site in between, while some site answered earlier in the crawl, is an outage;
-- during it, the crawl leases no site (``Crawler.run`` waits), and every failure that comes
-  back from a request still in flight is the outage's (``FetchResult.outage``): the URL goes
-  back, no attempt used, no failure counted (``turn``: ``retry:outage``);
-- the failures counted just before it was noticed are forgiven at each site's next turn
-  (``absolve``), so no site keeps them;
-- a probe (one TCP connection to an origin that answered before, a name resolution for a
-  DNS outage; no HTTP request) every ``PROBE_S`` doubling up to ``PROBE_MAX_S`` ends the
-  outage when it gets through: the crawl resumes where it was.
+  any site in between, while some site answered earlier in the crawl, make the guard
+  suspect an outage: the crawl leases no site (``Crawler.run`` waits) and probes at once;
+- a probe is one TCP connection to an origin that answered before (a name resolution for a
+  DNS outage; no HTTP request). If it gets through, the network works and those sites failed
+  on their own (many sites of one sick host, say): their failures count, the crawl goes on.
+  If it does not, the outage is confirmed;
+- during the outage every failure that comes back from a request still in flight is the
+  outage's (``FetchResult.outage``): the URL goes back, no attempt used, no failure counted
+  (``turn``: ``retry:outage``); the failures counted while it was suspected or just before
+  are forgiven at each site's next turn (``absolve``), so no site keeps them;
+- a probe every ``PROBE_S`` doubling up to ``PROBE_MAX_S`` ends the outage when it gets
+  through: the crawl resumes where it was.
 
 A crawl where no site ever answered cannot tell its own link from its sites', so it never
 pauses: its failures are the sites' (retried over hours: ``outcome.TRANSIENT``).
@@ -37,7 +40,7 @@ KINDS = frozenset({"dns", "connect", "timeout", "network"})
 MIN_SITES = 5
 WINDOW_S = 30.0
 PROBE_S = 1.0
-PROBE_MAX_S = 60.0
+PROBE_MAX_S = 15.0
 _GOOD_KEPT = 8  # origins that answered last: what a probe tries
 _PROBED = 3  # of them per probe
 
@@ -50,7 +53,9 @@ class OutageGuard:
     def __init__(self, *, min_sites: int = MIN_SITES, window_s: float = WINDOW_S) -> None:
         self.min_sites = min_sites
         self.window_s = window_s
-        self.active = False
+        self.active = False  # an outage, confirmed by a probe
+        self.suspect = False  # an outage suspected: no turn until a probe says
+        self.false_alarms = 0
         self.kind = ""
         self.since = 0.0
         self.next_probe = 0.0
@@ -58,6 +63,7 @@ class OutageGuard:
         self.seconds = 0.0
         self._streak: dict[str, tuple[str, float]] = {}  # key -> (kind, when) since an answer
         self._forgive: dict[str, int] = {}  # key -> failures counted before it was noticed
+        self._suspected: dict[str, int] = {}  # key -> failures counted while suspected
         self._good: deque[str] = deque(maxlen=_GOOD_KEPT)
         self._probe_wait = PROBE_S
 
@@ -75,26 +81,18 @@ class OutageGuard:
             return False
         if self.active:
             return True
+        if self.suspect:  # counted for now; forgiven if the probe confirms the outage
+            self._suspected[key] = self._suspected.get(key, 0) + 1
+            return False
         self._streak[key] = (kind, now)
         same = [k for k, (kd, t) in self._streak.items() if kd == kind and now - t <= self.window_s]
         if len(same) < self.min_sites or not self._good:
             return False
-        self.active, self.kind, self.since = True, kind, now
-        self._probe_wait = PROBE_S
-        self.next_probe = now + PROBE_S
-        self.outages += 1
-        for k in same:  # failures counted before it was noticed: forgiven at the next turn
-            if k != key:
-                self._forgive[k] = self._forgive.get(k, 0) + 1
+        self.suspect, self.kind, self.since = True, kind, now
+        self.next_probe = now  # at once
+        self._suspected = {k: 1 for k in same}
         self._streak.clear()
-        log.warning(
-            "%d sites failed the same way (%s) within %.0f s: the crawler's own network looks "
-            "down; the crawl pauses, probes, and resumes with no site blamed",
-            len(same),
-            kind,
-            self.window_s,
-        )
-        return True
+        return False
 
     def absolve(self, host: politeness.HostState) -> None:
         """Take back from ``host`` the failures the outage caused before it was noticed."""
@@ -102,26 +100,59 @@ class OutageGuard:
         if n:
             politeness.forgive_failures(host, n)
 
+    @property
+    def paused(self) -> bool:
+        """No turn now: an outage, suspected or confirmed."""
+        return self.active or self.suspect
+
     def due(self, now: float) -> bool:
         """A probe is due now."""
-        return self.active and now >= self.next_probe
+        return self.paused and now >= self.next_probe
 
     async def probe(self, reach: Probe, now: float) -> bool:
-        """Try the origins that answered last; True (and the crawl resumes) if one did."""
+        """Try the origins that answered last. True when the crawl may go on: the network
+        works (a suspected outage was none, or a confirmed one is over)."""
         dns_only = self.kind == "dns"
+        through = False
         for origin in list(self._good)[-_PROBED:]:
             if await reach(origin, dns_only):
-                self.seconds += max(0.0, now - self.since)
-                self.active = False
-                log.warning(
-                    "the network is back after %.0f s (%s): the crawl resumes",
-                    now - self.since,
-                    self.kind,
-                )
+                through = True
+                break
+        if self.suspect:
+            self.suspect = False
+            if through:  # the network works: those sites failed on their own
+                self.false_alarms += 1
+                self._suspected.clear()
                 return True
+            self._confirm(now)
+            return False
+        if through:
+            self.seconds += max(0.0, now - self.since)
+            self.active = False
+            log.warning(
+                "the network is back after %.0f s (%s): the crawl resumes", now - self.since,
+                self.kind,
+            )  # fmt: skip
+            return True
         self._probe_wait = min(self._probe_wait * 2, PROBE_MAX_S)
         self.next_probe = now + self._probe_wait
         return False
+
+    def _confirm(self, now: float) -> None:
+        """The probe did not get through either: the crawler's own network is down."""
+        self.active = True
+        self.outages += 1
+        self._probe_wait = PROBE_S
+        self.next_probe = now + PROBE_S
+        for k, n in self._suspected.items():  # forgiven at each site's next turn
+            self._forgive[k] = self._forgive.get(k, 0) + n
+        sites = len(self._suspected)
+        self._suspected = {}
+        log.warning(
+            "%d sites failed the same way (%s) and a probe of a site that answered before did "
+            "not get through: the crawler's own network looks down; the crawl pauses, probes, "
+            "and resumes with no site blamed", sites, self.kind,
+        )  # fmt: skip
 
 
 def reach(resolve: Callable[[str, int], Awaitable[str | None]], timeout_s: float) -> Probe:
