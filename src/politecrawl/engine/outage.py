@@ -40,7 +40,7 @@ KINDS = frozenset({"dns", "connect", "timeout", "network"})
 MIN_SITES = 5
 WINDOW_S = 30.0
 PROBE_S = 1.0
-PROBE_MAX_S = 15.0
+PROBE_MAX_S = 5.0
 _GOOD_KEPT = 8  # origins that answered last: what a probe tries
 _PROBED = 3  # of them per probe
 
