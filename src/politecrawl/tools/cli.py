@@ -415,9 +415,11 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         return 1
     lost = summary.get("sites_lost") or []
     if lost:
+        parked = sum(1 for x in lost if x["state"] == "parked")
         print(
-            f"politecrawl: {len(lost)} sites lost (parked or given up, listed above and in "
-            f"{cfg.out_dir / 'summary.json'}); running the same command again resumes them",
+            f"politecrawl: {len(lost)} sites lost: {parked} parked (the same command again "
+            f"asks them from their retry time), {len(lost) - parked} given up; listed above "
+            f"and in {cfg.out_dir / 'summary.json'}",
             file=sys.stderr,
         )
         return 3
