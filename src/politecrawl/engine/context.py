@@ -21,7 +21,7 @@ from yarl import URL
 from politecrawl.config import CrawlConfig
 from politecrawl.continuity.tracker import Continuity
 from politecrawl.engine.admission import Admission, Gate
-from politecrawl.engine.losses import Losses
+from politecrawl.engine.losses import GIVEN_UP_OUTCOMES, Losses
 from politecrawl.engine.outage import OutageGuard
 from politecrawl.engine.partition import Partition, tagged
 from politecrawl.engine.workpool import WorkPool
@@ -238,6 +238,12 @@ class CrawlContext:
         """URLs of ``key`` still queued, when the frontier can say (None: it cannot)."""
         count = getattr(self.frontier, "queued_of", None)
         return int(count(key)) if callable(count) else None
+
+    def remember_losses(self) -> None:
+        """The sites given up in earlier runs too, when the frontier keeps them (SQLite)."""
+        dropped = getattr(self.frontier, "dropped_sites", None)
+        if callable(dropped):
+            self.losses.remember(dropped(list(GIVEN_UP_OUTCOMES)))
 
     async def resolved(self, host: str, port: int) -> str | None:
         """One address of ``host`` through the crawl's own resolver (the outage probe's)."""

@@ -15,6 +15,11 @@ from typing import Any
 from politecrawl.storage import log_time
 
 PARKED, GIVEN_UP = "parked", "given_up"
+# the request log's outcomes of URLs dropped with their site, and what they say about it
+GIVEN_UP_OUTCOMES = {
+    "dropped:robots_unavailable": "robots.txt unreachable",
+    "dropped:site_refused": "refused request after request",
+}
 
 
 @dataclass(slots=True)
@@ -59,6 +64,17 @@ class Losses:
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+    def remember(self, dropped: list[tuple[str, str, int]]) -> None:
+        """Sites given up before this run (a resume, a crash): ``(key, outcome, URLs)`` as
+        the frontier recorded them (``SqliteFrontier.dropped_sites``)."""
+        for key, outcome, n in dropped:
+            old = self._by_key.get(key)
+            if old is not None and old.state == GIVEN_UP:
+                old.dropped = max(old.dropped, n)
+            else:
+                why = GIVEN_UP_OUTCOMES.get(outcome, outcome)
+                self._by_key[key] = Loss(key, GIVEN_UP, why, None, n)
 
     def report(self, queued_of: Callable[[str], int | None], now: float) -> list[dict[str, Any]]:
         """One entry per site lost, as the summary lists it. A parked site with nothing left
