@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import multiprocessing.process
+import os
+import socket
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +61,43 @@ async def web(tmp_path: Path):
         n_hosts=14, pages_per_host=8, seed=3, access_log_path=str(tmp_path / "access.jsonl")
     ) as w:
         yield w
+
+
+# -- the two kinds of test ------------------------------------------------------------------
+# ``unit``: no server, no subprocess, no network (``pytest -m unit``, the inner loop, well
+# under a minute). ``e2e``: real servers, the real command, Redis, pywb, Chromium. Every test
+# is one or the other, and a unit test that reaches for a socket or a process fails, so the
+# fast loop stays what it says.
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wrong = [i.nodeid for i in items if any(i.iter_markers("unit")) == any(i.iter_markers("e2e"))]
+    if wrong:
+        raise pytest.UsageError(
+            "each test is unit or e2e, not neither and not both (set pytestmark in the "
+            "module, or mark each test of a mixed module): " + ", ".join(wrong[:5])
+        )
+
+
+def _refuse(what: str) -> Any:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"a unit test may not {what}: mark it e2e")
+
+    return refuse
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_stay_offline(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.node.get_closest_marker("unit") is None:
+        yield
+        return
+    mp = pytest.MonkeyPatch()
+    for name in ("connect", "connect_ex", "bind"):
+        mp.setattr(socket.socket, name, _refuse("open a network connection or a server"))
+    mp.setattr(subprocess.Popen, "__init__", _refuse("start a subprocess"))
+    mp.setattr(os, "fork", _refuse("fork a process"))
+    mp.setattr(multiprocessing.process.BaseProcess, "start", _refuse("start a process"))
+    try:
+        yield
+    finally:
+        mp.undo()

@@ -10,6 +10,7 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from pageweb import UA, PageWeb, html
 
 import politecrawl
@@ -37,6 +38,7 @@ PUBLIC = [
 ]
 
 
+@pytest.mark.unit
 def test_all_is_pinned() -> None:
     assert sorted(politecrawl.__all__) == PUBLIC
     for name in PUBLIC:
@@ -54,6 +56,7 @@ def readme_example() -> str:
     return m[1]
 
 
+@pytest.mark.unit
 def test_readme_example_is_at_most_15_lines() -> None:
     assert len(readme_example().strip().splitlines()) <= 15
 
@@ -88,6 +91,7 @@ def books_site() -> dict[str, tuple[str, bytes]]:
     }  # fmt: skip
 
 
+@pytest.mark.e2e
 async def test_readme_example_runs_against_a_local_site(tmp_path: Path) -> None:
     async with PageWeb(books_site(), host="books.test") as site:
         prelude = PRELUDE.format(

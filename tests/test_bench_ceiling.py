@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e
+
 BENCH = Path(__file__).parent.parent / "bench" / "throughput.py"
 
 

@@ -54,6 +54,7 @@ def _check(page: str) -> _Checker:
     return c
 
 
+@pytest.mark.unit
 def test_page_says_everything_an_operator_needs() -> None:
     page = render(
         UA,
@@ -76,6 +77,7 @@ def test_page_says_everything_an_operator_needs() -> None:
     assert "robots.txt" in text
 
 
+@pytest.mark.unit
 def test_everything_user_given_is_escaped() -> None:
     evil = '<script>alert("x")</script>'
     page = render(
@@ -88,23 +90,27 @@ def test_everything_user_given_is_escaped() -> None:
     assert evil in "".join(c.text)
 
 
+@pytest.mark.unit
 def test_defaults_without_purpose_or_ips() -> None:
     text = "".join(_check(render(UA, "ops@acme.example", [], None)).text)
     assert "acmebot collects public web pages" in text
     assert "not listed here yet" in text
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("ua", ["", "Mozilla/5.0 (compatible; x)", "acmebot/1.0"])
 def test_dishonest_user_agent_refused(ua: str) -> None:
     with pytest.raises(ConfigError):
         render(ua, "ops@acme.example", [], None)
 
 
+@pytest.mark.unit
 def test_contact_must_be_an_email() -> None:
     with pytest.raises(ConfigError, match="e-mail"):
         render(UA, "https://acme.example/contact", [], None)
 
 
+@pytest.mark.unit
 def test_main_args_stdout_and_file(tmp_path: Path, capsys: Any) -> None:
     ns = argparse.Namespace(
         user_agent=UA, contact="ops@acme.example", ip=["192.0.2.1"], purpose=None, out=None
@@ -120,6 +126,7 @@ def test_main_args_stdout_and_file(tmp_path: Path, capsys: Any) -> None:
         main_args(ns)
 
 
+@pytest.mark.e2e
 def test_page_states_the_crawls_real_delay(tmp_path: Path) -> None:
     """Not "at least 15 seconds" whatever the crawl does: --min-delay, or the crawl's config."""
     import subprocess

@@ -13,6 +13,8 @@ from conftest import UA
 
 from politecrawl.demo.web import TestWeb
 
+pytestmark = pytest.mark.e2e
+
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

@@ -66,6 +66,7 @@ def _brute_force(out: Path, host: str) -> list[tuple[str, str, Any]]:
     return sorted(rows)
 
 
+@pytest.mark.e2e
 def test_lookup_across_rotated_logs_matches_the_logs(crawl: tuple[Path, TestWeb]) -> None:
     out, web = crawl
     assert len(rotated_files(out / "log", "requests")) >= 3
@@ -83,6 +84,7 @@ def test_lookup_across_rotated_logs_matches_the_logs(crawl: tuple[Path, TestWeb]
         assert sorted("/" + r["url"].split("/", 3)[3] for r in rows) == seen
 
 
+@pytest.mark.unit
 def test_robots_in_force_says_what_the_site_said(crawl: tuple[Path, TestWeb]) -> None:
     out, web = crawl
     special = next(h for h, s in web.sites.items() if s.robots and "testbot" in s.robots)
@@ -106,6 +108,7 @@ def test_robots_in_force_says_what_the_site_said(crawl: tuple[Path, TestWeb]) ->
         }
 
 
+@pytest.mark.unit
 def test_time_window_and_json_output(crawl: tuple[Path, TestWeb], capsys: Any) -> None:
     out, web = crawl
     host = web.hosts[0]
@@ -122,6 +125,7 @@ def test_time_window_and_json_output(crawl: tuple[Path, TestWeb], capsys: Any) -
     assert json.loads(capsys.readouterr().out) == later
 
 
+@pytest.mark.unit
 def test_text_shows_each_robots_version_once(crawl: tuple[Path, TestWeb], capsys: Any) -> None:
     out, web = crawl
     host = web.hosts[0]
@@ -145,6 +149,7 @@ def _write(log: JsonlLog, recs: list[dict[str, Any]]) -> None:
     log.close()
 
 
+@pytest.mark.unit
 def test_subdomains_window_and_robots_versions(tmp_path: Path) -> None:
     """The latest robots.txt at or before each request, per origin; lookalikes excluded."""
     log_dir = tmp_path / "log"
@@ -210,6 +215,7 @@ def test_subdomains_window_and_robots_versions(tmp_path: Path) -> None:
     assert lookup(tmp_path, "www.example.com", None, None)[0]["url"].endswith("/w")
 
 
+@pytest.mark.unit
 def test_misuse_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         parse_time("yesterday")
@@ -237,6 +243,7 @@ def test_misuse_is_a_config_error(tmp_path: Path) -> None:
         )
 
 
+@pytest.mark.unit
 def test_text_fits_100_columns(tmp_path: Path) -> None:
     """Each request on one line of at most 100 columns; a long URL is cut in the middle and
     the text says that --json has it in full."""

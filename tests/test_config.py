@@ -3,6 +3,8 @@ import pytest
 from politecrawl.config import validate_user_agent
 from politecrawl.errors import ConfigError
 
+pytestmark = pytest.mark.unit
+
 
 def test_product_token_from_honest_ua():
     assert validate_user_agent("acmebot/1.0 (+https://acme.example/bot)") == "acmebot"

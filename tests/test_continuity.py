@@ -7,6 +7,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
 from conftest import UA
 from dupweb import DupWeb, FakeClock
 from warcio.archiveiterator import ArchiveIterator
@@ -48,6 +49,7 @@ def warc_kinds(out: Path) -> collections.Counter[str]:
     return kinds
 
 
+@pytest.mark.e2e
 async def test_duplicates_recognised_and_rules_learned(tmp_path: Path) -> None:
     async with DupWeb(n_sites=3, articles_per_site=12, seed=2) as web:
         out = tmp_path / "out"
@@ -65,6 +67,7 @@ async def test_duplicates_recognised_and_rules_learned(tmp_path: Path) -> None:
     assert c["duplicate_url_rule"] > 0
 
 
+@pytest.mark.e2e
 async def test_recrawl_revisits_with_conditional_get_and_sees_changes(tmp_path: Path) -> None:
     clock = FakeClock()
     async with DupWeb(n_sites=2, articles_per_site=4, seed=3, clock=clock) as web:
@@ -91,6 +94,7 @@ async def test_recrawl_revisits_with_conditional_get_and_sees_changes(tmp_path: 
     assert second.counters["changes_seen"] > 0
 
 
+@pytest.mark.unit
 def test_log_stats_lists_the_learned_rules(tmp_path: Path) -> None:
     from politecrawl.storage import JsonlLog
     from politecrawl.tools import logstats
@@ -116,6 +120,7 @@ def _text(words: list[str]) -> str:
     return " ".join(words)
 
 
+@pytest.mark.unit
 def test_near_duplicates_found_across_restarts_and_old_state_migrated(tmp_path: Path) -> None:
     """The index is rebuilt from its table at start; a save no longer writes it whole."""
     from politecrawl.continuity.fingerprint import simhash
@@ -170,6 +175,7 @@ def test_near_duplicates_found_across_restarts_and_old_state_migrated(tmp_path: 
     c.close()
 
 
+@pytest.mark.unit
 def test_fingerprints_of_another_simhash_version_are_dropped_not_compared(
     tmp_path: Path,
 ) -> None:

@@ -11,6 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import UA
 from warcio.archiveiterator import ArchiveIterator
 
@@ -37,6 +38,7 @@ async def _start(cfg: Path, out: Path) -> asyncio.subprocess.Process:
     )
 
 
+@pytest.mark.e2e
 async def test_kill_minus_nine_twenty_times(tmp_path: Path) -> None:
     rng = random.Random(20261122)
     async with TestWeb(n_hosts=6, pages_per_host=8, seed=9) as web:
@@ -120,6 +122,7 @@ async def test_kill_minus_nine_twenty_times(tmp_path: Path) -> None:
         assert politeness_violations(web.access_log, DELAY) == []
 
 
+@pytest.mark.unit
 async def test_requests_begun_together_share_one_commit_and_each_waits_for_it(
     tmp_path: Path,
 ) -> None:

@@ -8,12 +8,15 @@ import itertools
 import json
 from pathlib import Path
 
+import pytest
 from conftest import DELAY, LOOP_LAG_S, crawl_config
 from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl import Crawler
 from politecrawl.demo.accesslog import politeness_violations
 from politecrawl.storage.logs import read_jsonl
+
+pytestmark = pytest.mark.e2e
 
 NEVER_FETCHED = (
     "/hidden-comment.html",

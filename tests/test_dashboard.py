@@ -12,8 +12,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import UA
 from webthread import web_in_thread
+
+pytestmark = pytest.mark.e2e
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 

@@ -16,11 +16,14 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 from conftest import UA
 from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.demo.web import TestWeb
+
+pytestmark = pytest.mark.e2e
 
 # The child: limit file sizes, ignore SIGXFSZ (so writes fail with EFBIG), run the CLI.
 _LIMITED = (

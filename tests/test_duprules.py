@@ -6,6 +6,7 @@ import json
 from collections import deque
 
 import aiohttp
+import pytest
 from dupweb import DupWeb, FakeClock, PageRef
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,6 +28,7 @@ def dup_pairs(learner: RuleLearner, variant: str, pages: int = 3, section: str =
         learner.observe_duplicate(url, url + variant)
 
 
+@pytest.mark.unit
 def test_learns_a_parameter_from_different_pages_only() -> None:
     learner = RuleLearner(min_support=3)
     for _ in range(5):  # five pairs, but all of one page: could be that page's quirk
@@ -57,6 +59,7 @@ def test_learns_a_parameter_from_different_pages_only() -> None:
     assert site_wide.scope is None and site_wide.support == 8 + 3
 
 
+@pytest.mark.unit
 def test_counter_evidence_blocks_and_revokes() -> None:
     learner = RuleLearner(min_support=3)
     learner.observe_distinct(f"{H}/item/list/", f"{H}/item/list/?page=2")  # page matters here
@@ -80,6 +83,7 @@ def test_counter_evidence_blocks_and_revokes() -> None:
     assert [r.param for r in learner.new_rules()] == ["a"]
 
 
+@pytest.mark.unit
 def test_www_index_and_case_rules() -> None:
     learner = RuleLearner(min_support=2)
     for i in range(2):
@@ -100,6 +104,7 @@ def test_www_index_and_case_rules() -> None:
     assert site_key("www.a.example") == "a.example" == site_key("a.example")
 
 
+@pytest.mark.unit
 def test_ambiguous_pairs_are_resolved_once_a_rule_is_known() -> None:
     learner = RuleLearner(min_support=2)
     for i in range(3):  # www and utm_source differ together: ambiguous
@@ -111,6 +116,7 @@ def test_ambiguous_pairs_are_resolved_once_a_rule_is_known() -> None:
     assert learner.apply("http://www.shop.example/item/x/?utm_source=1") == f"{H}/item/x/"
 
 
+@pytest.mark.unit
 def test_unrelated_pairs_teach_nothing() -> None:
     learner = RuleLearner(min_support=1)
     learner.observe_duplicate(f"{H}/a/", f"{H}/b/")  # different paths
@@ -121,6 +127,7 @@ def test_unrelated_pairs_teach_nothing() -> None:
     assert learner.new_rules() == [] and learner.state_dict()["sites"].get("other.example") is None
 
 
+@pytest.mark.unit
 def test_observe_page_pairs_variants_and_respects_time() -> None:
     learner = RuleLearner(min_support=2, max_pair_age_s=3600)
     for i in range(2):
@@ -146,6 +153,7 @@ def test_observe_page_pairs_variants_and_respects_time() -> None:
     assert learner.revoked_rules() == []
 
 
+@pytest.mark.unit
 def test_state_round_trip() -> None:
     learner = RuleLearner(min_support=2)
     dup_pairs(learner, "?utm_source=a", pages=2)
@@ -196,6 +204,7 @@ _urls = st.builds(
 )
 
 
+@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(_urls, st.text(max_size=60)))
 def test_apply_never_raises_and_is_idempotent(url: str) -> None:
@@ -204,6 +213,7 @@ def test_apply_never_raises_and_is_idempotent(url: str) -> None:
     assert RuleLearner().apply(url) is url  # no rules: the very same string back
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(_urls)
 def test_apply_keeps_canonical_urls_canonical(url: str) -> None:
@@ -247,6 +257,7 @@ def crawl(dw: DupWeb, learner: RuleLearner | None, budget: int) -> tuple[int, se
     return fetches, found
 
 
+@pytest.mark.unit
 def test_dupweb_spellings_are_one_page() -> None:
     dw = DupWeb(n_sites=3, articles_per_site=6, clock=FakeClock(), port=8000)
     iis, apache, php = (s.name for s in dw.sites)
@@ -273,6 +284,7 @@ def test_dupweb_spellings_are_one_page() -> None:
     assert dw.locate("http://unknown.dup:8000/") is None
 
 
+@pytest.mark.unit
 def test_rules_learned_on_dupweb_cut_the_waste() -> None:
     dw = DupWeb(n_sites=6, articles_per_site=15, clock=FakeClock(), port=8000)
     total = len(dw.pages())
@@ -298,6 +310,7 @@ def test_rules_learned_on_dupweb_cut_the_waste() -> None:
     assert all(r[1] != "page" for kind_rules in rules.values() for r in kind_rules)
 
 
+@pytest.mark.e2e
 async def test_dupweb_serves_over_http() -> None:
     dw = DupWeb(n_sites=3, articles_per_site=4, clock=FakeClock())
     async with dw:
@@ -322,6 +335,7 @@ async def test_dupweb_serves_over_http() -> None:
             (host, "/sitemap.xml", 200), (host, "/nope/", 404)]  # fmt: skip
 
 
+@pytest.mark.unit
 def test_rules_transfer_to_new_sites_until_contradicted() -> None:
     learner = RuleLearner(min_support=3, prior_sites=2)
     for site in ("a", "b"):
@@ -340,6 +354,7 @@ def test_rules_transfer_to_new_sites_until_contradicted() -> None:
     assert again._needed("param:fbclid@/p/") == 3 and again._needed("param:utm@/p/") == 3
 
 
+@pytest.mark.unit
 def test_memory_is_bounded() -> None:
     learner = RuleLearner(min_support=1, max_sites=20, max_groups=50)
     learner.observe_duplicate("http://keep.example/a/", "http://keep.example/a/?x=1")

@@ -7,12 +7,14 @@ import os
 import time
 from pathlib import Path
 
+import pytest
 from conftest import crawl_config
 
 from politecrawl import Crawler
 from politecrawl.polite.exclusions import NeverCrawlList
 
 
+@pytest.mark.unit
 def test_subdomains_and_malformed_lines(tmp_path: Path) -> None:
     f = tmp_path / "never.txt"
     f.write_text("# why and when\nexample.com\n\nbad domain here\nlinkfarm.test  # spam\n")
@@ -23,6 +25,7 @@ def test_subdomains_and_malformed_lines(tmp_path: Path) -> None:
     assert [n for n, _ in never.errors] == [4]
 
 
+@pytest.mark.unit
 def test_reload_only_when_changed(tmp_path: Path) -> None:
     f = tmp_path / "never.txt"
     f.write_text("a.test\n")
@@ -35,6 +38,7 @@ def test_reload_only_when_changed(tmp_path: Path) -> None:
     assert never.excludes("b.test")
 
 
+@pytest.mark.e2e
 async def test_exclusion_added_mid_crawl_takes_effect(web, tmp_path: Path) -> None:
     f = tmp_path / "never.txt"
     f.write_text("# nothing yet\n")

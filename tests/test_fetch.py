@@ -50,6 +50,7 @@ async def fetch(url: str, *, html_only: bool = True, **kw: Any) -> FetchResult:
 # -- Retry-After ---------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_retry_after_seconds(hw: HostileWeb) -> None:
     res = await fetch(hw.url("/retry-after-seconds"))
     assert res.status == 503 and res.header("retry-after") == "120"
@@ -59,6 +60,7 @@ async def test_retry_after_seconds(hw: HostileWeb) -> None:
     assert classify(res, 1, 3, max_retry_after_s=30.0) == Retry(30.0, True, "http_503")
 
 
+@pytest.mark.e2e
 async def test_retry_after_http_date(hw: HostileWeb) -> None:
     res = await fetch(hw.url("/retry-after-date"))
     assert res.status == 429
@@ -67,6 +69,7 @@ async def test_retry_after_http_date(hw: HostileWeb) -> None:
     assert 3500 < out.after_s <= 3600
 
 
+@pytest.mark.e2e
 async def test_overload_on_last_attempt_dropped(hw: HostileWeb) -> None:
     res = await fetch(hw.url("/retry-after-seconds"))
     assert classify(res, 3, 3) == Drop(DropReason.RETRIES_EXHAUSTED, "http_503")
@@ -75,6 +78,7 @@ async def test_overload_on_last_attempt_dropped(hw: HostileWeb) -> None:
 # -- encodings -------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("path", "encoding"),
     [("/gzip", "gzip"), ("/deflate-zlib", "deflate"), ("/deflate-raw", "deflate"), ("/br", "br")],
@@ -86,6 +90,7 @@ async def test_encodings_decoded(hw: HostileWeb, path: str, encoding: str) -> No
     assert not res.truncated
 
 
+@pytest.mark.e2e
 async def test_accept_encoding_and_user_agent_sent(hw: HostileWeb) -> None:
     res = await fetch(hw.url("/ok"))
     (hit,) = hw.hits_for("/ok")
@@ -97,6 +102,7 @@ async def test_accept_encoding_and_user_agent_sent(hw: HostileWeb) -> None:
 # -- what is not fetched ---------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_non_html_abandoned_after_headers(hw: HostileWeb) -> None:
     t0 = time.monotonic()
     res = await fetch(hw.url("/octet-50m"))
@@ -108,11 +114,13 @@ async def test_non_html_abandoned_after_headers(hw: HostileWeb) -> None:
     assert hw.hits_for("/octet-50m")[0].ended_by == "client_gone"
 
 
+@pytest.mark.e2e
 async def test_non_html_read_when_asked(hw: HostileWeb) -> None:
     res = await fetch(hw.url("/robots.txt"), html_only=False)
     assert not res.abandoned and res.body == b"User-agent: *\nAllow: /\n"
 
 
+@pytest.mark.e2e
 async def test_redirect_not_followed(hw: HostileWeb) -> None:
     res = await fetch(hw.url("/redirect-301"))
     assert res.status == 301 and res.header("location") == "/ok"
@@ -120,6 +128,7 @@ async def test_redirect_not_followed(hw: HostileWeb) -> None:
     assert [h.path for h in hw.hits] == ["/redirect-301"]
 
 
+@pytest.mark.e2e
 async def test_connection_refused_is_connect_error() -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -132,6 +141,7 @@ async def test_connection_refused_is_connect_error() -> None:
 # -- error mapping ---------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("exc", "kind"), [
     (TimeoutError(), "timeout"),
     (aiohttp.SocketTimeoutError("read"), "timeout"),
@@ -166,6 +176,7 @@ def _encode(data: bytes, encoding: str) -> bytes:
 ENCODINGS = ["identity", "gzip", "deflate", "deflate-raw", "br"]
 
 
+@pytest.mark.unit
 @settings(max_examples=60, deadline=None)
 @given(
     data=st.binary(max_size=3000),
@@ -187,6 +198,7 @@ def test_decoder_equals_plain_cut(data: bytes, cap: int, encoding: str, cuts: li
     assert dec.overflow == (len(data) > cap)
 
 
+@pytest.mark.unit
 def test_decompress_bomb_bounded() -> None:
     raw = b"".join(bomb_chunks("gzip", 256))  # 256 KiB of gzip for 256 MiB of zeros
     body, truncated = decompress(raw, "gzip", 1 << 20)
@@ -196,21 +208,25 @@ def test_decompress_bomb_bounded() -> None:
     assert body == bytes(1 << 20) and truncated
 
 
+@pytest.mark.unit
 def test_decompress_multi_member_gzip() -> None:
     raw = gzip.compress(b"hello ") + gzip.compress(b"world")
     assert decompress(raw, "gzip", 100) == (b"hello world", False)
 
 
+@pytest.mark.unit
 def test_decompress_incomplete_stream_is_truncated() -> None:
     raw = gzip.compress(ENCODED_PAGE)
     body, truncated = decompress(raw[: len(raw) // 2], "gzip", 1 << 20)
     assert truncated and ENCODED_PAGE.startswith(body)
 
 
+@pytest.mark.unit
 def test_decompress_trailing_garbage_ignored() -> None:
     assert decompress(gzip.compress(b"abc") + b"junk!", "gzip", 100) == (b"abc", False)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("raw", "encoding"), [
     (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage-garbage", "gzip"),
     (b"not deflate at all, not even raw", "deflate"),
@@ -223,12 +239,14 @@ def test_decompress_corrupt_or_unsupported(raw: bytes, encoding: str) -> None:
         decompress(raw, encoding, 1000)
 
 
+@pytest.mark.unit
 def test_decompress_identity_and_empty() -> None:
     assert decompress(b"abcdef", "", 4) == (b"abcd", True)
     assert decompress(b"abcd", "identity", 4) == (b"abcd", False)
     assert decompress(b"", "gzip", 4) == (b"", False)  # e.g. a 304 or HEAD with the header
 
 
+@pytest.mark.unit
 async def test_failed_lookups_are_cached() -> None:
     """A fake at the system-resolver seam: a real failing lookup would need a DNS server."""
     from politecrawl.net.resolver import GuardedResolver

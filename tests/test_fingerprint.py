@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from topicweb import TopicWeb
 
+from politecrawl.continuity import fingerprint
 from politecrawl.continuity.fingerprint import (
     NearDupIndex,
     exact_fingerprint,
@@ -23,7 +24,6 @@ from politecrawl.continuity.fingerprint import (
     to_signed64,
     to_unsigned64,
 )
-from politecrawl.continuity import fingerprint
 from politecrawl.focus.relevance import extract_document
 
 fp64 = st.integers(min_value=0, max_value=2**64 - 1)
@@ -36,6 +36,7 @@ def flip(fp: int, bits: list[int]) -> int:
     return fp
 
 
+@pytest.mark.unit
 def test_exact_fingerprint_normalises_whitespace_and_case() -> None:
     a = exact_fingerprint("Hello  World\n")
     assert a == exact_fingerprint(" hello world") == exact_fingerprint("HELLO\tWORLD")
@@ -45,6 +46,7 @@ def test_exact_fingerprint_normalises_whitespace_and_case() -> None:
     assert normalise_text("  Straße\u00a0X ") == "strasse x"
 
 
+@pytest.mark.unit
 def test_simhash_golden_values() -> None:
     """Fingerprints are persisted: they must not change between runs or versions unnoticed.
     New values here need a new ``SIMHASH_VERSION`` (continuity drops the old ones)."""
@@ -56,6 +58,7 @@ def test_simhash_golden_values() -> None:
     assert simhash("") == simhash("  ,;  ") == 0
 
 
+@pytest.mark.e2e
 def test_simhash_same_in_every_process() -> None:
     """str hashes are salted per process; simhash must not depend on them."""
     code = (  # the module alone: importing the package would pull in aiohttp and friends
@@ -70,6 +73,7 @@ def test_simhash_same_in_every_process() -> None:
         assert int(out) == simhash(TEXT)
 
 
+@pytest.mark.unit
 def test_simhash_ignores_numbers_dates_and_case_unless_asked() -> None:
     body = " ".join(f"word{i} and more text about things" for i in range(40))
     a = f"Updated Monday 3 March 2024. {body} 1,234 readers."
@@ -80,6 +84,7 @@ def test_simhash_ignores_numbers_dates_and_case_unless_asked() -> None:
         simhash(a, shingle=0)
 
 
+@pytest.mark.unit
 def test_simhash_distinct_pages_far_apart_and_small_edits_near() -> None:
     tw = TopicWeb(n_hosts=60, pages_per_host=5, seed=2, port=8000)
     texts = []
@@ -103,6 +108,7 @@ _DATE_TEXT = (
 _DATES = frozenset(_DATE_TEXT.split())  # month and day names: read as numbers
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.text(alphabet="abcdeXYZ019", min_size=1, max_size=6), max_size=40),
@@ -147,6 +153,7 @@ _PIECES = st.one_of(
 )
 
 
+@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_PIECES, max_size=30), st.booleans())
 def test_words_follow_the_documented_rules(pieces: list[str], fold: bool) -> None:
@@ -163,6 +170,7 @@ def test_words_follow_the_documented_rules(pieces: list[str], fold: bool) -> Non
     assert [int(h) for h in got] == alone
 
 
+@pytest.mark.unit
 def test_word_hashes_do_not_depend_on_position() -> None:
     """Past 65,536 bytes the tables of powers grow; a word hashes the same anywhere."""
     tail = "needle Ünïcode words 42"
@@ -181,6 +189,7 @@ def _vocabulary() -> list[str]:
 VOCAB = _vocabulary()
 
 
+@pytest.mark.unit
 def test_one_word_edits_stay_near_and_unrelated_texts_far() -> None:
     """Measured, not assumed (seeded, so reproducible): replacing one word of 1,000 moves 3
     of ~1,000 shingles, which by the binomial spread of the 64 bit counts flips about 1.5
@@ -200,6 +209,7 @@ def test_one_word_edits_stay_near_and_unrelated_texts_far() -> None:
     assert 30 <= sum(apart) / len(apart) <= 34
 
 
+@pytest.mark.unit
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_unrelated_texts_are_not_near_duplicates(data: st.DataObject) -> None:
@@ -211,6 +221,7 @@ def test_unrelated_texts_are_not_near_duplicates(data: st.DataObject) -> None:
     assert hamming(simhash(" ".join(a)), simhash(" ".join(b))) > 3
 
 
+@pytest.mark.unit
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.sampled_from(VOCAB[:50]), min_size=3, max_size=20),
@@ -230,6 +241,7 @@ def test_each_distinct_shingle_votes_once(
     assert simhash(often, shingle=2) == simhash(thrice, shingle=2)
 
 
+@pytest.mark.unit
 @given(fp64, fp64, fp64)
 def test_hamming_is_a_metric(a: int, b: int, c: int) -> None:
     assert hamming(a, a) == 0
@@ -238,6 +250,7 @@ def test_hamming_is_a_metric(a: int, b: int, c: int) -> None:
     assert hamming(a, c) <= hamming(a, b) + hamming(b, c)
 
 
+@pytest.mark.unit
 @given(fp64)
 def test_signed_round_trip(a: int) -> None:
     s = to_signed64(a)
@@ -245,6 +258,7 @@ def test_signed_round_trip(a: int) -> None:
     assert to_unsigned64(s) == a
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     fp64,
@@ -264,6 +278,7 @@ def test_index_finds_everything_within_three_bits(
     assert index.near(query) == [("target", len(bits))]
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 7), fp64, st.data())
 def test_banding_finds_within_any_max_distance(d: int, fp: int, data: st.DataObject) -> None:
@@ -273,6 +288,7 @@ def test_banding_finds_within_any_max_distance(d: int, fp: int, data: st.DataObj
     assert index.nearest(flip(fp, bits)) == (1, len(bits))
 
 
+@pytest.mark.unit
 @settings(max_examples=100, deadline=None)
 @given(st.lists(fp64, min_size=1, max_size=60), fp64)
 def test_index_agrees_with_brute_force(stored: list[int], query: int) -> None:
@@ -291,6 +307,7 @@ def test_index_agrees_with_brute_force(stored: list[int], query: int) -> None:
     assert sorted(index.near(query)) == sorted(truth.items())
 
 
+@pytest.mark.unit
 def test_index_is_sublinear_and_lru_bounded() -> None:
     rng = random.Random(1)
     index = NearDupIndex(3, capacity=3)
@@ -317,6 +334,7 @@ def test_index_is_sublinear_and_lru_bounded() -> None:
         NearDupIndex(3, capacity=0)
 
 
+@pytest.mark.unit
 def test_index_state_round_trip() -> None:
     rng = random.Random(2)
     index = NearDupIndex(3, capacity=100)

@@ -48,6 +48,7 @@ async def _crawl(web: TopicWeb, out: Path, strategy: str, fetches: int) -> list[
     return [json.loads(x)["url"] for x in lines]
 
 
+@pytest.mark.e2e
 async def test_relevance_callable_is_called_and_steers(tmp_path: Path) -> None:
     async with TopicWeb(n_hosts=600, pages_per_host=8, seed=5) as web:
         relevant = web.relevant
@@ -63,6 +64,7 @@ async def test_relevance_callable_is_called_and_steers(tmp_path: Path) -> None:
     assert (tmp_path / "focused" / "focus.json").exists()  # what it learned is kept
 
 
+@pytest.mark.unit
 def test_focused_needs_a_nugget_and_a_bad_spec_is_one_clear_error() -> None:
     import pytest
 
@@ -86,6 +88,7 @@ def _doc(url: str, body: bytes, depth: int = 0) -> Document | None:
     return read_page(body, url, product_token="testbot", depth=depth, score=True).document
 
 
+@pytest.mark.unit
 def test_topic_prior_ranks_links_before_anything_is_learned() -> None:
     """The first page's links are ranked by how much of the topic their anchor and URL cover."""
     for strategy in ("focused", "keyword"):
@@ -110,6 +113,7 @@ def test_topic_prior_ranks_links_before_anything_is_learned() -> None:
         )
 
 
+@pytest.mark.unit
 def test_keyword_strategy_never_learns_and_focused_rescores_early() -> None:
     body = b"<title>smtplib</title><body><h1>smtplib SMTP client</h1>" + b"smtp email " * 30
     for strategy, learns in (("keyword", False), ("focused", True)):
@@ -125,6 +129,7 @@ def test_keyword_strategy_never_learns_and_focused_rescores_early() -> None:
         assert focus.model.sections.get("d.test/l/smtp") is None or learns
 
 
+@pytest.mark.unit
 def test_keyword_match_is_loose_on_word_forms_and_url_words() -> None:
     k = KeywordScorer("threads, smtp, database indexes")
     assert k.match(["threading"]) == 1.0  # starts with a 4+ letter term
@@ -136,6 +141,7 @@ def test_keyword_match_is_loose_on_word_forms_and_url_words() -> None:
 # -- --defer-ratio: a poor URL waits while a much better one waits on its delay -------------
 
 
+@pytest.mark.unit
 async def test_defer_ratio_keeps_poor_sites_waiting_for_a_better_one(tmp_path: Path) -> None:
     t0 = 1000.0
     for ratio, expected in ((0.0, "poor.test"), (0.5, None)):
@@ -171,6 +177,7 @@ async def drain_one(f: SqliteFrontier, key: str, now: float) -> bool:
     return True
 
 
+@pytest.mark.unit
 def test_defer_ratio_defaults_to_focused_crawls_only(tmp_path: Path) -> None:
     def cfg(**kw: object) -> CrawlConfig:
         fetch = FetchConfig(user_agent=UA)
@@ -185,6 +192,7 @@ def test_defer_ratio_defaults_to_focused_crawls_only(tmp_path: Path) -> None:
         cfg(defer_ratio=1.5)
 
 
+@pytest.mark.unit
 async def test_best_tracking_pops_every_url_once(tmp_path: Path) -> None:
     """Keeping a key's best exact (window refilled as it empties, better URLs joining it)
     never hands a URL out twice nor loses one, across several windows."""

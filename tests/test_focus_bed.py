@@ -25,10 +25,14 @@ import docbed
 UA = "bedbot/1.0 (+http://bench.example/bot)"
 PAGES = 150
 
-pytestmark = pytest.mark.skipif(
-    bool(docbed.missing("slice")),
-    reason=f"documentation bed not installed: apt-get install {' '.join(docbed.SLICE_PACKAGES)}",
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        bool(docbed.missing("slice")),
+        reason="documentation bed not installed: apt-get install "
+        + " ".join(docbed.SLICE_PACKAGES),
+    ),
+]
 
 
 @pytest.fixture(scope="module")

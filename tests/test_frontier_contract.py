@@ -118,6 +118,7 @@ def _methods(protocol: type) -> set[str]:
     return {n for n, v in vars(protocol).items() if not n.startswith("_") and callable(v)}
 
 
+@pytest.mark.unit
 def test_every_backend_has_every_protocol_method() -> None:
     """The turn's protocol stays narrow; the rest of the state is the store's."""
     assert len(_methods(Frontier)) <= 8, sorted(_methods(Frontier))
@@ -145,6 +146,7 @@ async def wake(f: Frontier, now: float) -> float | None:
 # -- the seen-set --------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_add_dedupes_and_remembers(open_frontier: Opener) -> None:
     f = await open_frontier()
     assert await f.add([e("1"), e("2"), e("1")]) == [True, True, False]
@@ -166,6 +168,7 @@ async def test_add_dedupes_and_remembers(open_frontier: Opener) -> None:
     }
 
 
+@pytest.mark.e2e
 async def test_finished_urls_stay_seen(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1")])
@@ -179,6 +182,7 @@ async def test_finished_urls_stay_seen(open_frontier: Opener) -> None:
 # -- order -----------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_priority_order_within_a_key(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("low", prio=-2), e("high", prio=5), e("mid", prio=0.5), e("rnd", prio=0.25)])
@@ -186,6 +190,7 @@ async def test_priority_order_within_a_key(open_frontier: Opener) -> None:
     assert await drain(f, "a.test", T0) == ["high", "mid", "rnd", "low"]
 
 
+@pytest.mark.e2e
 async def test_fifo_among_equal_priorities(open_frontier: Opener) -> None:
     f = await open_frontier()
     names = [f"u{i}" for i in range(12)]
@@ -196,12 +201,14 @@ async def test_fifo_among_equal_priorities(open_frontier: Opener) -> None:
     assert await drain(f, "a.test", T0) == ["first", *names]
 
 
+@pytest.mark.e2e
 async def test_key_with_the_best_url_is_leased_first(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("x", "a.test", prio=1.0), e("y", "b.test", prio=7.0), e("z", "c.test", 3.0)])
     assert [await lease(f, T0) for _ in range(4)] == ["b.test", "c.test", "a.test", None]
 
 
+@pytest.mark.e2e
 async def test_a_key_due_for_max_wait_goes_before_better_ones(open_frontier: Opener) -> None:
     """Priority rules, but a key kept waiting ``max_wait_s`` by better ones is served next."""
     f = await open_frontier(max_wait_s=20.0)  # (leases held here last 60 s)
@@ -216,6 +223,7 @@ async def test_a_key_due_for_max_wait_goes_before_better_ones(open_frontier: Ope
     assert await lease(f, T0 + 30) is None
 
 
+@pytest.mark.e2e
 async def test_reprioritize_reorders_queued_urls(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("a1", "a.test", 1.0), e("a2", "a.test", 1.0), e("a3", "a.test", 1.0)])
@@ -232,6 +240,7 @@ async def test_reprioritize_reorders_queued_urls(open_frontier: Opener) -> None:
     await f.release("a.test", state("a.test", T0))
 
 
+@pytest.mark.e2e
 async def test_reprioritized_retry_keeps_its_new_priority(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("r", prio=1.0), e("x", prio=2.0), e("y", prio=3.0)])
@@ -244,6 +253,7 @@ async def test_reprioritized_retry_keeps_its_new_priority(open_frontier: Opener)
     assert await drain(f, "a.test", T0 + 5) == ["x", "r", "y"]
 
 
+@pytest.mark.e2e
 async def test_trim_drops_the_lowest_priorities(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("p1", "a.test", 1.0), e("p4", "a.test", 4.0), e("p2", "b.test", 2.0)])
@@ -260,6 +270,7 @@ async def test_trim_drops_the_lowest_priorities(open_frontier: Opener) -> None:
     assert sorted(left) == ["p3", "p4", "p5"]
 
 
+@pytest.mark.e2e
 async def test_sitemap_kind_and_metadata_round_trip(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("s.xml", prio=1e9, kind=SITEMAP, depth=2, hops=1)])
@@ -271,6 +282,7 @@ async def test_sitemap_kind_and_metadata_round_trip(open_frontier: Opener) -> No
 # -- leases and the penalty box ----------------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_leased_key_is_not_leased_again_until_released(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2")])
@@ -284,6 +296,7 @@ async def test_leased_key_is_not_leased_again_until_released(open_frontier: Open
     assert await drain(f, "a.test", T0) == ["3", "1", "2"]
 
 
+@pytest.mark.e2e
 async def test_next_allowed_is_respected(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2")])
@@ -298,6 +311,7 @@ async def test_next_allowed_is_respected(open_frontier: Opener) -> None:
     assert (await f.store.host("a.test")).next_allowed == T0 + 50.25
 
 
+@pytest.mark.e2e
 async def test_next_wake_none_when_nothing_left(open_frontier: Opener) -> None:
     f = await open_frontier()
     assert await wake(f, T0) is None
@@ -308,6 +322,7 @@ async def test_next_wake_none_when_nothing_left(open_frontier: Opener) -> None:
     assert await wake(f, T0 + 10) is None
 
 
+@pytest.mark.e2e
 async def test_push_back_front_and_back(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2"), e("3")])
@@ -322,6 +337,7 @@ async def test_push_back_front_and_back(open_frontier: Opener) -> None:
     assert await drain(f, "a.test", T0) == ["2", "3", "1"]
 
 
+@pytest.mark.e2e
 async def test_retry_waits_for_not_before(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("retry"), e("other")])
@@ -339,6 +355,26 @@ async def test_retry_waits_for_not_before(open_frontier: Opener) -> None:
     assert got is not None and (got.url, got.attempt, got.not_before) == (r.url, 1, T0 + 30)
 
 
+@pytest.mark.e2e
+async def test_many_urls_set_aside_do_not_hide_a_due_one(open_frontier: Opener) -> None:
+    # an unreachable origin's URLs wait for its robots.txt (robots.gate), more of them than a
+    # backend's in-memory window, all ranked above the key's other origin's URL: it still goes
+    f = await open_frontier()
+    await f.add([e(f"w{i}", prio=1.0) for i in range(80)] + [e("due")])
+    assert await lease(f, T0) == "a.test"
+    for _ in range(80):
+        w = await f.pop_url("a.test", T0)
+        assert w is not None and "/w" in w.url
+        w.not_before = T0 + 60
+        await f.push_back(w)
+    got = await f.pop_url("a.test", T0 + 1)
+    assert got is not None and got.url.endswith("/due")
+    await f.finish(got.url, "stored")
+    assert await f.pop_url("a.test", T0 + 1) is None
+    assert len(await drain(f, "a.test", T0 + 60)) == 80
+
+
+@pytest.mark.e2e
 async def test_drop_queued(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2"), e("3"), e("x", "b.test")])
@@ -354,6 +390,7 @@ async def test_drop_queued(open_frontier: Opener) -> None:
     assert await f.add([e("2")]) == [False]
 
 
+@pytest.mark.e2e
 async def test_finish_is_final(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2")])
@@ -372,6 +409,7 @@ async def test_finish_is_final(open_frontier: Opener) -> None:
 # -- robots, hosts, counters, stats -----------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_counters_add_and_read(open_frontier: Opener) -> None:
     f = await open_frontier()
     assert await f.store.counters() == {}
@@ -380,6 +418,7 @@ async def test_counters_add_and_read(open_frontier: Opener) -> None:
     assert await f.store.counters() == {"requests": 5, "stored": 1, "error:http_500": 1}
 
 
+@pytest.mark.e2e
 async def test_robots_save_and_load(open_frontier: Opener) -> None:
     f = await open_frontier()
     assert await f.store.robots("http://a.test") is None
@@ -399,6 +438,7 @@ async def test_robots_save_and_load(open_frontier: Opener) -> None:
     assert await f.store.robots("http://a.test") == chain
 
 
+@pytest.mark.e2e
 async def test_validators_round_trip(open_frontier: Opener) -> None:
     f = await open_frontier()
     url = "http://a.test/page.html"
@@ -421,6 +461,7 @@ async def test_validators_round_trip(open_frontier: Opener) -> None:
     )
 
 
+@pytest.mark.e2e
 async def test_a_url_fetched_and_pushed_back_keeps_its_validators(open_frontier: Opener) -> None:
     """A URL queued by ``add`` was never fetched; once fetched and pushed back (a revisit), its
     validators are found when it is popped again, by whichever worker pops it."""
@@ -443,6 +484,7 @@ async def test_a_url_fetched_and_pushed_back_keeps_its_validators(open_frontier:
     assert await f.store.validators(got.url) == ('"v1"', None, T0)
 
 
+@pytest.mark.e2e
 async def test_host_state_round_trip(open_frontier: Opener) -> None:
     f = await open_frontier()
     fresh = await f.store.host("a.test")
@@ -460,6 +502,7 @@ async def test_host_state_round_trip(open_frontier: Opener) -> None:
     assert got == h
 
 
+@pytest.mark.e2e
 async def test_begin_request_saves_the_provisional_state_at_once(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1")])
@@ -473,6 +516,7 @@ async def test_begin_request_saves_the_provisional_state_at_once(open_frontier: 
     assert (got.last_start, got.next_allowed) == (T0 + 1, T0 + 16)
 
 
+@pytest.mark.e2e
 async def test_stats(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2"), e("3", "b.test")])
@@ -489,6 +533,7 @@ async def test_stats(open_frontier: Opener) -> None:
         assert st["seen_bytes"] == 0
 
 
+@pytest.mark.e2e
 async def test_stats_ready_and_parked_hosts(open_frontier: Opener) -> None:
     """``ready`` and ``parked`` are judged at the wall clock (the live dashboard's)."""
     f = await open_frontier()
@@ -506,6 +551,7 @@ async def test_stats_ready_and_parked_hosts(open_frontier: Opener) -> None:
     assert (st["hosts_waiting"], st["ready"], st["parked"], st["in_flight"]) == (3, 2, 1, 0)
 
 
+@pytest.mark.e2e
 async def test_state_survives_close_and_reopen(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2"), e("3"), e("x", "b.test", prio=-1)])
@@ -545,6 +591,7 @@ def ip_state(key: str, ip_next: float) -> HostState:
     return h
 
 
+@pytest.mark.e2e
 async def test_keys_of_one_ip_are_leased_one_at_a_time(open_frontier: Opener) -> None:
     """Two names of one server: never both leased; the IP's next time is kept after release."""
     f = await open_frontier()
@@ -565,6 +612,7 @@ async def test_keys_of_one_ip_are_leased_one_at_a_time(open_frontier: Opener) ->
     assert await lease(f, T0 + 5.0) is None
 
 
+@pytest.mark.e2e
 async def test_a_key_due_before_its_ips_time_waits_for_it(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1", "a.test", 2.0, ip=IP1), e("2", "a.test", ip=IP1)])
@@ -580,6 +628,7 @@ async def test_a_key_due_before_its_ips_time_waits_for_it(open_frontier: Opener)
     assert await lease(f, T0 + 3.5) == "a.test"
 
 
+@pytest.mark.e2e
 async def test_keys_waiting_for_an_ip_take_turns_in_order(open_frontier: Opener) -> None:
     f = await open_frontier()
     keys = ["a.test", "b.test", "c.test", "d.test"]
@@ -602,6 +651,7 @@ async def test_keys_waiting_for_an_ip_take_turns_in_order(open_frontier: Opener)
     assert await wake(f, now) is None
 
 
+@pytest.mark.e2e
 async def test_the_ip_of_a_key_survives_reopen(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1", "a.test", 2.0, ip=IP1), e("1", "b.test", 1.0, ip=IP1)])
@@ -611,12 +661,14 @@ async def test_the_ip_of_a_key_survives_reopen(open_frontier: Opener) -> None:
     assert [await lease(g, T0), await lease(g, T0)] == ["a.test", None]
 
 
+@pytest.mark.e2e
 async def test_keys_without_an_ip_are_not_held_back(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1", "a.test", ip=IP1), e("1", "b.test"), e("1", "c.test")])
     assert sorted([await lease(f, T0) for _ in range(3)]) == ["a.test", "b.test", "c.test"]
 
 
+@pytest.mark.e2e
 async def test_an_expired_lease_frees_its_ip(open_shared: Opener) -> None:
     dead = await open_shared(lease_ttl_s=5.0)
     alive = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=2.0)
@@ -629,6 +681,7 @@ async def test_an_expired_lease_frees_its_ip(open_shared: Opener) -> None:
     assert await lease(alive, T0 + 7.0) is None
 
 
+@pytest.mark.e2e
 async def test_workers_never_hold_one_ip_twice(open_shared: Opener) -> None:
     workers = [await open_shared(), await open_shared(), await open_shared()]
     keys = [f"k{i}.test" for i in range(6)]
@@ -674,6 +727,7 @@ async def test_workers_never_hold_one_ip_twice(open_shared: Opener) -> None:
 # -- Redis only: many workers ------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_expired_lease_requeues_in_flight_url_as_refetch(open_shared: Opener) -> None:
     dead = await open_shared(lease_ttl_s=5.0)
     alive = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=2.0)
@@ -704,6 +758,7 @@ async def test_expired_lease_requeues_in_flight_url_as_refetch(open_shared: Open
     assert (await status(alive.store.url, alive.crawl_id))["outcomes"] == {"stored": 2}
 
 
+@pytest.mark.e2e
 async def test_reclaim_waits_the_last_delay_of_the_host(open_shared: Opener) -> None:
     w1 = await open_shared(lease_ttl_s=5.0)
     w2 = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=0.5)
@@ -717,6 +772,7 @@ async def test_reclaim_waits_the_last_delay_of_the_host(open_shared: Opener) -> 
     assert await lease(w2, T0 + 45) == "a.test"
 
 
+@pytest.mark.e2e
 async def test_a_finish_held_for_the_release_survives_a_lost_lease(open_shared: Opener) -> None:
     """A shared frontier sends a turn's finishes with its release; if the lease is lost first,
     they go out at once, and the finished URL is not handed out again."""
@@ -737,6 +793,7 @@ async def test_a_finish_held_for_the_release_survives_a_lost_lease(open_shared: 
     assert outcomes == {"dropped:robots_disallowed": 1, "stored": 1}
 
 
+@pytest.mark.e2e
 async def test_renew_keeps_a_slow_turn_leased(open_shared: Opener) -> None:
     w1 = await open_shared(lease_ttl_s=5.0)
     w2 = await open_shared(lease_ttl_s=5.0)
@@ -752,6 +809,7 @@ async def test_renew_keeps_a_slow_turn_leased(open_shared: Opener) -> None:
     assert not await w1.renew("a.test", T0 + 17)
 
 
+@pytest.mark.e2e
 async def test_begin_request_renews_or_refuses(open_shared: Opener) -> None:
     w1 = await open_shared(lease_ttl_s=5.0)
     w2 = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=1.0)
@@ -768,6 +826,7 @@ async def test_begin_request_renews_or_refuses(open_shared: Opener) -> None:
     assert await lease(w2, T0 + 10) == "a.test"
 
 
+@pytest.mark.e2e
 async def test_close_gives_back_held_leases(open_shared: Opener) -> None:
     w1 = await open_shared()
     await w1.add([e("1")])
@@ -781,6 +840,7 @@ async def test_close_gives_back_held_leases(open_shared: Opener) -> None:
     assert got is not None and got.refetch
 
 
+@pytest.mark.e2e
 async def test_two_workers_never_hold_one_key(open_shared: Opener) -> None:
     workers = [await open_shared(), await open_shared(), await open_shared()]
     keys = [f"k{i}.test" for i in range(6)]
@@ -837,6 +897,7 @@ async def test_two_workers_never_hold_one_key(open_shared: Opener) -> None:
 # -- which backend a crawl gets ------------------------------------------------------------------
 
 
+@pytest.mark.unit
 async def test_make_frontier_picks_the_backend(tmp_path: Path) -> None:
     import dataclasses
 
@@ -858,6 +919,7 @@ async def test_make_frontier_picks_the_backend(tmp_path: Path) -> None:
     await shared.store.close()
 
 
+@pytest.mark.unit
 async def test_sqlite_wait_order_stays_small_while_one_key_waits(tmp_path: Path) -> None:
     """Keys leased by priority leave stale entries behind a long-waiting one: kept bounded."""
     f = SqliteFrontier.open(tmp_path / "state.sqlite", max_wait_s=1e9)
@@ -876,6 +938,7 @@ async def test_sqlite_wait_order_stays_small_while_one_key_waits(tmp_path: Path)
 # -- one crawl over a whole Redis Cluster -----------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_a_crawl_spans_every_node_of_a_cluster(redis_cluster: Any) -> None:  # noqa: F811
     """Named by any node, the crawl finds the cluster, and its shards land on all three nodes:
     each site's queue, lease and spacing in its shard's slot; each IP's sites in one shard."""
@@ -908,6 +971,7 @@ async def test_a_crawl_spans_every_node_of_a_cluster(redis_cluster: Any) -> None
     await g.store.close()
 
 
+@pytest.mark.e2e
 async def test_a_crawl_of_the_one_slot_layout_is_refused_not_lost(redis_url: str) -> None:  # noqa: F811
     """A crawl started before crawls were sharded (its conf has no shard count): a worker says
     so instead of finding the new layout empty and calling the crawl done."""

@@ -103,6 +103,7 @@ def outcome(res: FetchResult) -> Store | Redirect | Retry | Drop:
 # -- timing attacks: bounded by the timeouts ------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_slowloris_headers_bounded_by_total_timeout(hw: HostileWeb) -> None:
     # a byte a second never trips the 5 s read timeout: the total timeout has to end it
     run = await fetch_then_ok(hw, "/slow-headers", read_timeout_s=5.0, total_timeout_s=2.0)
@@ -111,6 +112,7 @@ async def test_slowloris_headers_bounded_by_total_timeout(hw: HostileWeb) -> Non
     assert isinstance(outcome(run.res), Retry) and outcome(run.res).overload
 
 
+@pytest.mark.e2e
 async def test_slow_body_bounded_by_total_timeout(hw: HostileWeb) -> None:
     run = await fetch_then_ok(hw, "/slow-body", read_timeout_s=5.0, total_timeout_s=2.0)
     assert run.res.error == "timeout" and run.res.status == 200
@@ -119,6 +121,7 @@ async def test_slow_body_bounded_by_total_timeout(hw: HostileWeb) -> None:
     assert isinstance(outcome(run.res), Retry)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("path", ["/silent", "/headers-then-silence"])
 async def test_silence_bounded_by_read_timeout(hw: HostileWeb, path: str) -> None:
     # read timeout 1 s, total 20 s: ending well before 20 s shows the read timeout fired
@@ -128,6 +131,7 @@ async def test_silence_bounded_by_read_timeout(hw: HostileWeb, path: str) -> Non
     assert isinstance(outcome(run.res), Retry)
 
 
+@pytest.mark.e2e
 async def test_endless_interim_100_responses_bounded(hw: HostileWeb) -> None:
     run = await fetch_then_ok(hw, "/endless-100", read_timeout_s=5.0, total_timeout_s=2.0)
     assert run.res.error == "timeout" and run.res.status is None
@@ -137,6 +141,7 @@ async def test_endless_interim_100_responses_bounded(hw: HostileWeb) -> None:
 # -- bodies that never end or are too large: cut at the cap ----------------------------------
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "path", ["/endless-chunked", "/endless-close", "/sparse-10g", "/big-html", "/million-links"]
 )
@@ -158,6 +163,7 @@ async def test_endless_and_huge_bodies_cut_at_cap(hw: HostileWeb, path: str) -> 
 # -- lying framing, broken connections -------------------------------------------------------
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("path", ["/cl-long", "/reset-mid-body"])
 async def test_body_shorter_than_content_length(hw: HostileWeb, path: str) -> None:
     run = await fetch_then_ok(hw, path)
@@ -167,6 +173,7 @@ async def test_body_shorter_than_content_length(hw: HostileWeb, path: str) -> No
     assert isinstance(outcome(res), Retry)
 
 
+@pytest.mark.e2e
 async def test_body_longer_than_content_length(hw: HostileWeb) -> None:
     run = await fetch_then_ok(hw, "/cl-short")
     res = run.res
@@ -181,6 +188,7 @@ async def test_body_longer_than_content_length(hw: HostileWeb) -> None:
     assert b"evil" not in res.body
 
 
+@pytest.mark.e2e
 async def test_close_without_answer_is_one_request(hw: HostileWeb) -> None:
     run = await fetch_then_ok(hw, "/close-immediately")
     assert run.res.error == "network" and isinstance(outcome(run.res), Retry)
@@ -188,6 +196,7 @@ async def test_close_without_answer_is_one_request(hw: HostileWeb) -> None:
     assert len(hw.hits_for("/close-immediately")) == 1
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "path",
     [
@@ -208,6 +217,7 @@ async def test_malformed_http_is_a_protocol_error(hw: HostileWeb, path: str) -> 
     assert run.seconds < 4.0 + 5
 
 
+@pytest.mark.e2e
 async def test_bad_chunk_size_has_its_own_outcome(hw: HostileWeb) -> None:
     """Sent with the headers here (tests/test_replay.py sends it after them): the same
     outcome either way, at once, never retried."""
@@ -216,6 +226,7 @@ async def test_bad_chunk_size_has_its_own_outcome(hw: HostileWeb) -> None:
     assert outcome(run.res) == Drop(DropReason.BAD_CHUNKING, run.res.error_detail)
 
 
+@pytest.mark.e2e
 async def test_http10_without_length_read_until_close(hw: HostileWeb) -> None:
     run = await fetch_then_ok(hw, "/http10")
     res = run.res
@@ -224,6 +235,7 @@ async def test_http10_without_length_read_until_close(hw: HostileWeb) -> None:
     assert outcome(res) == Store(truncated=False)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("path", "status"), [("/switching-101", 101), ("/status-999", 999)])
 async def test_unexpected_status_dropped(hw: HostileWeb, path: str, status: int) -> None:
     run = await fetch_then_ok(hw, path)
@@ -234,6 +246,7 @@ async def test_unexpected_status_dropped(hw: HostileWeb, path: str, status: int)
 # -- encodings: bombs, corruption --------------------------------------------------------------
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("kind", ["gzip", "br"])
 async def test_decompression_bomb_stopped_at_cap(hw: HostileWeb, kind: str) -> None:
     path = "/gzip-bomb" if kind == "gzip" else "/brotli-bomb"
@@ -248,6 +261,7 @@ async def test_decompression_bomb_stopped_at_cap(hw: HostileWeb, kind: str) -> N
     assert run.seconds < 4.0 + 5
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("path", ["/corrupt-gzip", "/unknown-encoding"])
 async def test_bad_encoding_dropped(hw: HostileWeb, path: str) -> None:
     run = await fetch_then_ok(hw, path)
@@ -258,6 +272,7 @@ async def test_bad_encoding_dropped(hw: HostileWeb, path: str) -> None:
 # -- content the parser must survive -----------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_binary_served_as_html_parsed(hw: HostileWeb) -> None:
     run = await fetch_then_ok(hw, "/binary-html")
     assert outcome(run.res) == Store(truncated=False)
@@ -265,6 +280,7 @@ async def test_binary_served_as_html_parsed(hw: HostileWeb) -> None:
     assert all(link.url.startswith("http") for link in page.links)
 
 
+@pytest.mark.e2e
 async def test_invalid_utf8_parsed(hw: HostileWeb) -> None:
     run = await fetch_then_ok(hw, "/invalid-utf8")
     assert run.res.body == INVALID_UTF8
@@ -274,6 +290,7 @@ async def test_invalid_utf8_parsed(hw: HostileWeb) -> None:
     assert "bad" in page.title
 
 
+@pytest.mark.e2e
 async def test_million_link_page_as_fetched_is_bounded(hw: HostileWeb) -> None:
     run = await fetch_then_ok(hw, "/million-links")
     t0 = time.monotonic()
@@ -283,6 +300,7 @@ async def test_million_link_page_as_fetched_is_bounded(hw: HostileWeb) -> None:
     assert seconds < 20  # ~1.3 s here; see docs/hostile.md (join runs before the cap check)
 
 
+@pytest.mark.unit
 def test_deep_nesting_no_recursion_error() -> None:
     # deep enough to overflow any recursive walk in Python (limit 1000), shallow enough to be fast
     page = parse_page(deep_nesting(5_000), "http://deep.test/", "testbot")
@@ -291,6 +309,7 @@ def test_deep_nesting_no_recursion_error() -> None:
     assert [link.url for link in shallow.links] == ["http://deep.test/ok"]
 
 
+@pytest.mark.e2e
 def test_deep_nesting_100k_parses_in_bounded_time() -> None:
     """The nesting guard cuts the page at depth 256: bounded time, the cut recorded."""
     code = (
@@ -306,6 +325,7 @@ def test_deep_nesting_100k_parses_in_bounded_time() -> None:
         pytest.fail("parse_page on 100k nested <div> took more than 4 s")
 
 
+@pytest.mark.unit
 def test_normal_pages_are_never_cut() -> None:
     items = b"".join(b"<li><a href='/i%d'>item</a>" % i for i in range(20_000))
     page = parse_page(
@@ -314,6 +334,7 @@ def test_normal_pages_are_never_cut() -> None:
     assert page.depth_cut_at is None and len(page.links) == 10_000 and page.links_cut == 10_000
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_million_links_whole_page_bounded() -> None:
     t0 = time.monotonic()
@@ -429,6 +450,7 @@ def _last_by_url(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return last
 
 
+@pytest.mark.e2e
 async def test_crawler_survives_every_hostile_behaviour(hw: HostileWeb, tmp_path: Path) -> None:
     assert set(EXPECTED) | {"/", "/index", "/robots.txt", "/million-links", "/deep-nesting"} == set(
         BEHAVIOURS

@@ -9,11 +9,14 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import UA
 
 from politecrawl.demo.accesslog import politeness_violations
 from politecrawl.demo.web import TestWeb
 from politecrawl.storage.logs import read_jsonl
+
+pytestmark = pytest.mark.e2e
 
 
 async def _crawl(cfg: Path, out: Path) -> asyncio.subprocess.Process:

@@ -12,6 +12,7 @@ import time
 from calendar import timegm
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,6 +36,7 @@ def _seqs(log_dir: Path, stem: str = "requests") -> list[int]:
     return [r["seq"] for r in iter_log_records(log_dir, stem)]
 
 
+@pytest.mark.unit
 def test_rotates_at_utc_day_change(tmp_path: Path) -> None:
     clock = Clock("2024-03-01T23:59:50")
     log = JsonlLog(tmp_path / "requests.jsonl", clock=clock)
@@ -50,6 +52,7 @@ def test_rotates_at_utc_day_change(tmp_path: Path) -> None:
     assert [r["seq"] for r in read_jsonl(tmp_path / "requests.jsonl")] == [3]
 
 
+@pytest.mark.unit
 def test_rotates_by_size_and_never_splits_a_line(tmp_path: Path) -> None:
     clock = Clock("2024-03-01T10:00:00")
     log = JsonlLog(tmp_path / "requests.jsonl", rotate_bytes=200, clock=clock)
@@ -65,6 +68,7 @@ def test_rotates_by_size_and_never_splits_a_line(tmp_path: Path) -> None:
     assert _seqs(tmp_path) == list(range(40))
 
 
+@pytest.mark.unit
 def test_compressed_files_are_plain_gzip_and_no_uncompressed_left(tmp_path: Path) -> None:
     clock = Clock("2024-03-01T10:00:00")
     log = JsonlLog(tmp_path / "requests.jsonl", rotate_bytes=1000, clock=clock)
@@ -78,6 +82,7 @@ def test_compressed_files_are_plain_gzip_and_no_uncompressed_left(tmp_path: Path
     assert sum(p.stat().st_size for p in rotated) < raw
 
 
+@pytest.mark.unit
 def test_crash_between_rename_and_compress_is_finished_at_next_start(tmp_path: Path) -> None:
     clock = Clock("2024-03-01T10:00:00")
     log = JsonlLog(tmp_path / "requests.jsonl", clock=clock)
@@ -98,6 +103,7 @@ def test_crash_between_rename_and_compress_is_finished_at_next_start(tmp_path: P
     assert _seqs(tmp_path) == list(range(6))
 
 
+@pytest.mark.unit
 def test_crash_after_compress_before_unlink_reads_once(tmp_path: Path) -> None:
     (tmp_path / "requests.2024-03-01T100000.jsonl").write_bytes(b'{"seq":0}\n{"seq":1}\n')
     (tmp_path / "requests.2024-03-01T100000.jsonl.gz").write_bytes(
@@ -111,6 +117,7 @@ def test_crash_after_compress_before_unlink_reads_once(tmp_path: Path) -> None:
     assert not (tmp_path / "requests.2024-03-01T100000.jsonl").exists()
 
 
+@pytest.mark.unit
 def test_retention_deletes_old_rotated_files_at_rotation_and_start(tmp_path: Path) -> None:
     clock = Clock("2024-03-01T10:00:00")
     log = JsonlLog(tmp_path / "requests.jsonl", retention_days=30, clock=clock)
@@ -136,6 +143,7 @@ def test_retention_deletes_old_rotated_files_at_rotation_and_start(tmp_path: Pat
     assert _seqs(tmp_path) == [3]
 
 
+@pytest.mark.unit
 def test_no_line_lost_across_three_rotations_a_torn_tail_and_a_reopen(tmp_path: Path) -> None:
     clock = Clock("2024-03-01T22:00:00")
     path = tmp_path / "requests.jsonl"
@@ -160,6 +168,7 @@ def test_no_line_lost_across_three_rotations_a_torn_tail_and_a_reopen(tmp_path: 
     assert _seqs(tmp_path) == list(range(seq))
 
 
+@pytest.mark.unit
 def test_reopen_on_a_later_day_rotates_at_start(tmp_path: Path) -> None:
     clock = Clock("2024-03-01T12:00:00")
     log = JsonlLog(tmp_path / "requests.jsonl", clock=clock)
@@ -175,6 +184,7 @@ def test_reopen_on_a_later_day_rotates_at_start(tmp_path: Path) -> None:
     assert _seqs(tmp_path) == [0, 1]
 
 
+@pytest.mark.unit
 def test_two_logs_in_one_folder_do_not_mix(tmp_path: Path) -> None:
     clock = Clock("2024-03-01T12:00:00")
     req = JsonlLog(tmp_path / "requests.jsonl", rotate_bytes=30, clock=clock)
@@ -202,6 +212,7 @@ while True:
 """
 
 
+@pytest.mark.e2e
 def test_kill_9_while_writing_and_rotating_loses_nothing_written(tmp_path: Path) -> None:
     """A real crash: every record present is whole, and they form one gap-free sequence."""
     path = tmp_path / "requests.jsonl"
@@ -224,6 +235,7 @@ def test_kill_9_while_writing_and_rotating_loses_nothing_written(tmp_path: Path)
     assert all(p.name.endswith(".gz") for p in rotated_files(tmp_path, "requests"))
 
 
+@pytest.mark.unit
 @given(st.floats(min_value=0, max_value=4e9, allow_nan=False))
 def test_log_time_is_iso_utc_to_the_millisecond(ts: float) -> None:
     """Every log line's time: the second formatted once and reused, the same text as

@@ -33,6 +33,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[AccessEn
     return out, asyncio.run(go())
 
 
+@pytest.mark.unit
 def test_url_extension() -> None:
     assert url_extension("http://a.test/x/photo.JPG?x=1") == "jpg"
     assert url_extension("http://a.test/x.y/") == ""
@@ -42,6 +43,7 @@ def test_url_extension() -> None:
     assert url_extension("http://a.test/weird.!!") == ""
 
 
+@pytest.mark.e2e
 def test_figures_agree_with_the_log_and_the_server(crawl: tuple[Path, list[AccessEntry]]) -> None:
     out, access = crawl
     stats = compute(out)
@@ -112,6 +114,7 @@ def _planted(log: JsonlLog) -> None:
     )
 
 
+@pytest.mark.unit
 def test_planted_patterns_are_found(crawl: tuple[Path, list[AccessEntry]], tmp_path: Path) -> None:
     out = tmp_path / "out"
     shutil.copytree(crawl[0], out)
@@ -135,6 +138,7 @@ def test_planted_patterns_are_found(crawl: tuple[Path, list[AccessEntry]], tmp_p
     assert "slow.example" in text
 
 
+@pytest.mark.unit
 def test_main_args_text_and_json(crawl: tuple[Path, list[AccessEntry]], capsys: Any) -> None:
     out = crawl[0]
     assert main_args(argparse.Namespace(dir=str(out), json=True)) == 0

@@ -15,11 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 from conftest import UA
 from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.storage.logs import read_jsonl
+
+pytestmark = pytest.mark.e2e
 
 _PROSE = " ".join(
     f"Section {w}: the quarterly figures follow the usual layout." for w in "abcdefgh"

@@ -13,11 +13,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from conftest import UA
 from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.demo.web import TestWeb
 from politecrawl.storage.logs import iter_log_records
+
+pytestmark = pytest.mark.e2e
 
 
 @dataclass

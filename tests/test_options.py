@@ -116,6 +116,8 @@ def samples(tmp: Path, web: TestWeb, frontier: str, crawl_id: str) -> dict[str, 
         s("log-rotate-bytes", "5000000", 5000000, "log_rotate_bytes", 5000000),
         s("log-retention-days", "3", 3, "log_retention_days", 3),
         s("no-progress", None, True, "progress", False),
+        s("extract", "text,markdown", ["text", "markdown"], "extract", ["text", "markdown"]),
+        s("metrics", "127.0.0.1:0", "127.0.0.1:0", "metrics", "127.0.0.1:0"),
     ]  # fmt: skip
     names = [sample.cli[0][2:] for sample in table]
     return dict(zip(names, table, strict=True))
@@ -148,6 +150,7 @@ def one_site() -> Iterator[TestWeb]:
         yield web
 
 
+@pytest.mark.e2e
 def test_every_readme_option_has_a_sample(tmp_path: Path, one_site: TestWeb) -> None:
     documented = readme_options()
     assert len(documented) > 30, documented
@@ -167,6 +170,7 @@ def _check(out: Path, table: dict[str, Sample], skip: tuple[str, ...] = ()) -> N
         assert _lookup(config, sample.path) == sample.expected, name
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", ["crawl", "worker", "fetch"])
 @pytest.mark.parametrize("via", ["flags", "toml"])
 def test_every_option_reaches_the_config(
@@ -199,6 +203,7 @@ def test_every_option_reaches_the_config(
     assert summary["counters"]["sitemaps_fetched"] >= 1  # --sitemaps did its part
 
 
+@pytest.mark.e2e
 def test_flags_win_over_the_toml_file(tmp_path: Path, one_site: TestWeb) -> None:
     table = samples(tmp_path, one_site, "", "")
     config = tmp_path / "crawl.toml"
@@ -214,6 +219,7 @@ def test_flags_win_over_the_toml_file(tmp_path: Path, one_site: TestWeb) -> None
     assert config_json["max_pages"] == 1
 
 
+@pytest.mark.unit
 def test_every_flag_sets_a_config_field() -> None:
     """A flag (in the list or added by hand) that no config field takes would be a KeyError
     at run time: each must map to one, and no two flags to the same field."""

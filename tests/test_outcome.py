@@ -13,6 +13,8 @@ from politecrawl.engine.outcome import (
 )
 from politecrawl.net.fetch import FetchResult
 
+pytestmark = pytest.mark.unit
+
 
 def res(status=None, headers=(), error=None, abandoned=False):
     r = FetchResult(url="http://a.example/", started=0.0, status=status, headers=list(headers))

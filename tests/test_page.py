@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pageweb import UA, Pages, PageWeb, html
@@ -68,6 +69,7 @@ def path_of(url: str) -> str:
     return "/" + url.split("://", 1)[1].partition("/")[2]
 
 
+@pytest.mark.e2e
 async def test_charsets_links_titles_and_bom_meta_robots_through_the_cli(tmp_path: Path) -> None:
     async with PageWeb(charset_site()) as site:
         seeds = tmp_path / "seeds.txt"
@@ -152,6 +154,7 @@ def assert_items_match_stored_pages(out: Path, per_page: int = 1) -> list[dict[s
     return items
 
 
+@pytest.mark.e2e
 async def test_handler_through_the_cli_and_toml_narrowing(tmp_path: Path) -> None:
     (tmp_path / "mods").mkdir()
     (tmp_path / "mods" / "myhandlers.py").write_text(HANDLERS)
@@ -192,6 +195,7 @@ class MemorySink:
         self.closed = True
 
 
+@pytest.mark.e2e
 async def test_handler_relevance_callable_and_sink_through_the_api(tmp_path: Path) -> None:
     seen: list[tuple[str, float | None, str]] = []
 
@@ -236,6 +240,7 @@ async def test_handler_relevance_callable_and_sink_through_the_api(tmp_path: Pat
     assert isinstance(sink.records[1], ItemRecord) and sink.records[1].page is first.page
 
 
+@pytest.mark.unit
 def test_bom_then_meta_robots_is_read() -> None:
     meta = '<meta name="robots" content="noindex, nofollow">'
     body = BOM + html("t", '<a href="/x">x</a>', meta).encode()
@@ -244,6 +249,7 @@ def test_bom_then_meta_robots_is_read() -> None:
     assert page.links_to_follow() == [] and page.charset_source == "bom"
 
 
+@pytest.mark.unit
 def test_the_tree_a_handler_sees_is_whole() -> None:
     script = "<script type='application/ld+json'>{\"a\": 1}</script>"
     body = html("t", f"{script}<nav>menu</nav><p>x</p>")
@@ -253,6 +259,7 @@ def test_the_tree_a_handler_sees_is_whole() -> None:
     assert page.document.text == "x"  # chrome out of the text the nugget function reads
 
 
+@pytest.mark.unit
 def test_follow_resolves_against_base_and_keeps_nofollow() -> None:
     body = html("t", '<a href="a">a</a><a rel="nofollow" href="b">b</a>', '<base href="/d/">')
     page = read_page(body.encode(), "http://h.test/x/y", product_token="t")
@@ -266,6 +273,7 @@ def test_follow_resolves_against_base_and_keeps_nofollow() -> None:
     assert len(page.links_to_follow()) == 2
 
 
+@pytest.mark.unit
 def test_query_is_encoded_in_the_page_encoding() -> None:
     assert encode_query("/s?q=café#é", "cp1252") == "/s?q=caf%E9#é"
     assert encode_query("/é?q=a", "cp1252") == "/é?q=a"  # paths: UTF-8, in urls.join
@@ -274,6 +282,7 @@ def test_query_is_encoded_in_the_page_encoding() -> None:
     )
 
 
+@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400), st.sampled_from([None, "text/html; charset=iso-8859-1"]))
 def test_read_page_never_raises(body: bytes, content_type: str | None) -> None:
@@ -282,6 +291,7 @@ def test_read_page_never_raises(body: bytes, content_type: str | None) -> None:
     assert isinstance(page.text, str) and all(link.url.isascii() for link in page.links)
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=30), st.sampled_from(["cp1252", "cp1251", "koi8-r", "cp932"]))
 def test_encode_query_gives_ascii_queries(href: str, codec: str) -> None:
@@ -297,6 +307,7 @@ def small_page() -> Page:
     return read_page(html("t", "<h1>a</h1>").encode(), "http://h.test/", product_token="t")
 
 
+@pytest.mark.unit
 async def test_handler_forms_and_failures() -> None:
     from politecrawl.handler import run_handler
 
@@ -334,6 +345,7 @@ async def test_handler_forms_and_failures() -> None:
     assert items == [] and err is not None and "dicts" in err
 
 
+@pytest.mark.unit
 def test_a_page_read_in_a_worker_crosses_processes_whole_but_its_tree() -> None:
     """What ``--processes`` sends back (pagework): every field as read but the tree, the
     headers a case-insensitive mapping again."""

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from politecrawl.content.directives import PageDirectives, from_meta, from_x_robots_tag, merge
 
+pytestmark = pytest.mark.unit
+
 BOT = "acmebot"
 
 

@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from politecrawl.engine.partition import IpTable, Partition, Shared, check_layout, owner, tagged
+from politecrawl.engine.partition import IpTable, Partition, Shared, owner, tagged
+from politecrawl.engine.supervisor import check_layout
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import iter_log_records
+
+pytestmark = pytest.mark.unit
 
 
 def _shared(n: int) -> Shared:

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from redis_server import redis_url  # noqa: F401  (fixture)
 
+pytestmark = pytest.mark.e2e
+
 HERE = Path(__file__).parent
 UA = "testbot/1.0 (+http://bot.example/info)"
 CLOCK_S = 0.002  # time.time() granularity and float rounding, not event-loop lag

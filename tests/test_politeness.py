@@ -1,9 +1,13 @@
 import random
 
+import pytest
+
 from politecrawl.config import PolitenessConfig
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
 from politecrawl.polite.politeness import HostState
+
+pytestmark = pytest.mark.unit
 
 
 def test_floor_is_a_floor_jitter_only_adds():

@@ -19,6 +19,8 @@ from politecrawl.focus.prioritizer import (
 )
 from politecrawl.focus.relevance import KeywordScorer, extract_document
 
+pytestmark = pytest.mark.unit
+
 SRC = "http://hub.test/"
 
 

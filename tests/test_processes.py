@@ -13,12 +13,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import LOOP_LAG_S, UA
 from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.demo.accesslog import politeness_violations
 from politecrawl.demo.web import TestWeb
 from politecrawl.storage.logs import iter_log_records
+
+pytestmark = pytest.mark.e2e
 
 DELAY = 0.1
 

@@ -9,11 +9,14 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
 from conftest import UA
 from redis_server import redis_url  # noqa: F401  (fixture)
 
 from politecrawl.demo.accesslog import politeness_violations
 from politecrawl.demo.web import TestWeb
+
+pytestmark = pytest.mark.e2e
 
 
 async def _cli(*args: str, timeout: float = 120) -> tuple[int, str, str]:

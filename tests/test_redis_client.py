@@ -40,6 +40,7 @@ async def _frontier(url: str) -> AsyncIterator[RedisFrontier]:
         await f.store.close()
 
 
+@pytest.mark.e2e
 async def test_more_commands_in_flight_than_the_pool_default_all_succeed(
     redis_url: str,  # noqa: F811
 ) -> None:
@@ -52,6 +53,7 @@ async def test_more_commands_in_flight_than_the_pool_default_all_succeed(
         assert await f.store.unseen([f"http://h{i}.test/" for i in range(300)])
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("where", ["server", "cluster"])
 async def test_batched_scripts_survive_a_server_that_forgot_them(
     where: str, request: pytest.FixtureRequest
@@ -71,6 +73,7 @@ async def test_batched_scripts_survive_a_server_that_forgot_them(
         assert (await f.store.stats())["queued"] == 39
 
 
+@pytest.mark.e2e
 async def test_a_new_url_is_fetched_without_asking_for_validators(redis_url: str) -> None:  # noqa: F811
     # a URL ``add`` queued passed the seen test: never fetched in this crawl, so no validators
     # can be stored for it and the turn asks the server nothing; pushed back, it asks
@@ -107,6 +110,7 @@ def _keys_of_shard(shard: int, shards: int, n: int) -> list[str]:
     return list(itertools.islice((k for k in names if shard_index(k, shards) == shard), n))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("where", ["server", "cluster"])
 async def test_a_release_leases_the_next_key_in_the_same_round_trip(
     where: str, request: pytest.FixtureRequest
@@ -146,6 +150,7 @@ async def _turn(f: RedisFrontier, key: str, urls: list[str], t: float) -> None:
         await f.finish(got.url, "stored")
 
 
+@pytest.mark.e2e
 async def test_a_release_leases_only_if_its_shard_holds_the_best_key(redis_url: str) -> None:  # noqa: F811
     now, crawl_id = [T0], f"c{uuid.uuid4().hex[:8]}"
     f = _worker(redis_url, crawl_id, 2, now)
@@ -169,6 +174,7 @@ async def test_a_release_leases_only_if_its_shard_holds_the_best_key(redis_url: 
         await f.store.close()
 
 
+@pytest.mark.e2e
 async def test_a_key_leased_by_a_release_is_given_back_at_close(redis_url: str) -> None:  # noqa: F811
     now, crawl_id = [T0], f"c{uuid.uuid4().hex[:8]}"
     f = _worker(redis_url, crawl_id, 1, now)
@@ -189,6 +195,7 @@ async def test_a_key_leased_by_a_release_is_given_back_at_close(redis_url: str) 
         await other.store.close()
 
 
+@pytest.mark.e2e
 async def test_calls_made_together_share_round_trips_and_keep_their_own_replies(
     redis_url: str,  # noqa: F811
 ) -> None:
@@ -208,6 +215,7 @@ async def test_calls_made_together_share_round_trips_and_keep_their_own_replies(
         assert [[bytes(k) for k in r] for r in got[61:]] == [[b"nobody.test"]] * 4
 
 
+@pytest.mark.e2e
 async def test_calls_waiting_for_a_cancelled_batch_are_cancelled_not_left_pending(
     redis_url: str,  # noqa: F811
 ) -> None:
@@ -222,6 +230,7 @@ async def test_calls_waiting_for_a_cancelled_batch_are_cancelled_not_left_pendin
         assert await batch.command("PING")  # the next call starts a new batch
 
 
+@pytest.mark.e2e
 async def test_a_batch_a_stalled_server_never_answers_fails_and_the_next_reads_its_own_replies(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -256,6 +265,7 @@ async def test_a_batch_a_stalled_server_never_answers_fails_and_the_next_reads_i
         server.stop()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("reader", ["hiredis", "read_response"])
 async def test_replies_and_error_replies_are_read_in_order_either_way(
     reader: str,
@@ -277,6 +287,7 @@ async def test_replies_and_error_replies_are_read_in_order_either_way(
         assert got[3] == b"after"
 
 
+@pytest.mark.e2e
 async def test_batches_share_one_deadline_timer(redis_url: str) -> None:  # noqa: F811
     # the deadline is one timer that outlives the batches (re-armed only when it comes due),
     # not a timer armed and cancelled per batch; the stalled-server test checks it fires
@@ -291,6 +302,7 @@ async def test_batches_share_one_deadline_timer(redis_url: str) -> None:  # noqa
         assert b._watch is watch
 
 
+@pytest.mark.unit
 @given(
     st.lists(
         st.one_of(
@@ -309,6 +321,7 @@ def test_the_batches_packer_writes_what_redis_py_writes(args: list[Any]) -> None
     assert hiredis.pack_command(call) == b"".join(conn.pack_command(*call))
 
 
+@pytest.mark.e2e
 async def test_a_call_the_cluster_redirects_is_sent_again_to_the_right_node(
     redis_cluster_url: str,  # noqa: F811
 ) -> None:
@@ -327,6 +340,7 @@ async def test_a_call_the_cluster_redirects_is_sent_again_to_the_right_node(
         assert [await r.get(moved), await r.get(other)] == [b"v", b"w"]
 
 
+@pytest.mark.e2e
 async def test_urls_a_worker_knows_are_seen_are_not_asked_again(redis_url: str) -> None:  # noqa: F811
     # the seen-set only grows: a URL the server called seen, or this worker added or marked,
     # is answered here; one it has not heard of (another worker's) is asked
@@ -351,6 +365,7 @@ async def test_urls_a_worker_knows_are_seen_are_not_asked_again(redis_url: str) 
             await other.store.close()
 
 
+@pytest.mark.unit
 def test_what_a_worker_knows_is_seen_is_bounded() -> None:
     known = KnownSeen(cap=10)
     for i in range(100):

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from redis_server import RedisCluster3, redis_cluster  # noqa: F401  (fixture)
 from test_polite_servers import (
     CLOCK_S,
@@ -34,6 +35,8 @@ from test_polite_servers import (
     read_log,
     start_gaps,
 )
+
+pytestmark = pytest.mark.e2e
 
 CLI = [sys.executable, "-m", "politecrawl"]
 VICTIM_UA = "testbot-victim/1.0 (+http://bot.example/info)"  # its requests, in the server log

@@ -32,6 +32,8 @@ from politecrawl.frontier.redis import RedisFrontier, RedisStore, status
 from politecrawl.polite.politeness import HostState
 from politecrawl.storage.logs import read_jsonl
 
+pytestmark = pytest.mark.e2e
+
 WEB = {"n_hosts": 8, "pages_per_host": 6, "seed": 3}
 # The delay is the floor (factor 1, not 30 x response time: seconds, not minutes, a crawl).
 # Workers and test server share one event loop, so the server may see a request a while after

@@ -23,6 +23,8 @@ from politecrawl.focus.relevance import (
     tokens,
 )
 
+pytestmark = pytest.mark.unit
+
 TOPIC = "steam locomotive, heritage railway"
 FILLER = "the people of the town came to see it on a sunny day and stayed for lunch "
 

@@ -51,6 +51,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.storage.logs import read_jsonl
 
+pytestmark = pytest.mark.e2e
+
 _ROOT = Path(__file__).resolve().parent.parent
 
 

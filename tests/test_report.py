@@ -136,6 +136,7 @@ def _unfilter(f: int, line: bytearray, prev: bytearray, bpp: int) -> None:
             line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
 
 
+@pytest.mark.e2e
 def test_report_is_self_contained_and_has_every_chart(crawl: Path) -> None:
     path = write_report(crawl)
     assert path == crawl / "report.html"
@@ -157,6 +158,7 @@ def test_report_is_self_contained_and_has_every_chart(crawl: Path) -> None:
     assert "h4.test" in page and "robots disallowed" in page
 
 
+@pytest.mark.e2e
 def test_report_renders_in_a_real_browser(crawl: Path, tmp_path: Path) -> None:
     html = write_report(crawl)
     png = tmp_path / "report.png"
@@ -169,6 +171,7 @@ def test_report_renders_in_a_real_browser(crawl: Path, tmp_path: Path) -> None:
     assert sorted(c.hex() for c in want - colours) == []  # the SVG bars and lines were drawn
 
 
+@pytest.mark.e2e
 def test_harvest_rate_chart_from_pages_jsonl_across_rotation(crawl: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     shutil.copytree(crawl, out)
@@ -196,6 +199,7 @@ def test_harvest_rate_chart_from_pages_jsonl_across_rotation(crawl: Path, tmp_pa
     assert purple in _png_colours(png, {purple})[2]  # the harvest line
 
 
+@pytest.mark.unit
 def test_report_of_an_empty_or_missing_folder(tmp_path: Path, capsys: Any) -> None:
     with pytest.raises(ConfigError):
         main_args(argparse.Namespace(dir=str(tmp_path / "nope")))
@@ -219,6 +223,7 @@ def _blank(row: bytes, x0: int, x1: int) -> bool:
     return all(row[i : i + 3] in _PLAIN for i in range(x0 * 3, x1 * 3, 6))
 
 
+@pytest.mark.e2e
 def test_report_layout_leaves_no_half_page_empty(crawl: Path, tmp_path: Path) -> None:
     """Seen in a real browser: down the page, the left and the right column each hold
     something (a chart, a table, text) on most rows: no chart-sized hole, no card half
@@ -238,6 +243,7 @@ def test_report_layout_leaves_no_half_page_empty(crawl: Path, tmp_path: Path) ->
         assert longest < 250, (x0, longest)  # px of nothing but background or card
 
 
+@pytest.mark.unit
 def test_delay_chart_labels_mean_and_max_apart(crawl: Path) -> None:
     """The label beside the max tick says which number is the mean and which the max."""
     page = write_report(crawl).read_text(encoding="utf-8")

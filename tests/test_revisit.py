@@ -22,6 +22,8 @@ from politecrawl.continuity.revisit import (
 )
 from politecrawl.focus.relevance import extract_document
 
+pytestmark = pytest.mark.unit
+
 
 def test_new_state_seeds_the_rate_from_the_hint() -> None:
     policy = RevisitPolicy()

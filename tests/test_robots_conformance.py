@@ -28,6 +28,8 @@ import pytest
 from politecrawl.robots.match import Verdict, normalise_pattern, request_path
 from politecrawl.robots.rules import RobotsRules, product_token
 
+pytestmark = pytest.mark.unit
+
 
 @dataclass(frozen=True, slots=True)
 class Case:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from politecrawl.robots.match import Verdict
 from politecrawl.robots.rules import RobotsRules, product_token
+
+pytestmark = pytest.mark.unit
 
 FAST = settings(deadline=1000, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 

@@ -6,12 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import UA
 
 from politecrawl.demo.web import TestWeb
 from politecrawl.tools.robots_check import check
 
 
+@pytest.mark.unit
 def test_file_verdicts_name_the_rule(tmp_path: Path) -> None:
     f = tmp_path / "robots.txt"
     f.write_text(
@@ -26,6 +28,7 @@ def test_file_verdicts_name_the_rule(tmp_path: Path) -> None:
     assert lines[-1].startswith("ALLOWED") and "no rule matched" in lines[-1]
 
 
+@pytest.mark.e2e
 async def test_url_source_fetches_robots_through_the_guard(tmp_path: Path) -> None:
     async with TestWeb(n_hosts=3, seed=2) as web:
         site = web.url(web.hosts[2], "/")

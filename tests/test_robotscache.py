@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from politecrawl.frontier.sqlitestore import SqliteStore
 from politecrawl.robots.cache import LAST_GOOD_AFTER_S, RobotsCache
+
+pytestmark = pytest.mark.unit
 
 ORIGIN = "http://a.test"
 BODY = b"User-agent: *\nDisallow: /private/\n"

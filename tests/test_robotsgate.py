@@ -7,6 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from politecrawl.config import PolitenessConfig
 from politecrawl.engine.losses import Losses
 from politecrawl.frontier import UrlEntry
@@ -14,6 +16,8 @@ from politecrawl.frontier.sqlite import SqliteFrontier
 from politecrawl.polite import politeness
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.robots.gate import ROBOTS_GIVE_UP, Held, next_url
+
+pytestmark = pytest.mark.unit
 
 ORIGIN = "http://a.test"
 KEY = "a.test"
@@ -56,17 +60,41 @@ async def test_rules_decide_and_a_disallowed_url_is_dropped(tmp_path: Path) -> N
     await frontier.store.close()
 
 
-async def test_an_unreachable_robots_txt_holds_the_key_until_its_retry(tmp_path: Path) -> None:
-    ctx, frontier = await gate(tmp_path, [ORIGIN + "/a"], now=1.0)
+async def test_an_unreachable_origin_holds_back_its_own_urls_only(tmp_path: Path) -> None:
+    other = "http://a.test:8080"  # same host, same key, another origin (RFC 9309 2.3)
+    ctx, frontier = await gate(tmp_path, [ORIGIN + "/a", other + "/b"], now=1.0)
     await ctx.robots.record(ORIGIN, 503, b"", 0.0)
+    await ctx.robots.record(other, 200, b"", 0.0)
     host = await frontier.store.host(KEY)
-    assert await next_url(ctx, KEY, host) == Held(made_request=False)
-    # the wait is politeness's: 4 x the 1 s floor after the first failure
-    assert host.next_allowed == 0.0 + politeness.robots_retry_s(4.0, 1) == 4.0
-    assert (await frontier.store.stats())["queued"] == 1  # the URL waits at the front of its queue
+    entry = await next_url(ctx, KEY, host)
+    assert isinstance(entry, UrlEntry) and entry.url == other + "/b"  # the other origin goes on
+    assert host.next_allowed == 0.0  # the key is not held: politeness alone times it
+    # the dead origin's URL waits for the next ask: 4 x the 1 s floor after the first failure
+    assert (await frontier.store.stats())["queued"] == 1
+    assert await frontier.pop_url(KEY, 3.9) is None
     for n in range(2, ROBOTS_GIVE_UP + 1):
         await ctx.robots.record(ORIGIN, 503, b"", float(n))
     await ctx.robots.rules_for(ORIGIN, float(ROBOTS_GIVE_UP))
     assert await next_url(ctx, KEY, host) == Held(made_request=False)
+    assert ctx.counters["robots_unavailable"] == 0  # not due yet: nothing popped, nothing lost
+    ctx.clock = lambda: 5.0  # the URL is due (4 s), the third failure still fresh (16 s)
+    await ctx.robots.rules_for(ORIGIN, float(ROBOTS_GIVE_UP))
+    assert await next_url(ctx, KEY, host) == Held(made_request=False)
     assert ctx.counters["robots_unavailable"] == 1  # given up after the third failure
+    await frontier.store.close()
+
+
+async def test_an_unfetchable_origin_drops_its_own_urls_only(tmp_path: Path) -> None:
+    # one key for two hosts (--politeness-key domain or ip): a refused address is the host's
+    other = "http://b.a.test"
+    ctx, frontier = await gate(tmp_path, [ORIGIN + "/a", other + "/b", ORIGIN + "/c"], now=1.0)
+    await ctx.robots.record(other, 200, b"", 0.0)
+    ctx.robots.mark_unfetchable(ORIGIN, "address_refused")
+    host = await frontier.store.host(KEY)
+    entry = await next_url(ctx, KEY, host)
+    assert isinstance(entry, UrlEntry) and entry.url == other + "/b"
+    assert ctx.counters["address_refused"] == 1
+    assert await next_url(ctx, KEY, host) == Held(made_request=False)
+    assert ctx.counters["address_refused"] == 2
+    assert (await frontier.store.stats())["queued"] == 0
     await frontier.store.close()

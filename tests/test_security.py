@@ -94,16 +94,19 @@ NOT_PUBLIC = [
 ]  # fmt: skip
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("addr", PUBLIC)
 def test_public_addresses(addr: str) -> None:
     assert is_public_address(addr)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("addr", NOT_PUBLIC)
 def test_private_addresses(addr: str) -> None:
     assert not is_public_address(addr)
 
 
+@pytest.mark.unit
 def test_resolver_check_refuses_unless_allowed() -> None:
     guarded = GuardedResolver((), allow_private=False)
     for addr in ("127.0.0.1", "10.1.2.3", "::ffff:127.0.0.1", "169.254.169.254"):
@@ -113,6 +116,7 @@ def test_resolver_check_refuses_unless_allowed() -> None:
     GuardedResolver((), allow_private=True).check("127.0.0.1")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "addr", ["127.0.0.1", "10.0.0.7", "169.254.169.254", "[::1]", "[::ffff:127.0.0.1]", "[fe80::1]"]
 )
@@ -137,6 +141,7 @@ NO_SERVER = [
 ]  # fmt: skip
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("url", NO_SERVER)
 async def test_private_literals_refused_instantly(url: str, connects: list[Any]) -> None:
     res, seconds = await fetch_guarded(url)
@@ -146,6 +151,7 @@ async def test_private_literals_refused_instantly(url: str, connects: list[Any])
     assert connects == []
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("addr", ["10.0.0.1", "169.254.169.254", "192.168.0.10", "224.0.0.1"])
 async def test_names_pinned_to_private_refused(addr: str, connects: list[Any]) -> None:
     res, seconds = await fetch_guarded(
@@ -155,6 +161,7 @@ async def test_names_pinned_to_private_refused(addr: str, connects: list[Any]) -
     assert connects == []
 
 
+@pytest.mark.e2e
 async def test_loopback_refused_before_connecting(hw: HostileWeb, connects: list[Any]) -> None:
     port = hw.port
     cases = [
@@ -183,6 +190,7 @@ async def hw6():
         await w.stop()
 
 
+@pytest.mark.e2e
 async def test_ipv6_loopback_refused(hw6: HostileWeb, connects: list[Any]) -> None:
     for url, rules in [
         (hw6.url("/ok"), ()),
@@ -194,6 +202,7 @@ async def test_ipv6_loopback_refused(hw6: HostileWeb, connects: list[Any]) -> No
     assert connects == [] and hw6.connections == 0
 
 
+@pytest.mark.e2e
 async def test_ipv6_loopback_reachable_when_allowed(hw6: HostileWeb) -> None:
     # the control: the same URL works once private addresses are allowed
     res, _ = await fetch_guarded(hw6.url("/ok"), allow_private=True)
@@ -212,6 +221,7 @@ NON_HTTP = [
 ]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("url", NON_HTTP)
 async def test_non_http_schemes_never_fetched(url: str, connects: list[Any]) -> None:
     res, _ = await fetch_guarded(url, allow_private=True)
@@ -220,6 +230,7 @@ async def test_non_http_schemes_never_fetched(url: str, connects: list[Any]) -> 
     assert connects == []
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("url", NON_HTTP)
 def test_non_http_schemes_not_joinable(url: str) -> None:
     assert join("http://site.test/page.html", url) is None
@@ -227,6 +238,7 @@ def test_non_http_schemes_not_joinable(url: str) -> None:
         canonicalize(url)
 
 
+@pytest.mark.e2e
 async def test_links_with_other_schemes_never_extracted(hw: HostileWeb) -> None:
     res, _ = await fetch_guarded(hw.url("/hostile-links"), allow_private=True)
     assert res.status == 200
@@ -244,6 +256,7 @@ async def test_links_with_other_schemes_never_extracted(hw: HostileWeb) -> None:
 # -- end to end: redirects into the inside are refused when re-admitted ------------------------
 
 
+@pytest.mark.e2e
 async def test_redirect_to_loopback_refused_end_to_end(
     hw: HostileWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -289,6 +302,7 @@ _OUTPUT = re.compile(
 )
 
 
+@pytest.mark.e2e
 async def test_output_names_never_from_urls(
     hw: HostileWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

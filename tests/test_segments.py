@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import UA
 
 from politecrawl.demo.accesslog import politeness_violations
 from politecrawl.demo.web import TestWeb
 from politecrawl.storage.logs import read_jsonl
 from politecrawl.urls.canonical import join
+
+pytestmark = pytest.mark.e2e
 
 
 def _host_path(url: str) -> tuple[str, str]:

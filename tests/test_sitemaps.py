@@ -18,6 +18,8 @@ from politecrawl.content.sitemaps import read as sitemaps
 from politecrawl.content.sitemaps.read import MAX_UNCOMPRESSED, parse_sitemap
 from politecrawl.content.sitemaps.result import Sitemap, SitemapEntry
 
+pytestmark = pytest.mark.unit
+
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 
 

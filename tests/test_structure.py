@@ -7,11 +7,23 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
+
 import politecrawl
 from politecrawl import errors
 
+pytestmark = pytest.mark.unit
+
 SRC = Path(politecrawl.__file__).parent
-TURN_MODULES = ("turn", "robotsgate", "request", "store", "reporting", "context", "signals")
+TURN_MODULES = (
+    "engine/turn",
+    "robots/gate",
+    "engine/request",
+    "engine/keep",
+    "engine/journal",
+    "engine/context",
+    "engine/signals",
+)
 
 
 def _source(name: str) -> str:
@@ -23,8 +35,8 @@ def _all_sources() -> dict[Path, str]:
 
 
 def test_the_engine_is_small_and_the_turn_reads_in_one_function() -> None:
-    assert len(_source("crawler").splitlines()) <= 300
-    for name in (*TURN_MODULES, "outcome", "politeness", "robotscache"):
+    assert len(_source("engine/crawler").splitlines()) <= 400  # the loop, saving, limits
+    for name in (*TURN_MODULES, "engine/outcome", "polite/politeness", "robots/cache"):
         assert len(_source(name).splitlines()) <= 600, name
     # the per-URL path names its steps in order
     from politecrawl.engine import turn
@@ -73,11 +85,11 @@ def test_one_exception_root_and_every_error_is_raised() -> None:
 
 def test_constructors_refuse_user_input_with_config_error() -> None:
     """No ``raise ValueError`` for a bad argument: ConfigError (also a ValueError) instead.
-    (contentcoding's decoder, used by fetch, refuses a server's Content-Encoding, not a
+    (net/coding's decoder, used by fetch, refuses a server's Content-Encoding, not a
     user's input: that error stays inside the fetch boundary and becomes a ``FetchResult``
     value.)"""
     for path, text in _all_sources().items():
-        if path.name == "contentcoding.py":
+        if path.relative_to(SRC).as_posix() == "net/coding.py":
             continue
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef) and node.name in ("__init__", "__post_init__"):
@@ -100,7 +112,13 @@ def test_politeness_arithmetic_lives_in_politeness() -> None:
 
 
 def test_robots_statuses_are_read_only_by_the_outcome_table() -> None:
-    for name in ("robotscache", "robots_tool", "robotsgate", "crawler", "turn"):
+    for name in (
+        "robots/cache",
+        "tools/robots_check",
+        "robots/gate",
+        "engine/crawler",
+        "engine/turn",
+    ):
         text = _source(name)
         compares = r"\d{3}\s*<=?\s*[\w.]*status|status\s*(==|!=|<=?|>=?)\s*\d{3}"
         assert not re.search(compares, text), name
@@ -112,3 +130,40 @@ def test_test_webs_are_not_in_the_package() -> None:
         assert (Path(__file__).parent / f"{name}.py").exists()
         for path, text in _all_sources().items():
             assert not re.search(rf"\b{name}\b", text), (name, path.name)
+
+
+# The modules that stay at the top of the package: the public API's own names (config,
+# options, errors, the page handler) and the entry points. Everything else lives in a
+# sub-package named for its job (docs/architecture.md, "The map").
+MAX_FLAT_MODULES = 12
+# Sub-packages the map in docs/architecture.md names, each with a docstring saying its job.
+PACKAGES = (
+    "content", "continuity", "demo", "engine", "focus", "frontier", "net", "polite", "robots",
+    "storage", "tools", "urls",
+)  # fmt: skip
+
+
+def test_the_folders_are_the_map() -> None:
+    flat = sorted(p.name for p in SRC.glob("*.py"))
+    assert len(flat) <= MAX_FLAT_MODULES, flat
+    for name in PACKAGES:
+        init = SRC / name / "__init__.py"
+        assert init.exists(), name
+        assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), name
+    # no name prefix stands in for a folder: two flat modules sharing a prefix of 4+ letters
+    stems = [Path(n).stem for n in flat if not n.startswith("_")]
+    for a in stems:
+        for b in stems:
+            assert a == b or not b.startswith(a[: max(4, len(a))]), (a, b)
+    architecture = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for name in PACKAGES:
+        assert f"`{name}/`" in architecture, f"docs/architecture.md does not map {name}/"
+
+
+def test_every_test_module_says_whether_it_is_unit_or_e2e() -> None:
+    """``pytest -m unit`` is the inner loop: every test module declares its kind (the
+    conftest refuses unmarked tests at collection; this names the module that forgot)."""
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert re.search(r"pytest\.mark\.(unit|e2e)\b", text), path.name
+

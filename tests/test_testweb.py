@@ -67,6 +67,7 @@ async def _get(
         return r.status, r.headers.copy(), await r.read()
 
 
+@pytest.mark.e2e
 async def test_pages_served_and_deterministic(tw: TestWeb, session: aiohttp.ClientSession) -> None:
     assert tw.hosts[:3] == ["h0.test", "h1.test", "h2.test"]
     assert tw.resolve_arg() == f"*.test:{tw.port}:127.0.0.1"
@@ -90,6 +91,7 @@ async def test_pages_served_and_deterministic(tw: TestWeb, session: aiohttp.Clie
     assert render_page(other, 5, 4).encode() != first
 
 
+@pytest.mark.e2e
 async def test_links_and_traps_present(tw: TestWeb, session: aiohttp.ClientSession) -> None:
     bodies = b"".join(
         [(await _get(session, tw.url("h0.test", p)))[2] for p in tw.sites["h0.test"].pages]
@@ -117,6 +119,7 @@ async def test_links_and_traps_present(tw: TestWeb, session: aiohttp.ClientSessi
         assert status == 200, path
 
 
+@pytest.mark.e2e
 async def test_robots_variants(tw: TestWeb, session: aiohttp.ClientSession) -> None:
     assert ROBOTS_VARIANTS[4] == "500"
     expected_status = {0: 200, 1: 200, 2: 200, 3: 404, 4: 500, 5: 200, 6: 301, 7: 200,
@@ -153,6 +156,7 @@ async def test_robots_variants(tw: TestWeb, session: aiohttp.ClientSession) -> N
     assert (await _get(session, tw.url("h0.test", "/robots-real.txt")))[0] == 404
 
 
+@pytest.mark.unit
 async def test_small_web_has_only_existing_variants() -> None:
     web_ = TestWeb(n_hosts=3, extra_hosts=2)
     assert web_.hosts == [f"h{i}.test" for i in range(5)]
@@ -160,6 +164,7 @@ async def test_small_web_has_only_existing_variants() -> None:
     assert len(web_.seed_urls()) == 3
 
 
+@pytest.mark.e2e
 async def test_redirects(tw: TestWeb, session: aiohttp.ClientSession) -> None:
     status, headers, _ = await _get(session, tw.url("h0.test", "/redirect/5"))
     assert (status, headers["Location"]) == (301, "/redirect/4")
@@ -176,6 +181,7 @@ async def test_redirects(tw: TestWeb, session: aiohttp.ClientSession) -> None:
     assert (status, headers["Location"]) == (301, tw.url("h4.test", "/"))
 
 
+@pytest.mark.e2e
 async def test_status_codes(tw: TestWeb, session: aiohttp.ClientSession) -> None:
     for code in (404, 410, 500, 503, 429, 403):
         status, headers, body = await _get(session, tw.url("h0.test", f"/status/{code}"))
@@ -187,6 +193,7 @@ async def test_status_codes(tw: TestWeb, session: aiohttp.ClientSession) -> None
     assert tw.access_log[-1].host == "h999.test" and tw.access_log[-1].status == 404
 
 
+@pytest.mark.e2e
 async def test_content_types_and_headers(tw: TestWeb, session: aiohttp.ClientSession) -> None:
     _, h, body = await _get(session, tw.url("h0.test", "/img/photo.jpg"))
     assert h["Content-Type"] == "image/jpeg" and body.startswith(b"\xff\xd8")
@@ -206,6 +213,7 @@ async def test_content_types_and_headers(tw: TestWeb, session: aiohttp.ClientSes
     assert status == 304 and body == b""
 
 
+@pytest.mark.e2e
 async def test_abandoned_binary_body(tw: TestWeb, session: aiohttp.ClientSession) -> None:
     async with session.get(tw.url("h0.test", "/bin/data")) as r:
         assert r.status == 200 and r.content_length == 200 * 1024
@@ -220,6 +228,7 @@ async def test_abandoned_binary_body(tw: TestWeb, session: aiohttp.ClientSession
     assert (await _get(session, tw.url("h0.test", "/")))[0] == 200
 
 
+@pytest.mark.e2e
 async def test_gzip(tw: TestWeb, session: aiohttp.ClientSession) -> None:
     async with session.get(tw.url("h0.test", "/gz.html"), headers={"Accept-Encoding": "gzip"},
                            auto_decompress=False) as r:  # fmt: skip
@@ -235,6 +244,7 @@ async def test_gzip(tw: TestWeb, session: aiohttp.ClientSession) -> None:
         assert await r.read() == plain
 
 
+@pytest.mark.e2e
 async def test_access_log(tw: TestWeb, session: aiohttp.ClientSession) -> None:
     ua = "testbot/1.0 (+http://example.invalid/bot)"
     await _get(session, tw.url("h2.test", "/p/1.html?x=1"), headers={"User-Agent": ua})
@@ -257,6 +267,7 @@ async def test_access_log(tw: TestWeb, session: aiohttp.ClientSession) -> None:
     assert load_access_log(path) == tw.access_log
 
 
+@pytest.mark.e2e
 async def test_latency() -> None:
     async with TestWeb(n_hosts=2, latency_s=0.1) as web_:
         conn = aiohttp.TCPConnector(resolver=_LocalResolver())
@@ -270,6 +281,7 @@ def _entry(host: str, start: float, end: float, path: str = "/") -> AccessEntry:
     return AccessEntry(host, path, "GET", 200, start, end, "ua", {})
 
 
+@pytest.mark.unit
 def test_politeness_violations() -> None:
     ok = [_entry("a.test", t, t + 0.05) for t in (0.0, 0.5, 1.0, 1.5)]
     ok += [_entry("b.test", t, t + 0.05) for t in (0.01, 0.52, 1.03)]  # other hosts interleave
@@ -294,6 +306,7 @@ def test_politeness_violations() -> None:
     assert politeness_violations(list(reversed(short)), 0.3) == problems
 
 
+@pytest.mark.e2e
 def test_cli_subprocess(tmp_path: Path) -> None:
     log = tmp_path / "cli.jsonl"
     env = dict(os.environ)
@@ -330,6 +343,7 @@ def test_cli_subprocess(tmp_path: Path) -> None:
     assert [(e.host, e.path, e.status) for e in entries] == [("h1.test", "/robots.txt", 200)]
 
 
+@pytest.mark.e2e
 async def test_plain_web_serves_only_normal_pages(tmp_path: Path) -> None:
     """The web for measuring the politeness-bound rate: every request a 200, no backoff."""
     from conftest import crawl_config
@@ -355,6 +369,7 @@ async def _raw_exchange(port: int, data: bytes) -> bytes:
     return got
 
 
+@pytest.mark.e2e
 async def test_the_lean_server_answers_what_the_aiohttp_server_answers() -> None:
     """``--lean`` (benchmarks): the same status, body and validators for every kind of path,
     304 to a conditional GET, gzip when accepted, keep-alive, HEAD, and the same access log;

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from politecrawl.content import decoding as textdecode
 from politecrawl.content.decoding import decode_html
 
+pytestmark = pytest.mark.unit
+
 # (codec used to encode, header label, text): enough text for a detector to have a chance
 SAMPLES = [
     ("utf-8", "utf-8", "Le château de Versailles — résidence royale française, été comme hiver."),

@@ -23,6 +23,8 @@ from politecrawl.content.decoding import (
     decode_html,
 )
 
+pytestmark = pytest.mark.unit
+
 RUSSIAN = "Москва - столица России, крупнейший по численности населения город страны."
 WEB_CODECS = {codec for codec, _ in _ENCODINGS.values() if codec is not None}
 

@@ -25,6 +25,7 @@ def links_of(web: TopicWeb, url: str) -> list[str]:
     return [link.url for link in parse_page(body, url, "testbot").links]
 
 
+@pytest.mark.unit
 def test_deterministic_from_seed(web: TopicWeb) -> None:
     again = TopicWeb(n_hosts=1000, pages_per_host=10, seed=3, port=8000)
     other = TopicWeb(n_hosts=1000, pages_per_host=10, seed=4, port=8000)
@@ -34,6 +35,7 @@ def test_deterministic_from_seed(web: TopicWeb) -> None:
     assert again.seed_urls(10) == web.seed_urls(10) != other.seed_urls(10)
 
 
+@pytest.mark.unit
 def test_base_rate_is_low_and_ground_truth_consistent(web: TopicWeb) -> None:
     assert 0.003 < web.base_rate() <= 0.02
     assert len(web.relevant) == len(web.relevant_specs())
@@ -43,6 +45,7 @@ def test_base_rate_is_low_and_ground_truth_consistent(web: TopicWeb) -> None:
         assert web.is_relevant(url) and web.page(url) is not None
 
 
+@pytest.mark.unit
 def test_seeds_are_never_on_topic(web: TopicWeb) -> None:
     for url in web.seed_urls(100):
         spec = web.locate(url)
@@ -50,6 +53,7 @@ def test_seeds_are_never_on_topic(web: TopicWeb) -> None:
         assert web.hosts[spec.host].kind in ("hub", "ordinary")
 
 
+@pytest.mark.unit
 def test_pages_are_small_html(web: TopicWeb) -> None:
     sizes = [
         len(web.page(web.page_url(i, j)) or b"") for i in range(0, 1000, 37) for j in (0, 1, 2)
@@ -58,6 +62,7 @@ def test_pages_are_small_html(web: TopicWeb) -> None:
     assert 1000 < sum(sizes) / len(sizes) < 2500
 
 
+@pytest.mark.unit
 def test_unknown_urls_are_404(web: TopicWeb) -> None:
     host = web.hosts[0].name
     paths = ("/nope.html", "/pages/999.html", "/x/wrong-slug-1.html")
@@ -65,6 +70,7 @@ def test_unknown_urls_are_404(web: TopicWeb) -> None:
         assert web.locate(url) is None and web.page(url) is None
 
 
+@pytest.mark.unit
 def test_relevant_pages_hide_behind_hubs_but_are_reachable(web: TopicWeb) -> None:
     """bfs from the seeds reaches most relevant pages, nearly all of them 2+ hops in."""
     seeds = web.seed_urls(100)
@@ -83,6 +89,7 @@ def test_relevant_pages_hide_behind_hubs_but_are_reachable(web: TopicWeb) -> Non
     assert sum(d <= 1 for d in reached) <= 0.1 * len(reached)
 
 
+@pytest.mark.unit
 def test_relevant_pages_cluster(web: TopicWeb) -> None:
     """Links from relevant pages lead to relevant pages far more often than other links do."""
 
@@ -96,6 +103,7 @@ def test_relevant_pages_cluster(web: TopicWeb) -> None:
     assert share(relevant) > 10 * max(share(ordinary), 0.005)
 
 
+@pytest.mark.unit
 def test_keyword_scorer_agrees_with_ground_truth(web: TopicWeb) -> None:
     """The generator and the nugget function are meant for each other: mostly, not exactly."""
     k = KeywordScorer(TOPIC)
@@ -110,6 +118,7 @@ def test_keyword_scorer_agrees_with_ground_truth(web: TopicWeb) -> None:
     assert sum(s >= 0.5 for s in irr) <= 0.02 * len(irr)
 
 
+@pytest.mark.e2e
 async def test_serves_virtual_hosts_over_http() -> None:
     tw = TopicWeb(n_hosts=200, pages_per_host=5, seed=1)
     async with tw:

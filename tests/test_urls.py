@@ -29,6 +29,8 @@ from politecrawl.urls.filters import (
     trap_reason,
 )
 
+pytestmark = pytest.mark.unit
+
 # --------------------------------------------------------------------------- canonicalize
 
 CANONICAL = [

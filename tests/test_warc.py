@@ -13,6 +13,8 @@ from politecrawl.errors import StorageError
 from politecrawl.net.fetch import FetchResult
 from politecrawl.storage.warc import WarcWriter
 
+pytestmark = pytest.mark.unit
+
 
 def result(i: int) -> FetchResult:
     body = b"<html><body>" + b"x" * (i * 37 % 5000) + b"</body></html>"

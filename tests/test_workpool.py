@@ -13,6 +13,8 @@ import pytest
 from politecrawl.engine.workpool import WorkPool
 from politecrawl.errors import ConfigError
 
+pytestmark = pytest.mark.e2e
+
 
 async def test_jobs_run_in_a_worker_process_and_errors_come_back() -> None:
     pool = WorkPool(2)

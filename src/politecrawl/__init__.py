@@ -7,8 +7,6 @@ stored ``Page`` and yields dict items (``OUT/items.jsonl``); ``page.follow(links
 links followed. ``Sink`` is the protocol of every destination of kept pages and items.
 """
 
-__version__ = "0.1.0"
-
 from politecrawl.config import CrawlConfig, FetchConfig, PolitenessConfig
 from politecrawl.content.page import Page
 from politecrawl.content.parse import Link
@@ -17,6 +15,7 @@ from politecrawl.errors import ConfigError, PolitecrawlError
 from politecrawl.focus.relevance import Document, KeywordScorer, NuggetFunction
 from politecrawl.handler import PageHandler
 from politecrawl.storage.sinks import ItemRecord, PageRecord, Sink
+from politecrawl.version import __version__
 
 __all__ = [
     "ConfigError",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from politecrawl.errors import ConfigError
+from politecrawl.urls.canonical import canonical_seeds
 
 Scope = Literal["host", "domain", "any"]
 KeyMode = Literal["host", "domain", "ip"]
@@ -54,6 +55,7 @@ def validate_user_agent(user_agent: str) -> str:
 
 
 MAX_WAIT_S = 300.0
+DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"  # demo, seed
 DEFER_RATIO = 0.5  # focused crawls: see CrawlConfig.defer_ratio
 """Default ``--max-wait``: long enough that priority order rules unless the crawl is
 overloaded (more sites due than it can serve) for minutes on end."""
@@ -83,7 +85,7 @@ def _positive(name: str, value: float, *, zero_ok: bool = False) -> None:
         raise ConfigError(f"{name} must be {'>= 0' if zero_ok else '> 0'}, got {value}")
 
 
-MAX_URLS_PER_PATTERN = 100  # see traps.UrlSpaces
+MAX_URLS_PER_PATTERN = 5000  # see traps.UrlSpaces (the budget rule; calendars are stopped sooner)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,10 +244,20 @@ class CrawlConfig:
     )  # robots cache + host statistics shared across crawls
     log_rotate_bytes: int = 64 * 1024 * 1024
     log_retention_days: float = 30.0
+    # main text of each stored page to OUT/content.jsonl: "text" and/or "markdown" (extract)
+    extract: tuple[str, ...] = ()
+    # HOST:PORT where /metrics is served while crawling (metrics); None: not served
+    metrics: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "extract", parse_extract(self.extract))
+        if self.metrics is not None:
+            parse_metrics_address(self.metrics)
         if not self.seeds and self.frontier_url is None:
             raise ConfigError("no seed URLs")
+        # canonical once, whatever their source (``Seeds`` pass as they are: a replace() or a
+        # seeds file does not do it again)
+        object.__setattr__(self, "seeds", canonical_seeds(self.seeds))
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency must be >= 1, got {self.concurrency}")
         if not 1 <= self.processes <= 256:
@@ -306,6 +318,36 @@ class CrawlConfig:
         return self.seen_mode
 
 
+EXTRACT_FORMATS = ("text", "markdown")
+
+
+def parse_extract(values: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``--extract text --extract markdown`` or ``--extract text,markdown``: the formats, in
+    the order given, each once."""
+    found: list[str] = []
+    for value in values:
+        for part in str(value).split(","):
+            name = part.strip().lower()
+            if not name:
+                continue
+            if name not in EXTRACT_FORMATS:
+                raise ConfigError(f"--extract must be text or markdown, got {part.strip()!r}")
+            if name not in found:
+                found.append(name)
+    return tuple(found)
+
+
+def parse_metrics_address(text: str) -> tuple[str, int]:
+    """``--metrics HOST:PORT`` (``[::1]:9108``; ``:9108`` or a bare port: loopback)."""
+    host, sep, port_s = text.strip().rpartition(":")
+    if not sep:
+        host, port_s = "", text.strip()
+    host = host.strip("[]") or "127.0.0.1"
+    if not port_s.isdigit() or not 0 <= int(port_s) < 65536:
+        raise ConfigError(f"--metrics {text!r} is not HOST:PORT (e.g. 127.0.0.1:9108)")
+    return host, int(port_s)
+
+
 _CRAWL_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")  # as frontier.redis keys take it
 
 
@@ -320,9 +362,8 @@ def check_shared_crawl(frontier_url: str, crawl_id: str | None) -> None:
 
 
 def read_seeds(path: Path) -> tuple[str, ...]:
-    """One URL a line, ``#`` comments; each must be an http(s) URL (checked by ``urls``)."""
-    from politecrawl.urls.canonical import canonicalize
-
+    """One URL a line, ``#`` comments; each must be an http(s) URL: canonical ``Seeds``
+    (``urls.canonical.canonical_seeds``, the one place seeds are canonicalised)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -330,17 +371,15 @@ def read_seeds(path: Path) -> tuple[str, ...]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read seeds file {path}: {exc}") from None
     seeds: list[str] = []
+    where: list[str] = []
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        try:
-            seeds.append(canonicalize(line))
-        except ValueError as exc:
-            raise ConfigError(f"{path}:{lineno}: bad seed URL {line!r}: {exc}") from None
+        if line:
+            seeds.append(line)
+            where.append(f"{path}:{lineno}")
     if not seeds:
         raise ConfigError(f"seeds file {path} holds no URL")
-    return tuple(seeds)
+    return canonical_seeds(seeds, where)
 
 
 def read_lines_file(path: Path, what: str) -> tuple[str, ...]:

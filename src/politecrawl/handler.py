@@ -22,6 +22,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mappin
 from typing import Any, TypeAlias
 
 from politecrawl.content.page import Page
+from politecrawl.errors import HandlerError
 from politecrawl.focus.relevance import load_callable
 
 __all__ = ["PageHandler", "load_handler", "run_handler"]
@@ -69,5 +70,5 @@ async def run_handler(
 
 def _mapping(item: object) -> Mapping[str, Any]:
     if not isinstance(item, Mapping):
-        raise TypeError(f"a page handler must yield dicts, got {type(item).__name__}")
+        raise HandlerError(f"a page handler must yield dicts, got {type(item).__name__}")
     return item

@@ -117,7 +117,8 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         "max-urls-per-pattern",
         int,
         "trap guard: URLs of one generated pattern (digits, query values) found from its own "
-        "pages, per host (100; 0 = off)",
+        "pages, per host, before it is named a trap; raised by links from other hosts; "
+        "calendars are named sooner (5000; 0 = the guard off)",
     ),
     ("seen", str, "seen-set: auto | exact | bloom (auto: Bloom filter past 2 million URLs)"),
     ("expected-urls", int, "URLs the crawl may discover; sizes the Bloom filter (1000000)"),
@@ -153,7 +154,23 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("log-rotate-bytes", int, "rotate the logs at this size too (64 MiB; daily anyway)"),
     ("log-retention-days", float, "delete rotated logs older than this (30)"),
     ("no-progress", bool, "no live dashboard (it is drawn only on a terminal anyway)"),
+    (
+        "extract",
+        list,
+        "text | markdown: the main text of each stored page (trafilatura) to "
+        "OUT/content.jsonl (repeatable, or a comma list: text,markdown)",
+    ),
+    (
+        "metrics",
+        str,
+        "HOST:PORT: serve Prometheus /metrics there while crawling (a bare port binds "
+        "127.0.0.1; --processes N: one endpoint for the whole crawl)",
+    ),
 ]
+
+
+class _BadSeconds(ConfigError, argparse.ArgumentTypeError):
+    """Not seconds, nor ``off``: argparse names the option with it (its own type)."""
 
 
 def gap_or_off(text: str) -> float | str:
@@ -163,7 +180,7 @@ def gap_or_off(text: str) -> float | str:
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"need seconds or 'off', got {text!r}") from None
+        raise _BadSeconds(f"need seconds or 'off', got {text!r}") from None
 
 
 # options whose 0 (or ``off``) switches their rule off: the field holds None

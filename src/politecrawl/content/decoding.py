@@ -552,7 +552,7 @@ def _repair(text: str) -> str:
                 budget -= len(run)
                 try:
                     fixed, steps = ftfy.fix_encoding_and_explain(run)
-                except Exception:
+                except Exception:  # ftfy must not lose the page: this run stays as it is
                     steps = None
                 found = _redecoding(steps) if fixed != run else None
                 if found is not None:
@@ -578,7 +578,7 @@ def decode_html(body: bytes, header_content_type: str | None, *, repair: bool = 
     """
     try:
         codec, source, skip = _choose(body, header_content_type)
-    except Exception:
+    except Exception:  # (chardet, codec lookups) a detector bug must not lose the page: UTF-8
         codec, source, skip = _UTF8, "default", 0
     try:
         text = body[skip:].decode(codec, "replace")

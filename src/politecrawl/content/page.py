@@ -38,6 +38,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from politecrawl.content.decoding import Source, decode_html, repair_text
 from politecrawl.content.directives import PageDirectives, from_x_robots_tag
+from politecrawl.content.extract import Extract, Format, extract_main
 from politecrawl.content.parse import Link, build_tree, encode_query, parse_tree, visible_text
 from politecrawl.focus.relevance import Document, document_from_tree
 from politecrawl.net.fetch import FetchResult
@@ -84,6 +85,7 @@ class Page:
     depth_cut_at: int | None = None
     document: Document | None = None  # what the nugget function reads
     _followed: list[Link] | None = field(default=None, repr=False)
+    _extracts: dict[str, Extract] | None = field(default=None, repr=False)
 
     def css(self, selector: str) -> list[LexborNode]:
         """Every element matching a CSS selector."""
@@ -92,6 +94,24 @@ class Page:
     def css_first(self, selector: str) -> LexborNode | None:
         """The first element matching a CSS selector, or None."""
         return self.whole_tree().css_first(selector)
+
+    def main_text(self) -> str | None:
+        """The page's main text, boilerplate removed (trafilatura), or None if it has none.
+        Computed on the first call only (about 50 ms of CPU for a news page)."""
+        return self.extract("text").text
+
+    def markdown(self) -> str | None:
+        """The main text as Markdown (headings, lists, emphasis kept); computed once."""
+        return self.extract("markdown").text
+
+    def extract(self, fmt: Format) -> Extract:
+        """The main text as ``fmt`` and the page's title, author, date and language, as
+        trafilatura finds them (``content.extract``); each format extracted once."""
+        done = self._extracts if self._extracts is not None else {}
+        self._extracts = done
+        if fmt not in done:
+            done[fmt] = extract_main(self.text, self.url, fmt)
+        return done[fmt]
 
     def whole_tree(self) -> LexborHTMLParser:
         """The parsed document (parsed again from ``text`` if it was read in another process:

@@ -58,7 +58,7 @@ from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from politecrawl.errors import ConfigError
+from politecrawl.errors import ConfigError, StateError
 from politecrawl.urls.variants import (
     CASE,
     INDEX,
@@ -450,7 +450,7 @@ class RuleLearner:
     def load_state(self, state: dict[str, Any]) -> None:
         """Replace evidence and rules with a ``state_dict``'s."""
         if state.get("version") != 1:
-            raise ValueError("unknown RuleLearner state version")
+            raise StateError("unknown RuleLearner state version")
         self._sites.clear()
         self._compiled.clear()
         self._rule_sites = Counter({str(k): int(v) for k, v in state["rule_sites"].items()})

@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from politecrawl.errors import ConfigError
+from politecrawl.errors import ConfigError, StateError
 
 __all__ = [
     "DEFAULT_MAX_DISTANCE",
@@ -487,9 +487,9 @@ class NearDupIndex:
     def load_state(self, state: dict[str, Any]) -> None:
         """Replace the contents with a ``state_dict``'s; the band layout must match."""
         if state.get("version") != 1:
-            raise ValueError("unknown NearDupIndex state version")
+            raise StateError("unknown NearDupIndex state version")
         if int(state["max_distance"]) != self.max_distance:
-            raise ValueError("NearDupIndex state has a different max_distance")
+            raise StateError("NearDupIndex state has a different max_distance")
         self._tables = [{} for _ in self._bands]
         self._fps = array("Q")
         self._docs = []
@@ -497,5 +497,5 @@ class NearDupIndex:
         self._hand = 0
         for fp_hex, doc in state["entries"]:
             if not isinstance(doc, str | int):
-                raise ValueError("NearDupIndex doc ids must be str or int")
+                raise StateError("NearDupIndex doc ids must be str or int")
             self.add(int(fp_hex, 16), doc)

@@ -45,7 +45,7 @@ from politecrawl.continuity.fingerprint import (
     to_signed64,
     to_unsigned64,
 )
-from politecrawl.errors import ConfigError
+from politecrawl.errors import ConfigError, StateError
 
 __all__ = [
     "CHANGEFREQ_S",
@@ -112,7 +112,7 @@ class RevisitState:
 
         def num(value: object) -> float:
             if not isinstance(value, int | float):
-                raise ValueError(f"bad RevisitState row value {value!r}")
+                raise StateError(f"bad RevisitState row value {value!r}")
             return float(value)
 
         def text(value: object) -> str | None:

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from http import HTTPStatus
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import unquote
 
 from multidict import CIMultiDict
-
-if TYPE_CHECKING:
-    from politecrawl.demo.web import TestWeb
 
 __all__ = ["LeanProtocol", "serve_lean"]
 
@@ -30,10 +28,30 @@ _REASONS = {s.value: s.phrase for s in HTTPStatus}
 _BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
+class Web(Protocol):
+    """What this server asks of the test web (``TestWeb``): its answers and its access log.
+    A protocol, not the class, so that ``demo.web`` imports this module and not the reverse."""
+
+    def answer(
+        self, host: str, path: str, req_headers: Mapping[str, str]
+    ) -> tuple[int, Mapping[str, str], bytes]: ...
+
+    def record(
+        self,
+        host: str,
+        raw_path: str,
+        method: str,
+        status: int,
+        start: float,
+        headers: dict[str, str],
+        user_agent: str,
+    ) -> None: ...
+
+
 class LeanProtocol(asyncio.Protocol):
     """One client connection: requests read up to their blank line, answered in order."""
 
-    def __init__(self, web: TestWeb, open_: set[asyncio.Transport]) -> None:
+    def __init__(self, web: Web, open_: set[asyncio.Transport]) -> None:
         self.web = web
         self.open = open_
         self.buf = b""
@@ -76,11 +94,14 @@ class LeanProtocol(asyncio.Protocol):
             for line in lines:
                 name, colon, value = line.partition(":")
                 if not colon or not name or name != name.strip():
-                    raise ValueError(line)
+                    self._refuse()
+                    return False
                 headers.add(name, value.strip())
-            if int(headers.get("Content-Length", "0")) or "Transfer-Encoding" in headers:
-                raise ValueError("a request body")  # a crawler's GET has none
-        except ValueError:
+            has_body = int(headers.get("Content-Length", "0")) or "Transfer-Encoding" in headers
+        except ValueError:  # a request line not of three parts, a Content-Length not a number
+            self._refuse()
+            return False
+        if has_body:  # a crawler's GET has none
             self._refuse()
             return False
         host = headers.get("Host", "").lower().partition(":")[0].rstrip(".")
@@ -101,7 +122,7 @@ class LeanProtocol(asyncio.Protocol):
         return keep
 
 
-async def serve_lean(web: TestWeb, port: int) -> tuple[asyncio.Server, set[asyncio.Transport]]:
+async def serve_lean(web: Web, port: int) -> tuple[asyncio.Server, set[asyncio.Transport]]:
     """Serve ``web`` on 127.0.0.1 (a free port when 0); the server and its open connections."""
     open_: set[asyncio.Transport] = set()
     loop = asyncio.get_running_loop()

@@ -18,12 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from politecrawl.config import CrawlConfig, FetchConfig, PolitenessConfig
+from politecrawl.config import DEMO_UA, CrawlConfig, FetchConfig, PolitenessConfig
 from politecrawl.demo.accesslog import load_access_log, politeness_violations
 from politecrawl.demo.web import TestWeb
 from politecrawl.engine.crawler import Crawler
 from politecrawl.errors import PolitecrawlError
-from politecrawl.tools.cli import DEMO_UA
 
 _SEED = 7
 

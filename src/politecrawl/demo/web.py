@@ -121,7 +121,7 @@ async def serve_loopback(
     site = web.TCPSite(runner, "127.0.0.1", port, backlog=2048, reuse_address=True)
     try:
         await site.start()
-    except BaseException:
+    except BaseException:  # (a cancel too) the runner is cleaned up, and the error goes on
         await runner.cleanup()
         raise
     return runner, int(runner.addresses[0][1])
@@ -180,7 +180,7 @@ class TestWeb:
     async def start(self) -> None:
         """Bind 127.0.0.1 (on a free port unless ``port`` was given) and start serving."""
         if self._runner is not None or self._lean is not None:
-            raise RuntimeError("TestWeb already started")
+            raise ConfigError("TestWeb already started")
         if self.access_log_path is not None:
             self._log_file = open(self.access_log_path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
         if self.lean:

@@ -3,9 +3,10 @@
 Seeds, extracted links, redirect targets and sitemap entries all come through ``admit``:
 canonical form -> seen-set -> scope (allow-list) -> never-crawl list -> extension filter ->
 trap limits (URL shape, then URL spaces that grow without end) -> queue. URLs from outside the
-crawler (seeds given to the API or the CLI, robots.txt ``Sitemap:`` lines) are canonicalised
-here (``raw=True``); links, redirect targets and sitemap entries arrive canonical from
-``urls.join`` / ``urls.canonicalize`` and are not done twice (the per-link hot path). The
+crawler (robots.txt ``Sitemap:`` lines) are canonicalised here (``raw=True``); seeds come
+canonical from ``CrawlConfig`` (``urls.canonical.canonical_seeds``, once); links, redirect
+targets and sitemap entries arrive canonical from ``urls.join`` / ``urls.canonicalize`` and
+are not done twice (the per-link hot path). The
 seen check comes first because most links on the Web were seen already (and it is one batched
 call per page for a networked frontier); every URL the gate refuses is remembered
 as seen too, so its refusal is counted once.
@@ -20,7 +21,7 @@ from typing import Literal, Protocol
 
 from politecrawl.config import CrawlConfig
 from politecrawl.engine.outcome import DropReason
-from politecrawl.errors import ConfigError, UrlError
+from politecrawl.errors import UrlError
 from politecrawl.frontier import PAGE, SITEMAP, CrawlStore, Frontier, UrlEntry
 from politecrawl.polite.exclusions import NeverCrawlList
 from politecrawl.urls.canonical import canonicalize, host_of, origin_of, politeness_key
@@ -31,21 +32,9 @@ from politecrawl.urls.filters import (
     TrapLimits,
     trap_reason,
 )
-from politecrawl.urls.traps import UrlSpaces
+from politecrawl.urls.traps import TrapHook, UrlSpaces
 
 HOST_URLS = "host_urls:"  # counter prefix: URLs admitted per host (--max-urls-per-host)
-
-
-def canonical_seeds(seeds: Sequence[str]) -> tuple[str, ...]:
-    """Seeds in their canonical form, in order, once each; a seed that is not a crawlable URL
-    is the user's mistake, so it is a ConfigError naming it, not a silent drop."""
-    out: dict[str, None] = {}
-    for seed in seeds:
-        try:
-            out[canonicalize(seed.strip())] = None
-        except UrlError as exc:
-            raise ConfigError(f"seed {seed[:200]!r} is not a crawlable URL: {exc}") from None
-    return tuple(out)
 
 
 class Router(Protocol):
@@ -77,7 +66,9 @@ class Gate:
         self._per_host: Counter[str] = Counter()
 
     @classmethod
-    def from_config(cls, cfg: CrawlConfig, never: NeverCrawlList | None = None) -> Gate:
+    def from_config(
+        cls, cfg: CrawlConfig, never: NeverCrawlList | None = None, on_trap: TrapHook | None = None
+    ) -> Gate:
         exts = cfg.blocked_extensions
         return cls(
             Scope(cfg.scope, cfg.seeds, cfg.allow),
@@ -85,7 +76,7 @@ class Gate:
             ExtensionFilter(exts if exts is not None else DEFAULT_BLOCKED_EXTENSIONS),
             TrapLimits(),
             cfg.max_urls_per_host,
-            UrlSpaces(cfg.max_urls_per_pattern),
+            UrlSpaces(cfg.max_urls_per_pattern, on_trap),
         )
 
     def refusal(self, url: str, kind: int = PAGE) -> tuple[DropReason, str] | None:

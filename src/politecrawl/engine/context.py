@@ -21,7 +21,10 @@ from yarl import URL
 from politecrawl.config import CrawlConfig
 from politecrawl.continuity.tracker import Continuity
 from politecrawl.engine.admission import Admission, Gate
+from politecrawl.engine.journal import trap_found
 from politecrawl.engine.losses import GIVEN_UP_OUTCOMES, Losses
+from politecrawl.engine.metrics import Metrics
+from politecrawl.engine.metrics import serve as serve_metrics
 from politecrawl.engine.outage import OutageGuard
 from politecrawl.engine.partition import Partition, tagged
 from politecrawl.engine.workpool import WorkPool
@@ -37,9 +40,10 @@ from politecrawl.polite.politeness import robots_retry_base_s
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.storage import JsonlLog, WarcWriter
 from politecrawl.storage.outlock import OutputLock
-from politecrawl.storage.sinks import ItemsLog, PagesLog, Sink
+from politecrawl.storage.sinks import ContentLog, ItemsLog, PagesLog, Sink
 from politecrawl.tools.dashboard import Dashboard
 from politecrawl.urls.canonical import origin_of, politeness_key
+from politecrawl.version import __version__
 
 _MAX_IPS = 1_000_000  # origins whose address is remembered before the cache starts over
 
@@ -102,7 +106,12 @@ class CrawlContext:
         seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
         if not seeds_file.exists():
             seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
-        self.frontier: Backend = frontier or make_frontier(config, self.tagged("state.sqlite"))
+        ips = self.partition.ips if self.partition is not None else None
+        if config.politeness.ip_min_delay_s is None:
+            ips = None  # no IP rule
+        self.frontier: Backend = frontier or make_frontier(config, self.tagged("state.sqlite"), ips)
+        if self.partition is not None and self.frontier.outbox is None:
+            raise ConfigError("--processes N > 1 partitions the embedded frontier only")
         self.store: CrawlStore = self.frontier.store
         self.counters: Counter[str] = Counter()
         self.rng = random.Random()
@@ -112,27 +121,6 @@ class CrawlContext:
         self.outage = OutageGuard()  # the crawler's own network, told from a site's
         self.losses = Losses()  # the sites parked or given up, for the summary
         self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)
-        self.admission = Admission(
-            self.frontier,
-            self.store,
-            Gate.from_config(config, self.never),
-            config.politeness.key_mode,
-            self.counters,
-            self.ip_of,
-            ip_rule=config.politeness.ip_min_delay_s is not None,
-            router=self.partition,
-        )
-        partition = self.partition
-        if partition is not None:
-            from politecrawl.frontier.sqlite import SqliteFrontier
-            from politecrawl.frontier.sqlitestore import SqliteStore
-
-            if not isinstance(self.frontier, SqliteFrontier):
-                raise ConfigError("--processes N > 1 partitions the embedded frontier only")
-            assert isinstance(self.store, SqliteStore)
-            partition.admission, partition.store = self.admission, self.store
-            if config.politeness.ip_min_delay_s is not None:
-                self.frontier.shared_ips = partition.ips
         self._ips: dict[str, str | None] = {}
         self.robots = RobotsCache(
             self.store, config.robots_ttl_s, retry_s=robots_retry_base_s(config.politeness)
@@ -144,7 +132,6 @@ class CrawlContext:
         log = out / "log"
         self.request_log = JsonlLog(log / self.tagged("requests.jsonl"), **logs)
         self.robots_log = JsonlLog(log / self.tagged("robots.jsonl"), **logs)
-        from politecrawl import __version__
         self.warc = WarcWriter(
             out / "warc",
             f"politecrawl/{__version__}",
@@ -163,6 +150,9 @@ class CrawlContext:
             self.sinks.append(ItemsLog(JsonlLog(out / self.tagged("items.jsonl"), **logs)))
         self.sinks += sinks
         self.keep_tree = len(self.sinks) > 1  # a handler or a user's sink sees the whole tree
+        if config.extract:  # reads page.text, not the tree
+            content = JsonlLog(out / self.tagged("content.jsonl"), **logs)
+            self.sinks.append(ContentLog(content, config.extract))
         self.continuity = Continuity(
             out,
             recrawl=config.recrawl,
@@ -171,12 +161,28 @@ class CrawlContext:
             rules_log=JsonlLog(log / self.tagged("rules.jsonl"), **logs),
             name=self.tagged("continuity.sqlite"),
         )
-        self.admission.rewrite = self.continuity.rewrite
+        self.metrics: Metrics | None = None
+        self._metrics_server: Any = None
+        if config.metrics:  # a partition's are summed and served by its supervisor
+            self.metrics = Metrics()
+            if self.partition is None:
+                self._metrics_server = serve_metrics(config.metrics, self.metrics.registry)
         self.traps_log = JsonlLog(log / self.tagged("traps.jsonl"), **logs)
         self.links_log = JsonlLog(log / self.tagged("links.jsonl"), **logs)  # segment fetches
-        from politecrawl.engine.journal import trap_found
-
-        self.admission.gate.spaces.on_trap = functools.partial(trap_found, self)
+        on_trap = functools.partial(
+            trap_found, self.counters, self.traps_log, self.clock, config.max_urls_per_pattern
+        )
+        self.admission = Admission(
+            self.frontier,
+            self.store,
+            Gate.from_config(config, self.never, on_trap),
+            config.politeness.key_mode,
+            self.counters,
+            self.ip_of,
+            self.continuity.rewrite,  # learned duplicate-URL rules: variants never fetched
+            ip_rule=config.politeness.ip_min_delay_s is not None,
+            router=self.partition,
+        )
 
     async def rescore(self) -> None:
         """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""
@@ -214,7 +220,15 @@ class CrawlContext:
             self.traps_log.close,
             self.links_log.close,
             *(s.close for s in self.sinks),
+            self.close_metrics,
         ]
+
+    def close_metrics(self) -> None:
+        """Stop serving ``/metrics`` (the crawl is over)."""
+        server, self._metrics_server = self._metrics_server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
 
     async def ip_of(self, url: str) -> str | None:
         """The address a URL's host resolves to (cached per origin): the politeness key with

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import sys
 import time
@@ -20,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from politecrawl.config import CrawlConfig
 from politecrawl.engine import outage
-from politecrawl.engine.admission import Admission, canonical_seeds
+from politecrawl.engine.admission import Admission
 from politecrawl.engine.context import CrawlContext
 from politecrawl.engine.journal import Summary, summary_of, write_summary
 from politecrawl.engine.partition import IDLE_POLL_S, Partition
@@ -66,9 +65,7 @@ class Crawler:
         frontier: Backend | None = None,
         partition: Partition | None = None,
     ) -> None:
-        # every seed in its canonical form, whoever gave it (API or CLI); a bad one is an error
-        config = dataclasses.replace(config, seeds=canonical_seeds(config.seeds))
-        self.cfg = config
+        self.cfg = config  # (its seeds canonical: ``CrawlConfig`` makes them so, once)
         self.clock = clock
         self._stop = asyncio.Event()
         self._wake: asyncio.Event | None = None
@@ -161,8 +158,8 @@ class Crawler:
         ctx.pool.start()
         part = self.partition
         async with Fetcher(self.cfg.fetch) as ctx.fetcher:
-            if part is not None:
-                await part.open(self._wake.set, self._storage_failed)
+            if part is not None and (outbox := ctx.frontier.outbox) is not None:
+                await part.open(ctx.admission, outbox, self._wake.set, self._storage_failed)
             await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
             with stop_on_signals(self._stop.is_set, self.stop):
                 while not self._stop.is_set():
@@ -275,6 +272,8 @@ class Crawler:
             self._flushed = now
         await ctx.store.flush()
         ctx.continuity.flush()
+        if ctx.metrics is not None:
+            ctx.metrics.frontier(await ctx.store.stats())
         if self.partition is not None:
             self.partition.saved()  # the links the others sent are saved: they may forget them
 

@@ -10,21 +10,40 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from politecrawl.config import CrawlConfig
 from politecrawl.engine.admission import HOST_URLS
+from politecrawl.engine.metrics import Metrics
 from politecrawl.engine.outcome import DropReason
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
-from politecrawl.storage import log_time
-from politecrawl.urls.canonical import host_of
-
-if TYPE_CHECKING:
-    from politecrawl.engine.context import CrawlContext
+from politecrawl.storage import JsonlLog, log_time
+from politecrawl.tools.dashboard import Dashboard
+from politecrawl.urls.canonical import host_of, origin_of
 
 log = logging.getLogger("politecrawl")
+
+
+class Logs(Protocol):
+    """The parts of the crawl's context (``context.CrawlContext``) the journal writes to: a
+    protocol, so that the context can use the journal without the journal importing it."""
+
+    @property
+    def cfg(self) -> CrawlConfig: ...
+    @property
+    def progress(self) -> Dashboard | None: ...
+    @property
+    def request_log(self) -> JsonlLog: ...
+    @property
+    def robots_log(self) -> JsonlLog: ...
+    @property
+    def links_log(self) -> JsonlLog: ...
+    @property
+    def metrics(self) -> Metrics | None: ...
 
 
 @dataclass(slots=True)
@@ -86,7 +105,7 @@ def write_summary(path: Path, summary: Summary) -> None:
 
 
 def log_request(
-    ctx: CrawlContext,
+    ctx: Logs,
     res: FetchResult,
     outcome: str,
     attempt: int,
@@ -121,11 +140,21 @@ def log_request(
     if revisit:
         rec["revisit"] = True
     ctx.request_log.write(rec)
+    if ctx.metrics is not None:
+        robots = res.url == origin_of(res.url) + "/robots.txt"
+        ctx.metrics.request(
+            outcome,
+            robots=robots,
+            page=res.status is not None and not outcome.startswith("stored:sitemap"),
+            nbytes=res.bytes_received,
+            duration_s=res.duration_s,
+            delay_s=rec["delay_s"],
+        )
     if ctx.progress is not None:
         ctx.progress.request(rec)
 
 
-def log_robots(ctx: CrawlContext, origin: str, res: FetchResult, outcome: str) -> None:
+def log_robots(ctx: Logs, origin: str, res: FetchResult, outcome: str) -> None:
     """One line of ``log/robots.jsonl``, with the whole body as received."""
     ctx.robots_log.write(
         {
@@ -142,28 +171,44 @@ def log_robots(ctx: CrawlContext, origin: str, res: FetchResult, outcome: str) -
     )
 
 
-def trap_found(ctx: CrawlContext, host: str, pattern: str, example: str) -> None:
-    """A URL space that feeds itself: named in the log, ``log/traps.jsonl`` and log-stats."""
-    ctx.counters["traps_found"] += 1
+def trap_found(
+    counters: Counter[str],
+    traps_log: JsonlLog,
+    clock: Callable[[], float],
+    limit: int | None,
+    host: str,
+    pattern: str,
+    example: str,
+    why: str,
+) -> None:
+    """A URL space with no end: named in the log, ``log/traps.jsonl`` and log-stats. ``why``:
+    ``calendar`` (its pages walk dates past the horizon) or ``budget`` (its own pages found
+    ``--max-urls-per-pattern`` of it, raised by links into it). (Given the parts it writes to,
+    not the context: the context builds the gate with it.)"""
+    counters["traps_found"] += 1
+    if why == "calendar":
+        reason = "its pages keep linking dates ever further away (a calendar)"
+    else:
+        reason = f"its pages keep linking new ones (--max-urls-per-pattern {limit})"
     log.warning(
-        "suspected crawler trap on %s: URLs like %s keep linking to new ones; "
-        "no more of them are followed (--max-urls-per-pattern %s)",
+        "suspected crawler trap on %s: URLs like %s; %s; no more of them are followed",
         host,
         pattern,
-        ctx.cfg.max_urls_per_pattern,
+        reason,
     )
-    ctx.traps_log.write(
+    traps_log.write(
         {
-            "time": log_time(ctx.clock()),
+            "time": log_time(clock()),
             "host": host,
             "pattern": pattern,
             "example": example,
-            "limit": ctx.cfg.max_urls_per_pattern,
+            "why": why,
+            "limit": limit,
         }
     )
 
 
-def record_links(ctx: CrawlContext, url: str, links: list[Any]) -> None:
+def record_links(ctx: Logs, url: str, links: list[Any]) -> None:
     """A segment fetch follows nothing, but its links are what ``segment build`` makes the
     next segment from (the offline model's loop: crawl -> build -> fetch -> build)."""
     if links:

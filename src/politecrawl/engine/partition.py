@@ -17,7 +17,7 @@ construction. What crosses processes:
   read from shared counters under one lock; a stop (Ctrl-C, a limit, a storage error) in one
   process stops all; ``--max-pages`` counts the pages of all.
 
-The supervisor (``run_partitioned``, the ``politecrawl crawl`` process) holds the output
+The supervisor (``supervisor.run_partitioned``, the ``politecrawl crawl`` process) holds the output
 folder's lock, spawns the N processes, waits for them and merges their summaries into
 ``summary.json``. Partition 0 writes the files of a one-process crawl; partition i > 0 the
 same names tagged ``@i`` (``state@1.sqlite``, ``log/requests@1.jsonl``, WARC files
@@ -32,36 +32,27 @@ import asyncio
 import contextlib
 import ctypes
 import dataclasses
-import json
-import multiprocessing
-import multiprocessing.connection
-import os
 import pickle
-import signal
 import socket
-import sys
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from politecrawl.errors import ConfigError, PolitecrawlError
+from politecrawl.errors import PolitecrawlError
+from politecrawl.polite import politeness
 from politecrawl.urls.canonical import politeness_key
 
 if TYPE_CHECKING:
-    from politecrawl.config import CrawlConfig
     from politecrawl.engine.admission import Admission
-    from politecrawl.frontier.sqlitestore import SqliteStore
+    from politecrawl.frontier import Outbox
 
 _HEAD = 8  # bytes of a frame's length
 _READ_LIMIT = 1 << 30
 _IP_SLOTS = 1 << 16  # server IPs hashed into this many slots (a collision only waits more)
 _IP_POLL_S = 0.05  # a key whose IP another process holds asks again after this
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _SENT_CACHE = 200_000  # URLs remembered as sent (about 30 MB at the most)
 IDLE_POLL_S = 0.05  # nothing queued in a partition: how often it looks whether the crawl is over
-_LAYOUT = "partitions.json"  # OUT/partitions.json: how many processes the crawl was made with
 STOP_REASONS = (
     "", "interrupted", "max_pages", "max_time", "storage_error", "target_relevant",
     "partition_died",
@@ -116,10 +107,13 @@ class IpTable:
         ips = self._ips
         with self._lock:
             holder = ips[i]
-            if holder and holder != self._me:
+            mine = holder == self._me  # (held here for another IP of the slot: no wait)
+            free_at = 0.0 if mine else float(ips[i + 2])
+            gate = politeness.ip_gate(bool(holder) and not mine, free_at, now)
+            if gate is politeness.IpGate.QUEUE:
                 return now + _IP_POLL_S
-            if not holder and ips[i + 2] > now:
-                return float(ips[i + 2])
+            if gate is politeness.IpGate.LATER:
+                return free_at
             ips[i], ips[i + 1] = self._me, ips[i + 1] + 1
         return 0.0
 
@@ -128,7 +122,7 @@ class IpTable:
         ips = self._ips
         with self._lock:
             ips[i + 1] -= 1
-            ips[i + 2] = max(ips[i + 2], free_at)
+            ips[i + 2] = politeness.ip_free_at(ips[i + 2], free_at)
             if ips[i + 1] <= 0:
                 ips[i], ips[i + 1] = 0.0, 0.0
 
@@ -156,8 +150,8 @@ class Partition:
         self._got: dict[int, int] = {}  # peer -> the last batch received (acked after a save)
         self._acked: dict[int, int] = {}
         self._admitting = 0
-        self.admission: Admission | None = None
-        self.store: SqliteStore | None = None
+        self.admission: Admission | None = None  # this process's gate and store: ``open``
+        self.store: Outbox | None = None
         self.wake: Callable[[], None] = lambda: None
         self.failed: Callable[[Exception], None] = lambda exc: None  # the crawler's
         self.received = 0  # links received (a counter of the crawl)
@@ -204,9 +198,18 @@ class Partition:
         frame = pickle.dumps(message, protocol=5)
         writer.write(len(frame).to_bytes(_HEAD, "little") + frame)
 
-    async def open(self, wake: Callable[[], None], failed: Callable[[Exception], None]) -> None:
+    async def open(
+        self,
+        admission: Admission,
+        store: Outbox,
+        wake: Callable[[], None],
+        failed: Callable[[Exception], None],
+    ) -> None:
         """Streams to every peer, their readers, and what the last run left unacknowledged.
-        ``wake``: the crawler's loop (links came); ``failed``: its storage error."""
+        ``admission``: the gate links from peers go through; ``store``: where the links sent
+        are kept until acknowledged; ``wake``: the crawler's loop (links came); ``failed``:
+        its storage error."""
+        self.admission, self.store = admission, store
         self.wake, self.failed = wake, failed
         for peer, sock in self._socks.items():
             reader, writer = await asyncio.open_connection(sock=sock, limit=_READ_LIMIT)
@@ -300,173 +303,3 @@ class Partition:
             with contextlib.suppress(Exception):
                 writer.close()
         await asyncio.gather(*self._readers, return_exceptions=True)
-
-
-# -- the supervisor ---------------------------------------------------------------------------
-def check_layout(out: Path, processes: int) -> None:
-    """A crawl is resumed with the processes it was made with: its sites are spread over
-    them by hash, and a different count would hand a site to two processes."""
-    layout = out / _LAYOUT
-    before = 1
-    if layout.exists():
-        with contextlib.suppress(ValueError, OSError):
-            before = int(json.loads(layout.read_text())["processes"])
-    elif not (out / "state.sqlite").exists():
-        before = processes  # a new crawl
-    if before != processes:
-        raise ConfigError(
-            f"{out} is a crawl made with --processes {before}: resume it with --processes "
-            f"{before} (its sites are spread over that many processes)"
-        )
-    if processes > 1 and not layout.exists():
-        out.mkdir(parents=True, exist_ok=True)
-        layout.write_text(json.dumps({"processes": processes}) + "\n")
-
-
-def run_partitioned(config: CrawlConfig) -> tuple[dict[str, Any], str | None]:
-    """The crawl in ``config.processes`` crawler processes; returns the merged summary and the
-    first fatal error. Runs in the CLI's process, which holds the output folder's lock."""
-    from politecrawl.engine.journal import summary_of, write_summary
-    from politecrawl.storage.outlock import OutputLock
-
-    n, out = config.processes, config.out_dir
-    if config.politeness.key_mode == "ip":
-        raise ConfigError(
-            "--politeness-key ip needs every site resolved before it is assigned to a "
-            "process: use --processes 1 with it (or the default host key)"
-        )
-    if config.state_file is not None:
-        raise ConfigError("--state is one file for one process: use --processes 1 with it")
-    if config.handler:
-        from politecrawl.handler import load_handler
-
-        load_handler(config.handler)  # a bad import string: one line here, not N tracebacks
-    out.mkdir(parents=True, exist_ok=True)
-    lock = OutputLock(out)
-    try:
-        check_layout(out, n)
-        seeds_file = out / "seeds.txt"
-        if not seeds_file.exists():
-            seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
-        # fork: the partitions start with this process's modules already imported (0.5 s of
-        # imports each with spawn, on the crawl's critical path); safe here, where no thread,
-        # event loop or database is open yet (only the output folder's lock, which they share)
-        ctx: Any = multiprocessing.get_context(
-            "fork" if sys.platform.startswith("linux") else "spawn"
-        )
-        shared = Shared.make(ctx, n)
-        ends: dict[int, dict[int, socket.socket]] = {i: {} for i in range(n)}
-        for i in range(n):
-            for j in range(i + 1, n):
-                a, b = socket.socketpair()
-                ends[i][j], ends[j][i] = a, b
-        child_cfg = dataclasses.replace(config, processes=1, progress=False)
-        procs = [
-            ctx.Process(
-                target=_partition_main,
-                args=(child_cfg, i, n, ends[i], shared, os.getpid()),
-                name=f"politecrawl-partition-{i}",
-            )
-            for i in range(n)
-        ]
-        for i in range(n):  # what a last run left must not pass for this one's
-            (out / tagged("summary.json", i)).unlink(missing_ok=True)
-        for p in procs:
-            p.start()
-        for socks in ends.values():
-            for sock in socks.values():
-                sock.close()
-        _wait(procs, shared)
-        summaries = []
-        for i in range(n):
-            path = out / tagged("summary.json", i)
-            with contextlib.suppress(OSError, ValueError):
-                summaries.append(json.loads(path.read_text()))
-        for s in summaries:
-            if "error" in s:  # the error a partition stopped on, as the one process says it
-                from politecrawl import errors
-                kind = getattr(errors, s["error"], errors.PolitecrawlError)
-                raise kind(s["message"])
-        counters: Counter[str] = Counter()
-        for s in summaries:
-            counters.update(s.get("counters", {}))
-        stops = [s.get("stopped_by", "done") for s in summaries]
-        stopped_by = next((s for s in stops if s != "done"), "done")
-        fatal = next((s["fatal"] for s in summaries if s.get("fatal")), None)
-        if len(summaries) < n:
-            if all(p.exitcode in (0, 130) for p in procs):  # a second Ctrl-C: out at once
-                stopped_by = "interrupted"
-            else:
-                stopped_by = "partition_died"
-                fatal = fatal or "a crawler process ended without saving its summary"
-        summary = summary_of(
-            counters,
-            seconds=max((float(s.get("seconds", 0.0)) for s in summaries), default=0.0),
-            queued_left=sum(int(s.get("queued_left", 0)) for s in summaries),
-            stopped_by=stopped_by,
-            sites_lost=[x for s in summaries for x in s.get("sites_lost", [])],
-        )
-        write_summary(out / "summary.json", summary)
-        return summary.to_json(), fatal
-    finally:
-        lock.release()
-
-
-def _wait(procs: list[Any], shared: Shared) -> None:
-    """Until every partition has ended. SIGTERM is passed on; Ctrl-C reaches them all (one
-    process group), so this process ignores it from here on (a second Ctrl-C ends them at
-    once, and must not cut the summary short here). A partition that dies stops the others
-    (they save and end)."""
-
-    def forward(signum: int, _frame: Any) -> None:
-        for p in procs:
-            if p.is_alive() and p.pid is not None:
-                with contextlib.suppress(OSError):
-                    os.kill(p.pid, signum)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    running = {p.sentinel: p for p in procs}
-    while running:
-        for ended in multiprocessing.connection.wait(list(running)):
-            p = running.pop(ended)
-            p.join()
-            if p.exitcode != 0:
-                with shared.lock:
-                    if not shared.state[4 * shared.count]:
-                        shared.state[4 * shared.count] = float(STOP_REASONS.index("partition_died"))
-
-
-def _partition_main(
-    config: CrawlConfig,
-    index: int,
-    count: int,
-    socks: dict[int, socket.socket],
-    shared: Shared,
-    parent: int,
-) -> None:
-    """One partition's life: a crawler of its sites, its summary saved for the supervisor."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # killed with the supervisor
-    if os.getppid() != parent:
-        return
-    from politecrawl.engine import gctune
-    from politecrawl.engine.crawler import Crawler
-
-    gctune.tune()
-    part = Partition(index, count, socks, shared, config.politeness.key_mode)
-    path = config.out_dir / tagged("summary.json", index)
-    try:
-        crawler = Crawler(config, partition=part)
-        summary = asyncio.run(crawler.run())
-    except PolitecrawlError as exc:  # a damaged store, say: one line, as with one process
-        part.request_stop("partition_died")
-        path.write_text(json.dumps({"error": type(exc).__name__, "message": str(exc)}) + "\n")
-        return
-    data = summary.to_json()
-    data["fatal"] = crawler.fatal
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)

@@ -65,6 +65,8 @@ async def take_turn(ctx: CrawlContext, host: politeness.HostState) -> None:
         ctx.counters["error:internal"] += 1
     if made_request:
         politeness.schedule_next(host, ctx.cfg.politeness, ctx.rng)  # next allowed time
+        if ctx.metrics is not None:
+            ctx.metrics.site(key, penalty=politeness.in_penalty_box(host, ctx.clock()))
     await ctx.frontier.release(key, host)
 
 

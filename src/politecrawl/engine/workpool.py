@@ -46,7 +46,7 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from politecrawl.engine import gctune
-from politecrawl.errors import ConfigError
+from politecrawl.errors import ConfigError, PolitecrawlError
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -66,7 +66,11 @@ def default_processes() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class WorkerDied(Exception):
+class JobFailed(PolitecrawlError):
+    """A job's result or exception could not be sent back (not picklable): what it was."""
+
+
+class WorkerDied(PolitecrawlError):
     """A worker process ended with jobs in hand (killed, out of memory)."""
 
 
@@ -202,12 +206,12 @@ def _serve(sock: socket.socket, crawler_pid: int) -> None:
         job, fn, args, kw = pickle.loads(inbox.read(int.from_bytes(head, "little")))
         try:
             out = (job, True, fn(*args, **kw))
-        except Exception as exc:
+        except Exception as exc:  # the job's failure, whatever it is, is its caller's: sent back
             out = (job, False, exc)
         try:
             frame = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # an unpicklable result or exception: say what it was
-            failed = RuntimeError(f"{type(exc).__name__}: {exc}")
+            failed = JobFailed(f"{type(exc).__name__}: {exc}")
             frame = pickle.dumps((job, False, failed), protocol=pickle.HIGHEST_PROTOCOL)
         sock.sendall(len(frame).to_bytes(_HEAD, "little") + frame)
 

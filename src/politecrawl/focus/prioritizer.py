@@ -54,7 +54,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from politecrawl.errors import ConfigError
+from politecrawl.errors import ConfigError, StateError
 from politecrawl.focus.relevance import tokens
 from politecrawl.urls.canonical import registered_domain
 
@@ -141,7 +141,7 @@ def _domain(host: str) -> str:
     """Registered domain, cached: the public-suffix lookup costs ~40 µs, hosts repeat."""
     try:
         return registered_domain(host)
-    except Exception:
+    except (ValueError, LookupError):  # (UnicodeError is a ValueError) an odd host: as is
         return host
 
 
@@ -408,11 +408,11 @@ class Prioritizer:
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore ``state_dict()`` output; ``ValueError`` if it is from an incompatible model."""
         if state.get("version") != _STATE_VERSION or state.get("bits") != _BITS:
-            raise ValueError("prioritizer state from an incompatible version")
+            raise StateError("prioritizer state from an incompatible version")
         dense = [float(v) for v in state["dense"]]
         dense_g = [float(v) for v in state["dense_adagrad"]]
         if len(dense) != _N_DENSE or len(dense_g) != _N_DENSE:
-            raise ValueError("prioritizer state has the wrong number of numeric weights")
+            raise StateError("prioritizer state has the wrong number of numeric weights")
         w = array("d", bytes(8 << _BITS))
         g = array("d", bytes(8 << _BITS))
         for table, saved in ((w, state["weights"]), (g, state["adagrad"])):

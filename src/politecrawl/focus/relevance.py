@@ -318,7 +318,7 @@ class EmbeddingScorer:
             ) from exc
         try:
             self._model: Any = st.SentenceTransformer(model, device="cpu")
-        except Exception as exc:
+        except Exception as exc:  # whatever the model library raises (hub, disk, torch): named
             raise ConfigError(f"cannot load embedding model {model!r}: {exc}") from exc
         self.max_chars = max_chars
         self._topic = self._embed(topic)

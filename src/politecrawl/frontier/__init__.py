@@ -7,7 +7,10 @@ Three narrow protocols, async so a networked backend fits:
   finish / push_back / drop_queued -> release, and ``add`` for admitted links;
 - ``QueueUpkeep`` (2): re-prioritising and trimming the queues, off the turn's path;
 - ``CrawlStore``: the rest of the crawl's state (seen-set, site states, robots.txt copies,
-  validators, counters), which the queues' backend opens and shares its connection with.
+  validators, counters), which the queues' backend opens and shares its connection with;
+- ``Backend.outbox`` says whether a backend can be partitioned over processes
+  (``--processes N``: the ``Outbox`` its store keeps the links sent to the others in), so the
+  engine never asks which backend it has.
 
 ``SqliteFrontier`` (with ``SqliteStore``) is the embedded default, ``RedisFrontier`` (with
 ``RedisStore``) the shared one. Every backend keeps the same promises, checked by one
@@ -151,9 +154,24 @@ class CrawlStore(Protocol):
     async def close(self) -> None: ...
 
 
+class Outbox(Protocol):
+    """Links sent to the other processes of a partitioned crawl (``--processes N``), kept in
+    the sender's store until their owner says it saved them (``engine.partition``)."""
+
+    def outbox_add(self, peer: int, batch: bytes) -> int: ...
+    def outbox_drop(self, peer: int, upto: int) -> None: ...
+    def outbox_rows(self) -> list[tuple[int, int, bytes]]: ...
+
+
 class Backend(Frontier, QueueUpkeep, Protocol):
     """A backend as ``frontier.factory.make_frontier`` opens it: the queues with their upkeep,
     and their store."""
+
+    @property
+    def outbox(self) -> Outbox | None:
+        """Where a partition keeps the links it sends (None: this backend cannot be
+        partitioned over processes; a shared frontier is shared already)."""
+        ...
 
     @property
     def store(self) -> CrawlStore: ...
@@ -170,6 +188,7 @@ __all__ = [
     "CrawlStore",
     "Frontier",
     "Lease",
+    "Outbox",
     "QueueUpkeep",
     "RobotsRecord",
     "UrlEntry",

@@ -15,7 +15,7 @@ from typing import Any
 from politecrawl.config import CrawlConfig
 from politecrawl.errors import FrontierError
 from politecrawl.frontier import Backend
-from politecrawl.frontier.sqlite import SqliteFrontier
+from politecrawl.frontier.sqlite import SharedIps, SqliteFrontier
 
 DEFAULT_CRAWL_ID = "default"
 _SCOPE_KEY = "scope"  # under the crawl's prefix: JSON {"scope", "seeds", "allow"}
@@ -69,9 +69,12 @@ def lease_ttl_for(config: CrawlConfig) -> float:
     return max(60.0, 2 * config.fetch.total_timeout_s)
 
 
-def make_frontier(config: CrawlConfig, name: str = "state.sqlite") -> Backend:
+def make_frontier(
+    config: CrawlConfig, name: str = "state.sqlite", shared_ips: SharedIps | None = None
+) -> Backend:
     """The frontier ``config`` asks for (see the module docstring); ``name``: the embedded
-    store's file in the output folder (one per process with ``--processes``)."""
+    store's file in the output folder (one per process with ``--processes``); ``shared_ips``:
+    the IP rule over all processes (``partition.IpTable``)."""
     if config.frontier_url:
         # (--state, the robots/site statistics shared between crawls, is what a shared
         # frontier already is: every worker of the crawl reads and writes the same ones)
@@ -110,4 +113,5 @@ def make_frontier(config: CrawlConfig, name: str = "state.sqlite") -> Backend:
         state_path=config.state_file,
         max_wait_s=config.max_wait_s,
         defer_ratio=config.resolved_defer_ratio,
+        shared_ips=shared_ips,
     )

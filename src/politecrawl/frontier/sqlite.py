@@ -39,9 +39,10 @@ from typing import Any, Protocol
 
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError
-from politecrawl.frontier import Lease, UrlEntry
+from politecrawl.frontier import Lease, Outbox, UrlEntry
 from politecrawl.frontier.sqlitestore import SqliteStore
-from politecrawl.polite.politeness import HostState
+from politecrawl.polite import politeness
+from politecrawl.polite.politeness import HostState, IpGate
 
 WINDOW = 32
 _COLS = "url, key, depth, hops, attempt, not_before, priority, kind, seq"
@@ -65,6 +66,7 @@ class SqliteFrontier:
         *,
         max_wait_s: float = MAX_WAIT_S,
         defer_ratio: float = 0.0,
+        shared_ips: SharedIps | None = None,
     ) -> None:
         self.store = store
         self.max_wait_s = max_wait_s
@@ -89,7 +91,7 @@ class SqliteFrontier:
         self._ip_waiting: dict[str, deque[str]] = {}  # IP -> keys due, waiting for it
         self._waiting: set[str] = set()  # every key in some _ip_waiting line
         # --processes N: the IP rule over all processes (``partition.IpTable``), after this one's
-        self.shared_ips: SharedIps | None = None
+        self.shared_ips = shared_ips
         self._ready_seq = itertools.count()
         self._queued = 0
         self._commit_due: asyncio.Future[None] | None = None  # the next group commit
@@ -97,6 +99,11 @@ class SqliteFrontier:
         self.refetches = 0
         store.queue_stats = self._queue_stats
         self._load()
+
+    @property
+    def outbox(self) -> Outbox:
+        """The store keeps a partition's outgoing links (``engine.partition``)."""
+        return self.store
 
     @classmethod
     def open(cls, path: Path, **options: Any) -> SqliteFrontier:
@@ -198,6 +205,11 @@ class SqliteFrontier:
             later.append(item)
         for item in later:
             heapq.heappush(win, item)
+        if found is None and len(win) < self._pending[key]:
+            # the window is all URLs set aside for later: one due beyond it still goes now
+            found = self._due_beyond(key, now)
+            if found is not None:
+                self._window.pop(key, None)
         if found is None:
             return None
         self._pending[key] -= 1
@@ -208,6 +220,17 @@ class SqliteFrontier:
         elif win:
             self._set_best(key, -win[0][0])  # the key's best is now its next URL's
         return found
+
+    def _due_beyond(self, key: str, now: float) -> UrlEntry | None:
+        row = self._db.execute(
+            f"SELECT {_COLS}, outcome FROM urls WHERE key=? AND state=0 AND not_before<=? "
+            "ORDER BY priority DESC, seq LIMIT 1",
+            (key, now),
+        ).fetchone()
+        if row is None:
+            return None
+        url, k, depth, hops, attempt, nb, prio, kind, _seq, outcome = row
+        return UrlEntry(url, k, depth, hops, attempt, nb, prio, kind, refetch=outcome == "refetch")
 
     def _refill(self, key: str) -> list[tuple[float, int, UrlEntry]]:
         rows = self._db.execute(
@@ -378,13 +401,14 @@ class SqliteFrontier:
                 self._call_next(ip)  # it may have been the one called: call another
             return False
         if ip:
-            if ip in self._ip_holder:
+            free_at = self._ip_next.get(ip, 0.0)
+            gate = politeness.ip_gate(ip in self._ip_holder, free_at, now)
+            if gate is IpGate.QUEUE:
                 self._waiting.add(key)
                 self._ip_waiting.setdefault(ip, deque()).append(key)
                 return False
-            ip_next = self._ip_next.get(ip, 0.0)
-            if ip_next > now:
-                self._schedule(key, ip_next)
+            if gate is IpGate.LATER:
+                self._schedule(key, free_at)
                 return False
             if self.shared_ips is not None and (when := self.shared_ips.hold(ip, now)):
                 self._schedule(key, when)  # another process has it, or had it too recently
@@ -400,8 +424,12 @@ class SqliteFrontier:
             key = line.popleft()
             self._waiting.discard(key)
             if self._pending.get(key):
-                when = max(self._ip_next.get(ip, 0.0), self.store.host_now(key).next_allowed)
-                self._schedule(key, max(when, self._earliest_not_before(key)))
+                when = politeness.ip_called_at(
+                    self._ip_next.get(ip, 0.0),
+                    self.store.host_now(key).next_allowed,
+                    self._earliest_not_before(key),
+                )
+                self._schedule(key, when)
                 break
         if line is not None and not line:
             del self._ip_waiting[ip]
@@ -447,7 +475,7 @@ class SqliteFrontier:
         ip = self._ip_of.get(key)
         if ip and self._ip_holder.get(ip) == key:
             del self._ip_holder[ip]
-            self._ip_next[ip] = max(self._ip_next.get(ip, 0.0), state.ip_next)
+            self._ip_next[ip] = politeness.ip_free_at(self._ip_next.get(ip, 0.0), state.ip_next)
             if self.shared_ips is not None:
                 self.shared_ips.release(ip, state.ip_next)
             self._call_next(ip)

@@ -18,6 +18,8 @@ from typing import Any
 
 import brotli
 
+from politecrawl.errors import FetchError
+
 __all__ = ["Decoder", "decompress"]
 
 _ZLIB_KINDS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": 0}
@@ -27,6 +29,13 @@ _ENCODINGS = frozenset({"", "identity", "br", *_ZLIB_KINDS})
 def _has_zlib_header(data: bytes) -> bool:
     """RFC 1950 wrapper present? (``deflate`` is often sent raw, without it.)"""
     return len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+
+
+class BadContentCoding(FetchError, ValueError):
+    """A Content-Encoding this decoder does not know, or a body it cannot undo: a server's
+    doing, so it stays inside the fetch boundary (``fetch`` makes it a ``bad_encoding``)."""
+
+    kind = "bad_encoding"
 
 
 class Decoder:
@@ -54,7 +63,7 @@ class Decoder:
     def __init__(self, encoding: str, limit: int) -> None:
         kind = encoding.strip().lower()
         if kind not in _ENCODINGS:
-            raise ValueError(f"unsupported Content-Encoding {encoding.strip()[:40]!r}")
+            raise BadContentCoding(f"unsupported Content-Encoding {encoding.strip()[:40]!r}")
         self.kind = "identity" if kind == "" else kind
         self.limit = limit
         self.size = 0
@@ -105,7 +114,7 @@ class Decoder:
         try:
             out = self._br.process(data, output_buffer_limit=self.limit - self.size + 1)
         except brotli.error:
-            raise ValueError("corrupt brotli body") from None
+            raise BadContentCoding("corrupt brotli body") from None
         self._emit(out)
 
     def _feed_zlib(self, data: bytes) -> None:
@@ -126,7 +135,7 @@ class Decoder:
             try:
                 out = z.decompress(data, self.limit - self.size + 1)
             except zlib.error:
-                raise ValueError(f"corrupt {self.kind} body") from None
+                raise BadContentCoding(f"corrupt {self.kind} body") from None
             self._emit(out)
             data = z.unused_data if z.eof else b""  # gzip allows several members
 

@@ -20,6 +20,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from politecrawl.config import parse_resolve_rule
+from politecrawl.errors import AddressRefused
 
 __all__ = ["GuardedResolver", "Refused", "ip_literal", "is_public_address"]
 
@@ -78,8 +79,9 @@ def ip_literal(host: str) -> str | None:
 _NEGATIVE_DNS_TTL_S = 300.0
 
 
-class Refused(OSError):
-    """Raised inside the resolver so aiohttp wraps it; unwrapped to AddressRefused."""
+class Refused(AddressRefused, OSError):
+    """Raised inside the resolver so aiohttp wraps it (an ``OSError``, which aiohttp expects
+    of a resolver); unwrapped to ``AddressRefused``."""
 
 
 class GuardedResolver(AbstractResolver):

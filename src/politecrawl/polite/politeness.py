@@ -17,6 +17,12 @@ One server, many names: a site's key (its host) and its server's address (the IP
 resolves to) are both gates. At most one request is in flight per IP, and the next request to
 an IP starts no earlier than the end of the last response from it + ``ip_min_delay_s``
 (``ip_next``). The frontier keeps both times and leases a key only when both have come.
+The gate itself is here too, once for every backend: ``ip_gate`` (may a due key take its IP
+now, wait in the IP's line, or wait for the IP's time), ``ip_free_at`` (an IP's next time after
+a release) and ``ip_called_at`` (when a key called from the line may go). The SQLite frontier
+and the table shared by ``--processes N`` (``partition.IpTable``) call them; the Redis scripts
+keep the IP's holder, line and time atomically, and store only times computed here
+(``schedule_next``, ``reclaim_times``), handed to them as arguments, as the delays are.
 
 A site that says go away (``outcome.refusal``: 401, 403, 429, a timeout) is paused after
 ``park_after_failures`` refusals in a row and given up (its queued URLs dropped) if it
@@ -49,6 +55,42 @@ class HostState:
     last_end: float = 0.0  # when the last response ended (or the request failed)
     ip_next: float = 0.0  # this key's server address may be asked again from then on
     consecutive_refusals: int = 0
+
+
+class IpGate(enum.Enum):
+    """What the one-request-per-IP rule says of a key whose URLs are due (``ip_gate``)."""
+
+    TAKE = "take"  # the IP is free: the key is leased and holds the IP until released
+    QUEUE = "queue"  # another key of the IP holds it: wait in the IP's line
+    LATER = "later"  # free, but not before the IP's next time: scheduled then
+
+
+def ip_gate(held: bool, free_at: float, now: float) -> IpGate:
+    """The per-IP gate: at most one request in flight per server address (``held``: another
+    key of it is leased), and none before the IP's next time ``free_at``."""
+    if held:
+        return IpGate.QUEUE
+    if free_at > now:
+        return IpGate.LATER
+    return IpGate.TAKE
+
+
+def ip_free_at(current: float, released: float) -> float:
+    """An IP's next time after a key of it is released with ``released`` (its ``ip_next``, or
+    a reclaim's): never earlier than it was, since a late release must not undo a later one."""
+    return max(current, released)
+
+
+def ip_called_at(free_at: float, next_allowed: float, not_before: float) -> float:
+    """When a key called from its IP's line may go: its IP's time, its own next time and its
+    first URL's, whichever comes last."""
+    return max(free_at, next_allowed, not_before)
+
+
+def released_soonest(state: HostState) -> float:
+    """After a release, the earliest a key of this site's IP (this one or the next in the IP's
+    line) may be due: a cache of the queues' next time must not wait past it."""
+    return min(state.next_allowed, state.ip_next or state.next_allowed)
 
 
 class Refused(enum.Enum):
@@ -166,6 +208,13 @@ def reclaim_times(state: HostState, now: float, floor_s: float) -> tuple[float, 
 
 def is_parked(state: HostState, now: float) -> bool:
     return state.parked_until > now
+
+
+def in_penalty_box(state: HostState, now: float) -> bool:
+    """Slowed down by the site itself (a 429/503's doubled delay, or a Retry-After still
+    running), not parked: what ``--metrics`` counts as ``sites{state="penalty_box"}``."""
+    slowed = state.backoff_factor > 1.0 or state.retry_after_until > now
+    return slowed and not is_parked(state, now)
 
 
 def record_overload(

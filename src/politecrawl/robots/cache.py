@@ -50,6 +50,7 @@ class RobotsCache:
         self.retry_s = retry_s
         self._parsed: OrderedDict[str, _Hit] = OrderedDict()
         self._cap = parsed_cap
+        self._unfetchable: dict[str, str] = {}  # origin -> why (a refused address...)
 
     async def rules_for(self, origin: str, now: float) -> RobotsRules | None:
         """The rules in force for ``origin``, or None when robots.txt must be fetched now."""
@@ -147,6 +148,14 @@ class RobotsCache:
         """Status of the copy in force (as last returned by ``rules_for``)."""
         hit = self._parsed.get(origin)
         return hit.status if hit is not None else FAILED
+
+    def mark_unfetchable(self, origin: str, why: str) -> None:
+        """Nothing of ``origin`` can ever be fetched (its address is refused, its URL
+        invalid): this process drops its URLs without asking again (a resume asks once)."""
+        self._unfetchable[origin] = why
+
+    def unfetchable(self, origin: str) -> str | None:
+        return self._unfetchable.get(origin)
 
     def unreachable_count(self, origin: str) -> int:
         hit = self._parsed.get(origin)

@@ -7,6 +7,10 @@ known or stale, THIS turn fetches robots.txt (``fetch_robots``: the same lease, 
 fetcher and log as a page) and the page waits for the key's next turn. What a robots.txt
 answer means is ``outcome.classify_robots``'s table; how long to wait before asking an
 unreachable one again is ``politeness.robots_retry_s``'s.
+
+Admission is per origin (scheme, host, port: RFC 9309 2.3), politeness per key: while one
+origin's robots.txt is unreachable only its own URLs wait (each set aside until the next
+ask, dropped after ``ROBOTS_GIVE_UP`` failures); the key's other origins are served.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("politecrawl")
 
-ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the site's URLs are dropped
+ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the origin's URLs are dropped
+MAX_HELD_PER_TURN = 64  # URLs of unreachable origins set aside in one turn, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +54,7 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
     now = ctx.clock()
     if ctx.never.maybe_reload(now):  # cheap unless a check is due
         ctx.counters["never_crawl_reloads"] += 1
+    held = 0
     while (entry := await ctx.frontier.pop_url(key, now)) is not None:
         url = entry.url
         if ctx.never.excludes(host_of(url)):
@@ -60,6 +66,11 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             await ctx.admission.admit([(canonical, entry.priority)], depth=entry.depth)
             continue
         origin = origin_of(url)
+        why = ctx.robots.unfetchable(origin)
+        if why is not None:  # nothing of this origin can be fetched: its URLs go, no others
+            ctx.counters[why] += 1
+            await ctx.frontier.finish(url, f"dropped:{why}")
+            continue
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
             await ctx.frontier.push_back(entry, front=True)
@@ -67,14 +78,18 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             return Held(made_request=True)
         allowed = rules.is_allowed(ctx.token, url)
         if not robots_usable(ctx.robots.status(origin)) and not allowed:
-            # robots.txt unreachable: stay away, ask again later, give up after a few tries
-            await ctx.frontier.push_back(entry, front=True)
-            politeness.wait_until(host, ctx.robots.retry_at(origin))
+            # robots.txt unreachable: this origin's URL waits for the next ask and goes after
+            # a few; the key's other origins (same server, other scheme or port) go on
             if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
-                n = await ctx.frontier.drop_queued(key, "dropped:robots_unavailable")
-                ctx.counters[DropReason.ROBOTS_UNAVAILABLE.value] += n
-                ctx.losses.given_up(key, f"robots.txt of {origin} unreachable", n)
-            return Held(made_request=False)
+                await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
+                ctx.losses.given_up(key, f"robots.txt of {origin} unreachable", 1)
+                continue
+            entry.not_before = max(entry.not_before, ctx.robots.retry_at(origin))
+            await ctx.frontier.push_back(entry)
+            held += 1
+            if held >= MAX_HELD_PER_TURN:
+                return Held(made_request=False)
+            continue
         if not allowed:
             await drop(ctx, entry, DropReason.ROBOTS)
             continue
@@ -102,14 +117,16 @@ async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostStat
         log_robots(ctx, origin, res, "redirect")
         return
     if answer.outcome is RobotsOutcome.UNFETCHABLE:
-        # not a server failure: nothing of this origin can ever be fetched, so no retries
+        # not a server failure: nothing of this origin can ever be fetched, so no retries;
+        # its URLs are dropped as they come up (the key's other origins are not this one's)
         why = res.error or "address_refused"
         log_request(ctx, res, f"dropped:{why}", 1, host)
-        n = await ctx.frontier.drop_queued(host.key, f"dropped:{why}")
-        ctx.counters[why] += n
+        ctx.robots.mark_unfetchable(origin, why)
         return
     status = answer.status
-    if answer.outcome is RobotsOutcome.UNREACHABLE:
+    if answer.outcome is RobotsOutcome.UNREACHABLE and res.error != "connect":
+        # an overloaded server slows its key; a port where nothing listens says nothing
+        # about the server answering on the others (RFC 9309 2.3: robots.txt is per origin)
         politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), None)
     rules = await ctx.robots.record(origin, status, res.body, ctx.clock())
     if answer.outcome is not RobotsOutcome.UNREACHABLE:

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from politecrawl.content.page import Page
 from politecrawl.storage import JsonlLog, log_time
 
-__all__ = ["ItemRecord", "ItemsLog", "PageRecord", "PagesLog", "Record", "Sink"]
+__all__ = ["ContentLog", "ItemRecord", "ItemsLog", "PageRecord", "PagesLog", "Record", "Sink"]
 
 Kept = Literal["stored", "noarchive", "duplicate"]
 
@@ -108,6 +108,38 @@ class ItemsLog:
             self.log.write(record.item)
         except (TypeError, ValueError):  # a date, a set, a node...: its str()
             self.log.write(json.loads(json.dumps(record.item, default=str, skipkeys=True)))
+
+    def close(self) -> None:
+        self.log.close()
+
+
+class ContentLog:
+    """``OUT/content.jsonl`` (``--extract``): one line per page stored in the WARC, with its
+    main text as each format asked (``text``, ``markdown``) and the metadata found.
+
+    The extraction itself is done before, in a thread (``keep.extract_content``); here the
+    page's cached results are only written. A page with no copy (``noarchive``) or a
+    duplicate gets no line: the first asked for no copy, the second's text is its original's.
+    """
+
+    def __init__(self, log: JsonlLog, formats: tuple[str, ...]) -> None:
+        self.log = log
+        self.formats = formats
+
+    def write(self, record: Record) -> None:
+        if not isinstance(record, PageRecord) or record.kept != "stored":
+            return
+        page = record.page
+        row: dict[str, Any] = {"url": page.url, "warc_record_id": record.warc_record_id}
+        found = [page.extract("markdown" if f == "markdown" else "text") for f in self.formats]
+        first = found[0]
+        row["title"] = first.title or page.title or None
+        row["lang"] = first.lang
+        row["date"] = first.date
+        row["author"] = first.author
+        for fmt, ex in zip(self.formats, found, strict=True):
+            row[fmt] = ex.text
+        self.log.write(row)
 
     def close(self) -> None:
         self.log.close()

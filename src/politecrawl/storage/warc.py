@@ -30,6 +30,9 @@ checked by replaying in pywb and reading with warcio, see tests/test_replay.py):
 fastwarc builds the records (about 0.13 ms per record with gzip here, twice warcio's speed);
 each record is its own gzip member, which warcio and other standard tools read.
 
+Beside each file, ``NAME.cdxj`` indexes its response and revisit records as they are written
+(``cdxj``: pywb's and py-wacz's format), rebuilt from the file when a crash tore it.
+
 A file being written is named ``*.warc.gz.open`` and renamed when closed. A crash can leave
 an ``.open`` file whose last member is torn; at start the writer cuts such a file back to its
 last whole gzip member and renames it, so every ``.warc.gz`` in the folder reads cleanly.
@@ -45,6 +48,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
+import functools
 import hashlib
 import io
 import os
@@ -60,6 +64,7 @@ from isal import isal_zlib
 
 from politecrawl.errors import StorageError
 from politecrawl.net.fetch import FetchResult
+from politecrawl.storage.cdxj import cdxj_line, index_name, index_warc, write_index
 
 # on the records of an https exchange made with --tls-insecure: the server's certificate was
 # not checked (a WARC 1.1 extension field, section 4: readers ignore fields they don't know)
@@ -150,8 +155,11 @@ class WarcWriter:
             for p in sorted(directory.glob(f"{prefix}-*.warc.gz.open"))
             if (cut := repair_open_file(p)) is not None
         }
+        for name in self.repaired:  # the crash may have come between a record and its line
+            reindex(directory / name.removesuffix(".open"))
         self._serial = len(list(directory.glob(f"{prefix}-*.warc.gz")))
         self._fh: io.FileIO | None = None
+        self._index: io.FileIO | None = None  # NAME.cdxj, beside the file (cdxj)
         self._broken: str | None = None  # the write error that made the open file suspect
         self._name = ""
         self._size = 0
@@ -164,6 +172,7 @@ class WarcWriter:
         self._name = name
         try:
             self._fh = io.FileIO(self.directory / (name + ".open"), "ab")
+            self._index = io.FileIO(self.directory / index_name(name), "ab")
         except OSError as exc:
             raise StorageError(f"cannot create WARC {name}: {exc}") from exc
         self._size = 0
@@ -177,7 +186,7 @@ class WarcWriter:
         rec.headers["WARC-Filename"] = name
         rec.headers["Content-Type"] = "application/warc-fields"
         rec.set_bytes_content(info)
-        self._write(rec)
+        self._append(_member(rec), 1)
 
     def _ready(self) -> None:
         """A file to write to: refused after a write error, rotated by size."""
@@ -187,29 +196,33 @@ class WarcWriter:
             self.close()
             self._open()
 
-    def _write(self, *recs: WarcRecord) -> None:
-        """The records as gzip members, handed to the OS before returning."""
-        self._append(b"".join(_member(rec) for rec in recs), len(recs))
-
-    def _append(self, data: bytes, count: int) -> None:
+    def _append(self, data: bytes, count: int, indexed: list[_Indexed] | None = None) -> None:
         """Whole gzip members handed to the OS before returning (one ``write`` when it takes
-        them all). On error: cut back to the last whole member, take nothing more."""
-        fh = self._fh
-        assert fh is not None
-        view, done = memoryview(data), 0
+        them all), then their index lines. On error: cut back to the last whole member, take
+        nothing more."""
+        fh, index = self._fh, self._index
+        assert fh is not None and index is not None
         try:
-            while done < len(data):
-                n = fh.write(view[done:])
-                if not n:  # a regular file takes at least a byte or raises; never spin
-                    raise OSError(errno.EIO, "WARC write made no progress")
-                done += n
+            failed = _write_all(fh, data)
         except OSError as exc:
-            self._broken = str(exc)
+            failed = exc
+        if failed is not None:
+            self._broken = str(failed)
             with contextlib.suppress(OSError):  # else the repair at the next start cuts it
                 fh.truncate(self._size)
-            raise StorageError(f"cannot write WARC: {exc}") from exc
-        self._size += len(data)
+            raise StorageError(f"cannot write WARC: {failed}") from failed
+        base, self._size = self._size, self._size + len(data)
         self.records += count
+        if indexed:
+            lines = [line(offset=base + start, length=size, filename=self._name)
+                     for start, size, line in indexed]  # fmt: skip
+            try:
+                failed = _write_all(index, "".join(lines).encode("utf-8"))
+            except OSError as exc:
+                failed = exc
+            if failed is not None:  # the record is whole: the next start re-indexes the file
+                self._broken = str(failed)
+                raise StorageError(f"cannot write WARC index: {failed}") from failed
 
     def write_exchange(self, res: FetchResult, digest: str | None = None) -> Capture | None:
         """A request record and its response record (WARC-Concurrent-To links them).
@@ -221,14 +234,14 @@ class WarcWriter:
             return None
         self._ready()
         packed = pack_exchange(res, digest)
-        self._append(packed.data, 2)
+        self._append(packed.data, 2, packed.indexed())
         return packed.capture
 
     def append_exchange(self, packed: PackedExchange) -> Capture:
         """An exchange ``pack_exchange`` built elsewhere (in a worker process: ``workpool``),
         written as ``write_exchange`` would have written it."""
         self._ready()
-        self._append(packed.data, 2)
+        self._append(packed.data, 2, packed.indexed())
         return packed.capture
 
     def write_revisit(self, res: FetchResult, *, profile: str, original: Capture | None) -> None:
@@ -255,11 +268,23 @@ class WarcWriter:
             rec.headers["WARC-Payload-Digest"] = _EMPTY_DIGEST  # the 304's own empty payload
         if original is not None:  # the payload is the original's, not in this record
             rec.headers["WARC-Truncated"] = "length"
+        status: int | None = res.status
         if original is not None and profile == "server-not-modified":
             rec.set_bytes_content(b"")  # Heritrix's form: pywb replays the original whole
+            status = None  # no HTTP head in the record
         else:
             rec.set_bytes_content(_http_head(res))
-        self._write(_request(res, date, rec_id), rec)
+        request, revisit = _member(_request(res, date, rec_id)), _member(rec)
+        line = functools.partial(
+            cdxj_line,
+            url=res.url,
+            date=date,
+            revisit=True,
+            content_type=None,
+            status=status,
+            digest=rec.headers.get("WARC-Payload-Digest"),
+        )
+        self._append(request + revisit, 2, [(len(request), len(revisit), line)])
 
     def flush(self) -> None:
         """Nothing is buffered (see the module docstring); kept for callers that save in order."""
@@ -274,7 +299,10 @@ class WarcWriter:
         fh, self._fh = self._fh, None
         if fh is None:
             return
+        index, self._index = self._index, None
         try:
+            if index is not None:
+                index.close()
             fh.close()
             if self._broken is None:
                 os.replace(self.directory / (self._name + ".open"), self.directory / self._name)
@@ -283,15 +311,63 @@ class WarcWriter:
             raise StorageError(f"cannot close WARC {self._name}: {exc}") from exc
 
 
+# an index line waiting for its place: (start in the data appended, length, the line's maker)
+_Indexed = tuple[int, int, "functools.partial[str]"]
+
+
+def _write_all(fh: io.FileIO, data: bytes) -> OSError | None:
+    """All of ``data`` written (the OS's own errors raise); a write that makes no progress
+    is returned as the error it is, for the caller's one ``StorageError``."""
+    view, done = memoryview(data), 0
+    while done < len(data):
+        n = fh.write(view[done:])
+        if not n:  # a regular file takes at least a byte or raises; never spin
+            return OSError(errno.EIO, "WARC write made no progress")
+        done += n
+    return None
+
+
+def reindex(path: Path) -> None:
+    """``NAME.cdxj`` rebuilt from the WARC file itself (after a crash: see ``cdxj``)."""
+    target = path.with_name(index_name(path.name))
+    try:
+        if path.exists():
+            write_index(target, index_warc(path))
+        else:  # nothing of the file was kept
+            target.unlink(missing_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot rebuild the index of {path.name}: {exc}") from exc
+
+
 @dataclass(frozen=True, slots=True)
 class PackedExchange:
-    """A request and response record as gzip members, ready to append, and the capture."""
+    """A request and response record as gzip members, ready to append, and the capture
+    (``request_len``: the request member's length; ``status``, ``content_type``: for the
+    response's index line)."""
 
     data: bytes
     capture: Capture
+    request_len: int = 0
+    status: int | None = None
+    content_type: str | None = None
 
-    def __reduce__(self) -> tuple[type[PackedExchange], tuple[bytes, Capture]]:
-        return PackedExchange, (self.data, self.capture)  # see parse.Link
+    def __reduce__(self) -> tuple[type[PackedExchange], tuple[object, ...]]:
+        fields = (self.data, self.capture, self.request_len, self.status, self.content_type)
+        return PackedExchange, fields  # see parse.Link
+
+    def indexed(self) -> list[_Indexed]:
+        """The response record's index line, to be placed where the data lands."""
+        c = self.capture
+        line = functools.partial(
+            cdxj_line,
+            url=c.url,
+            date=c.date,
+            revisit=False,
+            content_type=self.content_type,
+            status=self.status,
+            digest=c.digest,
+        )
+        return [(self.request_len, len(self.data) - self.request_len, line)]
 
 
 def pack_exchange(res: FetchResult, digest: str | None = None) -> PackedExchange:
@@ -307,8 +383,10 @@ def pack_exchange(res: FetchResult, digest: str | None = None) -> PackedExchange
     if res.cut is not None:  # WARC 1.1 section 5.13: why the payload is short
         resp.headers["WARC-Truncated"] = res.cut
     resp.set_bytes_content(_http_head(res) + res.raw_body)
-    data = _member(_request(res, date, resp_id)) + _member(resp)
-    return PackedExchange(data, Capture(f"<{resp_id}>", res.url, date, digest))
+    request = _member(_request(res, date, resp_id))
+    capture = Capture(f"<{resp_id}>", res.url, date, digest)
+    ctype = res.header("content-type")
+    return PackedExchange(request + _member(resp), capture, len(request), res.status, ctype)
 
 
 def _record(kind: WarcRecordType, res: FetchResult, date: str, rec_id: str) -> WarcRecord:

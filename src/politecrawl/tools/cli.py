@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from politecrawl.config import (
+    DEMO_UA,
     CrawlConfig,
     FetchConfig,
     check_shared_crawl,
@@ -30,8 +31,6 @@ from politecrawl.options import (
     toml_values,
     write_config,
 )
-
-DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -183,6 +182,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="A self-contained HTML report with plots, viewable offline.",
     )
     rep.add_argument("dir", type=Path, help="the crawl's --out folder")
+    wacz = sub.add_parser(
+        "wacz",
+        help="pack a crawl as WACZ 1.1.1 (WARC files, CDXJ index, pages, digests)",
+        description="One WACZ file (ReplayWeb.page, pywb) of a crawl's WARC files, its CDXJ "
+        "index and pages. A shared crawl: give every worker's --out folder.",
+    )
+    wacz.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="a crawl's --out folder")
+    wacz.add_argument("--output", type=Path, required=True, help="the .wacz file to write")
+    wacz.add_argument("--title", help="the package's title (datapackage.json)")
     return parser
 
 
@@ -381,7 +389,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     """Exit codes: 0 done (or a limit reached), 1 a storage error or nothing could be
     fetched, 3 finished but sites were lost (parked or given up: the summary names them),
     130 stopped by Ctrl-C / SIGTERM."""
-    from politecrawl.engine.partition import check_layout, run_partitioned
+    from politecrawl.engine.supervisor import check_layout, run_partitioned
 
     cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
     if cfg.frontier_url:
@@ -518,6 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "log-stats": _tool("tools.logstats"),
         "botpage": _tool("tools.botpage"),
         "report": _tool("tools.report.page"),
+        "wacz": _tool("tools.wacz"),
     }
     try:
         return handlers[args.command](args)

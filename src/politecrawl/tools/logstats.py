@@ -150,9 +150,10 @@ def _gate_traps(out_dir: Path) -> dict[str, list[str]]:
     """URL patterns the gate stopped following (``log/traps.jsonl``), by host."""
     found: dict[str, list[str]] = {}
     for rec in iter_log_records(out_dir / "log", "traps"):
-        host, pattern = rec.get("host"), rec.get("pattern")
+        host, pattern, why = rec.get("host"), rec.get("pattern"), rec.get("why")
         if isinstance(host, str) and isinstance(pattern, str):
-            found.setdefault(_hostname(f"http://{host}/"), []).append(pattern)
+            named = f"{pattern} ({why})" if isinstance(why, str) else pattern
+            found.setdefault(_hostname(f"http://{host}/"), []).append(named)
     return found
 
 

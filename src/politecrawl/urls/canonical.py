@@ -48,13 +48,14 @@ import functools
 import ipaddress
 import re
 import string
+from collections.abc import Iterable, Sequence
 from typing import Literal
 from urllib.parse import quote, unquote
 
 from publicsuffixlist import PublicSuffixList
 from yarl import URL
 
-from politecrawl.errors import ConfigError, UrlError
+from politecrawl.errors import ConfigError, SeedError, UrlError
 
 __all__ = [
     "canonical_host",
@@ -410,6 +411,32 @@ def _is_ip_literal(host: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+class Seeds(tuple[str, ...]):
+    """Seed URLs in canonical form, in order, once each: made by ``canonical_seeds`` only, so
+    seeds are canonicalised once whatever their source (the API, ``--seeds``, TOML, a segment)
+    and pass through as they are wherever they go next (the config, the scope, the gate)."""
+
+    __slots__ = ()
+
+
+def canonical_seeds(seeds: Iterable[str], where: Sequence[str] = ()) -> Seeds:
+    """Seeds in their canonical form, in order, once each; a seed that is not a crawlable URL
+    is the user's mistake, so it is a ``SeedError`` (a ConfigError and a UrlError) naming it
+    (and ``where[i]``, the file and line seed ``i`` came from, if given), not a silent drop.
+    ``Seeds`` pass as they are."""
+    if isinstance(seeds, Seeds):
+        return seeds
+    out: dict[str, None] = {}
+    for i, seed in enumerate(seeds):
+        try:
+            out[canonicalize(seed.strip())] = None
+        except UrlError as exc:
+            if i < len(where):
+                raise SeedError(f"{where[i]}: bad seed URL {seed!r}: {exc}") from None
+            raise SeedError(f"seed {seed[:200]!r} is not a crawlable URL: {exc}") from None
+    return Seeds(out)
 
 
 @functools.lru_cache(maxsize=1 << 16)

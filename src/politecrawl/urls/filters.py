@@ -18,6 +18,7 @@ from typing import Literal
 from politecrawl.errors import ConfigError, UrlError
 from politecrawl.urls.canonical import (
     canonical_host,
+    canonical_seeds,
     canonicalize,
     host_of,
     origin_of,
@@ -178,7 +179,7 @@ class Scope:
         if mode not in ("host", "domain", "any"):
             raise ConfigError(f"unknown scope mode {mode!r}")
         self._mode = mode
-        self._hosts = frozenset(host_of(canonicalize(u)) for u in seed_urls)
+        self._hosts = frozenset(host_of(u) for u in canonical_seeds(seed_urls))
         self._domains = frozenset(registered_domain(h) for h in self._hosts)
         domains: set[str] = set()
         regexes: list[re.Pattern[str]] = []

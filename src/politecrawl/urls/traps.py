@@ -1,36 +1,62 @@
 """URL spaces that grow without end: calendars, endless pagination, generated query strings.
 
+A trap is a URL space with no end, not a site with many real pages: a forum's 1,500 reply
+pages, a catalogue's 3,000 numbered pages are crawled whole and named nothing. Three rules,
+cheapest first (the first is ``filters.trap_reason``, Heritrix's path rules):
+
+1. **Shape** (``filters.TrapLimits``): URL length, path depth, a segment repeated, too many
+   query parameters: relative-link loops and ever-growing query strings.
+2. **Calendars**: a page of a dated URL space that links a neighbouring date (within two
+   months of its own) is walking a calendar. A site that ends has no pages far in the future:
+   walks more than ``HORIZON_DAYS`` beyond today and beyond the latest date the family was
+   linked at from outside it (an index, a seed) are a calendar's; the ``DATE_STRIKES``-th
+   names the pattern a trap. A calendar with next-day and next-month links is stopped after a
+   few hundred requests. Walks into the past are not counted (a blog's archive, walked back
+   from its latest post, ends): a calendar that only goes back meets the budget.
+3. **Budget** (IRLbot-style: it grows with the links coming in): URLs of one pattern found
+   from pages of its own family, per host, at most ``max_urls`` (``--max-urls-per-pattern``),
+   raised by ``max_urls`` for every ``CREDIT_LINKS`` links into the family from outside it
+   (other pages of the site, other hosts). A space entered once that feeds itself (endless
+   pagination, session ids) ends there; a forum whose every thread is linked from a listing
+   page does not.
+
 A URL's *pattern* is its host and path with every run of digits written ``N`` and every query
-value written ``*`` (``/cal/2024/05/17`` and ``/cal/2024/05/18`` share ``/cal/N/N/N``;
-``/list?page=7&sid=x`` is ``/list?page=*&sid=*``). A URL with no digits and no query has no
-pattern: a site's hand-written pages are never counted here.
-
-What marks a trap is not the page's content (each calendar day may have its own text) but how
-its URLs are found: each new one is linked from a page of the same generated family (same
-host, same first path segment, itself patterned), so the space feeds itself. A pattern that
-has been fed this way ``max_urls`` times is declared a trap: no more of its URLs are queued,
-and the crawl names it (``on_trap``: a warning and ``log/traps.jsonl``, which ``log-stats``
-reads). URLs of the pattern reached from elsewhere (an index page, a sitemap, a seed) are not
-counted, so a site's 300 chapters listed on one index page are all crawled.
-
-This follows the seeds' "URLs with odd query strings, unique session IDs ... will quickly have
-you chasing your own tail" (004) and BUbiNG/Heritrix practice: a budget per URL shape rather
-than a guess from content. Memory: one counter per patterned family seen, cleared of
-singletons past ``_MAX_PATTERNS``.
+value written ``*`` (``/cal/2024/05/17`` is ``/cal/N/N/N``); its *family* is the pattern's first
+path segment (day and month pages of a calendar are one family). A URL with no digits and no
+query has no pattern: hand-written pages are never counted. What marks a trap is how its URLs
+are found (from pages of the same family), not the pages' content. A named pattern takes no
+more URLs, and the crawl names it (``on_trap``: a warning and ``log/traps.jsonl``, which
+``log-stats`` reads). Memory: a counter per pattern, and per family its links in and the
+latest date linked in (singletons cleared past ``_MAX_PATTERNS``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+import time
 from collections import Counter
 from collections.abc import Callable
 
 _DIGITS = re.compile(r"[0-9]+")
 _QUERY_VALUE = re.compile(r"=[^&]*")
 _MAX_PATTERNS = 500_000
+# a date in a URL: 2024/05/17, 2024-05, 20240517, 2024_05_17 (a zero-padded month: ids rarely)
+_DATE = re.compile(
+    r"(?<![0-9])(1[6-9][0-9]{2}|2[0-9]{3})([-/_.]?)(0[1-9]|1[0-2])"
+    r"(?:\2(0[1-9]|[12][0-9]|3[01]))?(?![0-9])"
+)
+_QUERY_YEAR = re.compile(r"(?:^|&)(?:year|yr|y)=([12][0-9]{3})(?=&|$)", re.IGNORECASE)
+_QUERY_MONTH = re.compile(r"(?:^|&)(?:month|mon|m)=(0?[1-9]|1[0-2])(?=&|$)", re.IGNORECASE)
+NEIGHBOUR_DAYS = 62  # a link from one date to another this close is a calendar's step
+HORIZON_DAYS = 366  # how far beyond the family's entry dates (and today) a walk may run
+DATE_STRIKES = 5  # walks beyond the horizon that name a pattern a calendar trap
+CREDIT_LINKS = 10  # links into a family from outside it that raise its budget by ``max_urls``
+MAX_FUTURE_YEARS = 25  # later "dates" are numbers (ids), not a calendar
 
-# called once per (host, pattern) that became a trap: host, pattern, an example URL
-TrapHook = Callable[[str, str, str], None]
+# called once per (host, pattern) that became a trap: host, pattern, an example URL, why
+TrapHook = Callable[[str, str, str, str], None]
+CALENDAR, BUDGET = "calendar", "budget"
 
 
 def _split(url: str) -> tuple[str, str] | None:
@@ -56,16 +82,58 @@ def _family(pattern: str) -> str:
     return first.partition("?")[0]
 
 
-class UrlSpaces:
-    """Counts self-generated URLs per pattern; ``full`` says a pattern is a trap."""
+def date_of(url: str, *, today: int | None = None) -> int | None:
+    """The date a URL names (a proleptic ordinal), or None: the path's or a query value's
+    ``YYYY-MM[-DD]`` in any of the usual spellings, or ``year=`` with ``month=``. Years more
+    than ``MAX_FUTURE_YEARS`` ahead are numbers, not dates."""
+    start = url.find("/", url.find("//") + 2)
+    if start < 0:
+        return None
+    rest = url[start:]
+    y = m = None
+    d = 1
+    found = _DATE.search(rest)
+    if found is not None:
+        y, m = int(found.group(1)), int(found.group(3))
+        d = int(found.group(4) or 1)
+    else:
+        query = rest.partition("?")[2]
+        if query:
+            qy, qm = _QUERY_YEAR.search(query), _QUERY_MONTH.search(query)
+            if qy is not None and qm is not None:
+                y, m = int(qy.group(1)), int(qm.group(1))
+    if y is None or m is None:
+        return None
+    now = today if today is not None else dt.date.today().toordinal()
+    if y > dt.date.fromordinal(now).year + MAX_FUTURE_YEARS:
+        return None
+    try:
+        return dt.date(y, m, d).toordinal()
+    except ValueError:
+        return None
 
-    def __init__(self, max_urls: int | None, on_trap: TrapHook | None = None) -> None:
+
+class UrlSpaces:
+    """The calendar and budget rules (module docstring); ``full`` says a pattern is a trap."""
+
+    def __init__(
+        self,
+        max_urls: int | None,
+        on_trap: TrapHook | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.max_urls = max_urls
         self.on_trap = on_trap
+        self.clock = clock
         self._fed: Counter[tuple[str, str]] = Counter()
+        self._entries: Counter[tuple[str, str]] = Counter()  # links in from outside, per family
+        self._entered: dict[tuple[str, str], int] = {}  # family -> latest date linked in
+        self._strikes: Counter[tuple[str, str]] = Counter()
         self.traps: dict[tuple[str, str], str] = {}  # (host, pattern) -> the URL that filled it
         self._source: str | None = None  # the last source's split, kept: links come in batches
         self._source_split: tuple[str, str] | None = None
+        self._source_date: int | None = None
 
     def full(self, url: str) -> bool:
         """Whether ``url`` belongs to a pattern already declared a trap."""
@@ -75,22 +143,58 @@ class UrlSpaces:
         return split is not None and split in self.traps
 
     def admitted(self, url: str, source: str | None) -> None:
-        """Count ``url`` if ``source`` (the page linking to it) is of its generated family."""
-        if self.max_urls is None or source is None:
+        """Count ``url`` against its pattern if ``source`` (the page linking to it) is of its
+        family; note where the family was entered otherwise."""
+        if self.max_urls is None:
             return
         split = _split(url)
         if split is None:
             return
         if source is not self._source:
-            self._source, self._source_split = source, _split(source)
+            self._source, self._source_split = source, None if source is None else _split(source)
+            self._source_date = None if source is None else date_of(source)
         src = self._source_split
-        if src is None or src[0] != split[0] or _family(src[1]) != _family(split[1]):
+        family = (split[0], _family(split[1]))
+        if src is None or src[0] != split[0] or _family(src[1]) != family[1]:
+            self._entries[family] += 1
+            self._enter(family, url)
+            if len(self._entries) > _MAX_PATTERNS:  # families linked in once: forgotten
+                for fam in [k for k, v in self._entries.items() if v == 1]:
+                    del self._entries[fam]
+                    self._entered.pop(fam, None)
             return
+        if self._calendar_walk(family, url):
+            self._name(split, url, CALENDAR)
         self._fed[split] = n = self._fed[split] + 1
-        if n >= self.max_urls and split not in self.traps:
-            self.traps[split] = url
-            if self.on_trap is not None:
-                self.on_trap(split[0], split[1], url)
+        budget = self.max_urls * (1 + self._entries[family] // CREDIT_LINKS)
+        if n >= budget:
+            self._name(split, url, BUDGET)
         if len(self._fed) > _MAX_PATTERNS:
             for key in [k for k, v in self._fed.items() if v == 1]:
                 del self._fed[key]
+
+    def _enter(self, family: tuple[str, str], url: str) -> None:
+        day = date_of(url)
+        if day is not None and day > self._entered.get(family, day - 1):
+            self._entered[family] = day
+
+    def _calendar_walk(self, family: tuple[str, str], url: str) -> bool:
+        """A step to a neighbouring date beyond the horizon; True at the ``DATE_STRIKES``-th."""
+        if self._source_date is None:
+            return False
+        day = date_of(url)
+        if day is None or abs(day - self._source_date) > NEIGHBOUR_DAYS:
+            return False
+        today = dt.date.fromtimestamp(self.clock()).toordinal()
+        high = max(self._entered.get(family, today), today)
+        if day <= high + HORIZON_DAYS:
+            return False  # the past ends (a blog's archive, walked back): the budget's
+        self._strikes[family] = n = self._strikes[family] + 1
+        return n >= DATE_STRIKES
+
+    def _name(self, split: tuple[str, str], url: str, why: str) -> None:
+        if split in self.traps:
+            return
+        self.traps[split] = url
+        if self.on_trap is not None:
+            self.on_trap(split[0], split[1], url, why)

@@ -55,6 +55,7 @@ from politecrawl.content.sitemaps.result import (
     read_rfc822_time,
     read_w3c_time,
 )
+from politecrawl.errors import PolitecrawlError
 from politecrawl.urls.canonical import canonicalize, join
 
 __all__ = ["Collector"]
@@ -114,15 +115,15 @@ _RSS_FIELDS: Final = {"link": "loc", "pubdate": "pubdate", "date": "lastmod"}
 _ATOM_FIELDS: Final = {"link": "href", "updated": "lastmod", "published": "published"}
 
 
-class _Refused(Exception):
+class _Refused(PolitecrawlError):
     """Raised from an expat handler: the document declares entities."""
 
 
-class _NotSitemap(Exception):
+class _NotSitemap(PolitecrawlError):
     """Raised from an expat handler: the root element is not one we read."""
 
 
-class _TooComplex(Exception):
+class _TooComplex(PolitecrawlError):
     """Raised from an expat handler: nesting, names or attributes past what sitemaps use."""
 
 

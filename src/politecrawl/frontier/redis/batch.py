@@ -45,6 +45,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from politecrawl.errors import FrontierError
 from politecrawl.frontier.redis.keys import Client, Script
 
 Future = asyncio.Future[Any]
@@ -57,6 +58,15 @@ except ImportError:  # (a redis-py without it: replies are read by its read_resp
 # a batch's replies all come back within this, or the connection counts as lost (redis-py's
 # own socket timeout, which this replaces on the batcher's connection, is 5 s per reply)
 BATCH_DEADLINE_S = 10.0
+
+
+class ConnectionLost(FrontierError, RedisConnectionError):
+    """The server closed the connection or it broke mid-reply. Also redis-py's type, which
+    the store maps to ``FrontierError`` and a cluster client fails over on, as for its own."""
+
+
+class NoReply(FrontierError, RedisTimeoutError):
+    """No reply within ``BATCH_DEADLINE_S`` (also redis-py's timeout, for the same reason)."""
 
 
 class Batcher:
@@ -195,7 +205,7 @@ class Batcher:
             for conn, idx, _ in groups:
                 for i, reply in zip(idx, await _read(conn, len(idx)), strict=True):
                     replies[i] = reply
-        except BaseException as exc:
+        except BaseException as exc:  # (a cancel too) mid-reply: the connections are dropped
             for conn, _, _ in groups:
                 await conn.disconnect(nowait=True)
             if isinstance(exc, asyncio.CancelledError) and self._expired:
@@ -203,7 +213,7 @@ class Batcher:
                 task = asyncio.current_task()
                 if task is not None:
                     task.uncancel()
-                raise RedisTimeoutError(f"no reply within {BATCH_DEADLINE_S:g} s") from None
+                raise NoReply(f"no reply within {BATCH_DEADLINE_S:g} s") from None
             raise
         finally:
             self._since = None
@@ -275,14 +285,14 @@ async def _read(conn: Any, n: int) -> list[Any]:
             if reply is NOT_ENOUGH_DATA:
                 data = await stream.read(65536)
                 if not data:
-                    raise RedisConnectionError("Connection closed by server.")
+                    raise ConnectionLost("Connection closed by server.")
                 reader.feed(data)
             elif isinstance(reply, RedisConnectionError):  # (e.g. LOADING: redis-py raises it)
                 raise reply
             else:
                 out.append(reply)
     except OSError as exc:
-        raise RedisConnectionError(f"Error while reading from the server: {exc}") from exc
+        raise ConnectionLost(f"Error while reading from the server: {exc}") from exc
     return out
 
 

@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError, LeaseLost
-from politecrawl.frontier import Lease, UrlEntry
+from politecrawl.frontier import Lease, Outbox, UrlEntry
 from politecrawl.frontier.redis.keys import BATCH, entry_from, entry_json, fnum, text
 from politecrawl.frontier.redis.store import RedisStore, host_of_stored
 from politecrawl.frontier.sqlitestore import host_to_json
@@ -90,6 +90,11 @@ class RedisFrontier:
     def refetches(self) -> int:
         """URLs found in flight under expired leases, to be fetched again."""
         return self.store.refetched + self._reclaimed
+
+    @property
+    def outbox(self) -> Outbox | None:
+        """None: a shared frontier is not partitioned over processes (it is shared already)."""
+        return None
 
     @property
     def crawl_id(self) -> str:
@@ -462,7 +467,7 @@ class RedisFrontier:
         cached = self._peeks.get(shard)
         if cached is not None:  # the key (or the next one of its IP) is back in the box
             at, touch, (top, score, oldest, nxt) = cached
-            soon = min(state.next_allowed, state.ip_next or state.next_allowed)
+            soon = politeness.released_soonest(state)
             nxt = soon if nxt is None else min(nxt, soon)
             self._peeks[shard] = (at, touch, (top, score, oldest, nxt))
 

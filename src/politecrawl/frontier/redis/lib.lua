@@ -66,7 +66,8 @@ local function promote_delayed(key, now)
     end
   end
 end
--- the IP is free: the first key in its line that still has URLs is scheduled
+-- the IP is free: the first key in its line that still has URLs is scheduled at its own time
+-- (if that comes before the IP's next time, ip_admits sets it back until then)
 local function call_next(ip)
   while true do
     local k = redis.call('LPOP', P .. 'ipw:' .. ip)
@@ -74,8 +75,7 @@ local function call_next(ip)
     redis.call('SREM', P .. 'waiting', k)
     local e = earliest(k)
     if e then
-      local nxt = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
-      schedule(k, math.max(host_times(k), e, nxt))
+      schedule(k, math.max(host_times(k), e))
       return
     end
   end
@@ -85,7 +85,8 @@ local function orphan(key)
   local ip = redis.call('HGET', P .. 'ipof', key)
   if ip and redis.call('HEXISTS', P .. 'iphold', ip) == 0 then call_next(ip) end
 end
--- the IP's next time is at least `nxt`
+-- the IP's next time is at least `nxt` (a time politeness computed: schedule_next's ip_next,
+-- reclaim_times'); a late release never sets it back
 local function ip_after(ip, nxt)
   local cur = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
   if nxt > cur then redis.call('HSET', P .. 'ipnext', ip, fmt(nxt)) end
@@ -98,7 +99,8 @@ local function free_ip(key, nxt)
   ip_after(ip, nxt)
   call_next(ip)
 end
--- may `key` (with URLs queued) be leased now? Else it waits in its IP's line or for its time
+-- may `key` (with URLs queued) be leased now? Else it waits in its IP's line or for its time.
+-- (politeness.ip_gate's verdict, applied atomically where the IP's holder and time are kept)
 local function ip_admits(key, now)
   local ip = redis.call('HGET', P .. 'ipof', key)
   if not ip then return true end

@@ -1,0 +1,159 @@
+"""``politecrawl wacz OUT [OUT ...] --output FILE.wacz``: a crawl packed as WACZ 1.1.1.
+
+WACZ (Webrecorder's format: ReplayWeb.page, pywb, Browsertrix) is a ZIP of::
+
+    archive/*.warc.gz          the crawl's WARC files, as written
+    indexes/index.cdx          the CDXJ index of every response and revisit record, sorted
+    pages/pages.jsonl          the pages (json-pages-1.0): url, ts, title
+    datapackage.json           every file above with its sha256 and size (Frictionless)
+    datapackage-digest.json    the sha256 of datapackage.json
+
+laid out as py-wacz's ``wacz create`` lays it out: every entry stored, not deflated (a WARC
+member must be readable at its offset in place), and each file listed in datapackage.json.
+
+The index is the crawl's own (``NAME.cdxj`` beside each WARC file, ``storage.cdxj``), so
+packing does not read the WARC files again; a WARC file without one (a crawl made before the
+index existed) is indexed here. With ``--processes N`` every process's files are in the one
+``OUT/warc`` folder. A shared crawl's workers each have their own ``--out``: give them all
+(``politecrawl wacz w1 w2 w3 --output crawl.wacz``), and every worker's WARC files go into
+one package with one index. A WARC file still being written (``*.open``: a live crawl, or one
+that crashed and was not restarted) is refused: stop the crawl, or run it again to repair.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import zipfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from politecrawl.errors import PolitecrawlError, StorageError
+from politecrawl.storage.cdxj import index_name, index_warc, sort_key
+from politecrawl.storage.logs import iter_log_records
+
+__all__ = ["WACZ_VERSION", "main_args", "pack"]
+
+WACZ_VERSION = "1.1.1"
+_PAGES_HEADER = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
+
+
+def main_args(args: argparse.Namespace) -> int:
+    """The ``wacz`` command: pack, then one line saying what went in."""
+    out: Path = args.output
+    summary = pack(list(args.dirs), out, title=args.title)
+    print(
+        f"{out}: {summary['warcs']} WARC files, {summary['captures']} captures indexed, "
+        f"{summary['pages']} pages (WACZ {WACZ_VERSION})"
+    )
+    return 0
+
+
+def pack(dirs: list[Path], output: Path, *, title: str | None = None) -> dict[str, int]:
+    """Write ``output``; returns how many WARC files, index lines and pages went in."""
+    warcs = _warc_files(dirs)
+    lines: list[str] = []
+    for path in warcs:
+        sidecar = path.with_name(index_name(path.name))
+        if sidecar.exists():
+            lines += sidecar.read_text(encoding="utf-8").splitlines(keepends=True)
+        else:
+            lines += index_warc(path)
+    lines.sort(key=sort_key)
+    pages = [_PAGES_HEADER, *_pages(dirs)]
+    from politecrawl import __version__
+
+    resources: list[dict[str, Any]] = []
+    tmp = output.with_name(output.name + ".tmp")
+    try:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zf:
+            for path in warcs:
+                resources.append(_add_file(zf, f"archive/{path.name}", path))
+            resources.append(_add_bytes(zf, "indexes/index.cdx", "".join(lines).encode()))
+            body = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pages)
+            resources.append(_add_bytes(zf, "pages/pages.jsonl", body.encode()))
+            package: dict[str, Any] = {
+                "profile": "data-package",
+                "resources": resources,
+                "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "wacz_version": WACZ_VERSION,
+                "software": f"politecrawl/{__version__}",
+            }
+            if title:
+                package["title"] = title
+            if len(pages) > 1:
+                package["mainPageURL"] = pages[1]["url"]
+                package["mainPageDate"] = pages[1]["ts"]
+            data = json.dumps(package, indent=2).encode()
+            zf.writestr("datapackage.json", data)
+            digest = {"path": "datapackage.json", "hash": "sha256:" + _sha256(data)}
+            zf.writestr("datapackage-digest.json", json.dumps(digest, indent=2))
+        tmp.replace(output)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StorageError(f"cannot write {output}: {exc}") from exc
+    return {"warcs": len(warcs), "captures": len(lines), "pages": len(pages) - 1}
+
+
+def _warc_files(dirs: list[Path]) -> list[Path]:
+    """Every closed WARC file of the crawls, each name once; refused while one is open."""
+    found: dict[str, Path] = {}
+    for out in dirs:
+        folder = out / "warc"
+        if not folder.is_dir():
+            raise PolitecrawlError(f"{out}: no warc folder (not a crawl's --out?)")
+        live = sorted(p.name for p in folder.glob("*.warc.gz.open"))
+        if live:
+            raise PolitecrawlError(
+                f"{folder}: {live[0]} is still open (a crawl running, or one that crashed: "
+                "stop it, or run it again so it repairs the file)"
+            )
+        for path in sorted(folder.glob("*.warc.gz")):
+            if path.name in found:
+                raise PolitecrawlError(f"two WARC files named {path.name}: {found[path.name]}")
+            found[path.name] = path
+    if not found:
+        raise PolitecrawlError("no WARC file to pack")
+    return list(found.values())
+
+
+def _pages(dirs: list[Path]) -> Iterator[dict[str, Any]]:
+    """The pages kept in the WARC files (stored, or a revisit of a duplicate), from every
+    process's ``pages.jsonl``; ``ts`` to the second, as the capture's timestamp."""
+    for out in dirs:
+        for row in iter_log_records(out, "pages"):
+            if row.get("warc_record_id") and row.get("kept") in ("stored", "duplicate"):
+                ts = str(row.get("time", ""))[:19] + "Z"
+                # (a duplicate names its original's record: the id is the page's own)
+                page_id = hashlib.sha1(f"{row['url']} {row.get('time')}".encode()).hexdigest()
+                page = {"id": page_id[:32], "url": row["url"], "ts": ts}
+                if row.get("title"):
+                    page["title"] = row["title"]
+                yield page
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _add_bytes(zf: zipfile.ZipFile, name: str, data: bytes) -> dict[str, Any]:
+    zf.writestr(name, data)
+    return _resource(name, "sha256:" + _sha256(data), len(data))
+
+
+def _add_file(zf: zipfile.ZipFile, name: str, path: Path) -> dict[str, Any]:
+    """A file copied in, stored, hashed as it goes (a WARC file may be a gigabyte)."""
+    h, size = hashlib.sha256(), 0
+    with path.open("rb") as src, zf.open(name, "w", force_zip64=True) as dst:
+        while chunk := src.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+            dst.write(chunk)
+    return _resource(name, "sha256:" + h.hexdigest(), size)
+
+
+def _resource(path: str, digest: str, size: int) -> dict[str, Any]:
+    return {"name": path.rsplit("/", 1)[1].lower(), "path": path, "hash": digest, "bytes": size}

@@ -1,0 +1,169 @@
+"""Sites that end and a site that doesn't, on loopback, each logging what it was asked.
+
+- ``forum``: listing pages ``/forum/page/N``, threads ``/t/N`` and their reply pages
+  ``/t/N/page/N`` (2,025 pages at the issue's size). Each thread also links the same host on
+  another port (``dead_port``, where nothing listens): an old address of the forum.
+- ``calendar``: ``/cal/Y/M/D``, each day linking the previous and next day and the same day
+  of the next month, without end.
+- ``numbered``: ``/p/N.html``, each page linking the next two and a few others of the site.
+
+``SiteServer`` serves one of them (``pages(path) -> html | None``) over http, or https with a
+``tlsweb.LocalCA`` context, and keeps ``requests`` (host header, path) in order.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import ssl
+from collections.abc import Callable
+from types import TracebackType
+
+from aiohttp import web
+
+Site = Callable[[str], str | None]
+
+
+def _page(title: str, links: list[str]) -> str:
+    items = "".join(f'<li><a href="{u}">{u}</a></li>' for u in links)
+    return (
+        f"<!DOCTYPE html><html><head><title>{title}</title></head>"
+        f"<body><h1>{title}</h1><p>Text of {title}.</p><ul>{items}</ul></body></html>"
+    )
+
+
+def forum(
+    listings: int = 25, per_listing: int = 20, replies: int = 3, dead_origin: str | None = None
+) -> tuple[Site, set[str]]:
+    """The forum and the set of its paths (ground truth); threads link ``dead_origin``."""
+    threads = listings * per_listing
+    paths = {f"/forum/page/{n}" for n in range(1, listings + 1)}
+    paths |= {f"/t/{t}" for t in range(1, threads + 1)}
+    paths |= {f"/t/{t}/page/{r}" for t in range(1, threads + 1) for r in range(2, replies + 2)}
+
+    def thread_links(t: int) -> list[str]:
+        out = [f"/t/{t}"] + [f"/t/{t}/page/{r}" for r in range(2, replies + 2)]
+        out.append(f"/forum/page/{(t - 1) // per_listing + 1}")
+        if dead_origin is not None:
+            out.append(f"{dead_origin}/t/{t}")
+        return out
+
+    def site(path: str) -> str | None:
+        if path not in paths:
+            return None
+        parts = path.split("/")
+        if parts[1] == "forum":
+            n = int(parts[3])
+            links = [f"/forum/page/{k}" for k in (n - 1, n + 1) if 1 <= k <= listings]
+            first = (n - 1) * per_listing + 1
+            links += [f"/t/{t}" for t in range(first, first + per_listing)]
+            return _page(f"Forum page {n}", links)
+        return _page(f"Thread {parts[2]} {path}", thread_links(int(parts[2])))
+
+    return site, paths
+
+
+def calendar(start: dt.date | None = None) -> Site:
+    """An endless calendar: days before and after, and next months, all answer."""
+    first = start or dt.datetime.now(dt.UTC).date()
+
+    def site(path: str) -> str | None:
+        if path == "/":
+            return _page("Calendar", [_day(first)])
+        parts = path.strip("/").split("/")
+        if len(parts) != 4 or parts[0] != "cal" or not all(p.isdigit() for p in parts[1:]):
+            return None
+        try:
+            day = dt.date(int(parts[1]), int(parts[2]), int(parts[3]))
+        except ValueError:
+            return None
+        month = dt.date(day.year + day.month // 12, day.month % 12 + 1, min(day.day, 28))
+        one = dt.timedelta(days=1)
+        return _page(f"Events of {day}", [_day(day - one), _day(day + one), _day(month)])
+
+    return site
+
+
+def _day(d: dt.date) -> str:
+    return f"/cal/{d.year}/{d.month:02d}/{d.day:02d}"
+
+
+def numbered(pages: int = 3000, seed: int = 1) -> tuple[Site, set[str]]:
+    """A site of numbered pages, each linking the next two and three others at random."""
+    paths = {"/"} | {f"/p/{n}.html" for n in range(1, pages)}
+
+    def site(path: str) -> str | None:
+        if path not in paths:
+            return None
+        n = 0 if path == "/" else int(path[3:-5])
+        rng = random.Random(f"{seed}/{n}")
+        targets = [(n + 1) % pages, (n + 2) % pages] + [rng.randrange(pages) for _ in range(3)]
+        return _page(f"Page {n}", ["/" if t == 0 else f"/p/{t}.html" for t in targets])
+
+    return site, paths
+
+
+class SiteServer:
+    """``async with SiteServer(site) as s``: one site on 127.0.0.1 (``ssl_ctx``: https);
+    ``redirect_to``: every request answers 301 to that origin, same path (http -> https)."""
+
+    def __init__(
+        self,
+        site: Site | None,
+        *,
+        ssl_ctx: ssl.SSLContext | None = None,
+        redirect_to: str | None = None,
+        robots: str = "User-agent: *\nDisallow:\n",
+    ) -> None:
+        self.site = site
+        self.ssl_ctx = ssl_ctx
+        self.redirect_to = redirect_to
+        self.robots = robots
+        self.requests: list[tuple[str, str]] = []  # (Host header, path) in order
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append((request.headers.get("Host", ""), request.raw_path))
+        if self.redirect_to is not None:
+            raise web.HTTPMovedPermanently(self.redirect_to + request.raw_path)
+        if request.raw_path == "/robots.txt":
+            return web.Response(text=self.robots, content_type="text/plain")
+        text = self.site(request.raw_path) if self.site is not None else None
+        if text is None:
+            return web.Response(status=404, text="not found", content_type="text/plain")
+        return web.Response(text=text, content_type="text/html")
+
+    def paths(self) -> list[str]:
+        """Pages asked (robots.txt aside)."""
+        return [p for _, p in self.requests if p != "/robots.txt"]
+
+    async def __aenter__(self) -> SiteServer:
+        app = web.Application()
+        app.router.add_route("GET", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self.ssl_ctx)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+def closed_port() -> int:
+    """A loopback port where nothing listens (bound, then closed: refused on connect)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
