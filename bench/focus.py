@@ -1,13 +1,18 @@
 """Does focused crawling find what the user wants faster, on real pages? Real crawls of the bed.
 
-    python bench/focus.py [--bed tune,heldout] [--topics a,b] [--fetches 1000] [--delay 0.02]
+    python bench/focus.py [--bed tune,second] [--topics a,b] [--fetches 1000] [--delay 0.02]
+                          [--save FILE.json]
+    python bench/focus.py --report FILE.json [FILE.json ...]   # merge runs: tables, PNG
 
 The bed (bench/docbed.py: Debian's documentation packages, one site per loopback host, a
 portal page) is served by a separate process; politecrawl crawls it from the portal with
 ``bfs``, ``random``, ``keyword`` (best-first by the topic prior, no learning) and ``focused``
 (prior + the online-learned prioritiser), everything on (robots, WARC, logs, politeness with
-``--delay`` between requests to a site), scope kept to the bed's hosts (an allow-list) and
-every bed host pinned to 127.0.0.1, so no lookup leaves the machine. For each topic and
+``--delay`` between requests to a site), with the crawler's defaults otherwise and
+``--scope any``: links outside the bed are followed and fail, as dead links do on the web
+(the bed serves them under ``HOST.invalid``, pinned to a loopback port held closed; every bed
+host is pinned to 127.0.0.1, so no lookup leaves the machine). ``--closed`` keeps the scope
+to the bed's hosts instead (an allow-list: the figures before issue 30). For each topic and
 strategy: harvest (relevant pages / pages fetched, judged by the bed's labels, which the
 crawler never sees) after 100, 300 and 1,000 fetches, and CPU per page of the crawling
 process. The oracle (greedy by the true labels, following links only; bench/focus_sim.py) is
@@ -23,7 +28,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -45,12 +52,13 @@ CHECKPOINTS = (100, 300, 1000)
 WALL: dict[tuple[str, str], float] = {}  # (topic, strategy) -> seconds the crawl took
 
 
-def start_server(bed: str) -> tuple[subprocess.Popen[str], int]:
+def start_server(bed: str, dead_port: int) -> tuple[subprocess.Popen[str], int]:
     server = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("docbed.py")), "serve", "--bed", bed],
+        [sys.executable, str(Path(__file__).with_name("docbed.py")), "serve", "--bed", bed,
+         "--dead-port", str(dead_port)],
         stdout=subprocess.PIPE,
         text=True,
-    )
+    )  # fmt: skip
     assert server.stdout is not None
     return server, int(server.stdout.readline().strip().rsplit(":", 1)[1])
 
@@ -68,13 +76,15 @@ async def crawl(
     delay: float,
     out: Path,
     defer_ratio: float | None = None,
+    dead_port: int = 0,
+    closed: bool = False,
 ) -> tuple[list[str], float]:
     cfg = CrawlConfig(
         seeds=(f"http://portal.{docbed.TLD}:{port}/",),
         out_dir=out,
         fetch=FetchConfig(
             user_agent=UA,
-            resolve=(f"*.{docbed.TLD}:{port}:127.0.0.1",),
+            resolve=(f"*.{docbed.TLD}:{port}:127.0.0.1", f"*.invalid:{dead_port}:127.0.0.1"),
             allow_private_addresses=True,
             retry_base_s=0.5,
         ),
@@ -86,7 +96,7 @@ async def crawl(
         ),
         concurrency=64,
         scope="any",
-        allow=allow_list(bed),
+        allow=allow_list(bed) if closed else (),
         progress=False,
         max_pages=fetches,
         strategy=strategy,  # type: ignore[arg-type]
@@ -101,7 +111,7 @@ async def crawl(
     with (out / "log" / "requests.jsonl").open() as fh:
         for line in fh:
             r = json.loads(line)
-            if not r["url"].endswith("/robots.txt"):
+            if not r["url"].endswith("/robots.txt") and r["status"] is not None:
                 order.append(r["url"])
     return order, cpu
 
@@ -117,10 +127,14 @@ def run_bed(
     delay: float,
     defer_ratio: float | None = None,
     strategies: tuple[str, ...] = STRATEGIES,
+    closed: bool = False,
 ) -> list[tuple[docbed.Topic, dict[str, tuple[list[int], float]]]]:
     topics = [t for t in docbed.topics_for(bed) if not wanted or t.name in wanted]
     graph = focus_sim.load(bed)
-    server, port = start_server(bed)
+    dead = socket.socket()  # bound, never listening: the outside hosts' connections fail
+    dead.bind(("127.0.0.1", 0))
+    dead_port = dead.getsockname()[1]
+    server, port = start_server(bed, dead_port)
     results = []
     try:
         for topic in topics:
@@ -129,8 +143,11 @@ def run_bed(
                 out = Path(tempfile.mkdtemp(prefix=f"pc-focus-{strategy}-"))
                 try:
                     order, cpu = asyncio.run(
-                        crawl(strategy, topic, bed, port, fetches, delay, out, defer_ratio)
-                    )
+                        crawl(
+                            strategy, topic, bed, port, fetches, delay, out, defer_ratio,
+                            dead_port, closed,
+                        )
+                    )  # fmt: skip
                 finally:
                     shutil.rmtree(out, ignore_errors=True)
                 per[strategy] = ([int(docbed.is_relevant(topic, u)) for u in order], cpu)
@@ -141,6 +158,7 @@ def run_bed(
     finally:
         server.terminate()
         server.wait(10)
+        dead.close()
     return results
 
 
@@ -154,6 +172,11 @@ def report_topic(topic: docbed.Topic, per: dict[str, tuple[list[int], float]]) -
 
 
 Results = list[tuple[docbed.Topic, dict[str, tuple[list[int], float]]]]
+
+
+def ratio(a: float, b: float) -> float:
+    """a / b; inf when b found nothing and a did (printed as "inf")."""
+    return a / b if b else (math.inf if a else 1.0)
 
 
 def summary(label: str, results: Results) -> None:
@@ -170,7 +193,7 @@ def summary(label: str, results: Results) -> None:
         print(f"  {name:8} {cells}")
     foc, orc, bfs, kw = (mean(s, 300) for s in ("focused", "oracle", "bfs", "keyword"))
     worst = min(
-        (harvest(per["focused"][0], 300) / max(harvest(per["bfs"][0], 300), 1e-9), t.name)
+        (ratio(harvest(per["focused"][0], 300), harvest(per["bfs"][0], 300)), t.name)
         for t, per in results
     )
     cpu = {
@@ -179,7 +202,7 @@ def summary(label: str, results: Results) -> None:
     }
     print(
         f"  at 300: focused/oracle {foc / max(orc, 1e-9):.2f} (target >= 0.6), "
-        f"focused/bfs {foc / max(bfs, 1e-9):.1f}x (worst topic {worst[1]}: {worst[0]:.1f}x; "
+        f"focused/bfs {ratio(foc, bfs):.1f}x (worst topic {worst[1]}: {worst[0]:.1f}x; "
         f"target >= 3x each), focused/keyword {foc / max(kw, 1e-9):.2f}; CPU per page "
         f"focused vs bfs {cpu['focused'] / cpu['bfs'] - 1:+.0%} (target <= +25 %), "
         f"bfs {cpu['bfs'] * 1000:.2f} ms, focused {cpu['focused'] * 1000:.2f} ms"
@@ -203,7 +226,7 @@ def plot(results: list[tuple[docbed.Topic, dict[str, tuple[list[int], float]]]])
     except ImportError:
         print(f"curves: {OUT / 'focus.csv'} (matplotlib not installed: no PNG)")
         return
-    halves = [h for h in ("tune", "heldout") if any(t.half == h for t, _ in results)]
+    halves = [h for h in ("tune", "heldout", "second") if any(t.half == h for t, _ in results)]
     fig, axes = plt.subplots(1, len(halves), figsize=(6 * len(halves), 4.5), squeeze=False)
     for ax, half in zip(axes[0], halves, strict=True):
         chosen = [per for t, per in results if t.half == half]
@@ -222,15 +245,58 @@ def plot(results: list[tuple[docbed.Topic, dict[str, tuple[list[int], float]]]])
     print(f"curves: {OUT / 'focus.png'}, {OUT / 'focus.csv'}")
 
 
+def save(path: Path, results: Results) -> None:
+    """The runs' hits and CPU, to merge several runs (each under a few minutes) later."""
+    rows = [
+        {"topic": t.name, "per": {k: [hits, cpu] for k, (hits, cpu) in per.items()},
+         "wall": {k: WALL.get((t.name, k)) for k in per}}
+        for t, per in results
+    ]  # fmt: skip
+    old = json.loads(path.read_text()) if path.exists() else []
+    done = {r["topic"] for r in rows}
+    path.write_text(json.dumps([r for r in old if r["topic"] not in done] + rows))
+
+
+def load_saved(paths: list[Path]) -> Results:
+    by_name = {t.name: t for t in docbed.TOPICS}
+    results: Results = []
+    for path in paths:
+        for r in json.loads(path.read_text()):
+            topic = by_name[r["topic"]]
+            per = {k: (list(v[0]), float(v[1])) for k, v in r["per"].items()}
+            for k, w in r.get("wall", {}).items():
+                if w is not None:
+                    WALL[(topic.name, k)] = w
+            results.append((topic, per))
+    return results
+
+
+def report(results: Results) -> None:
+    halves: dict[str, Results] = {}
+    for t, per in results:
+        report_topic(t, per)
+        halves.setdefault(t.half, []).append((t, per))
+    for half, res in halves.items():
+        sites = sorted({s for t, _ in res for s in t.rules})
+        summary(f"{half} ({', '.join(sites)})", res)
+    plot(results)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    ap.add_argument("--bed", default="tune,heldout")
+    ap.add_argument("--bed", default="tune,second")
     ap.add_argument("--topics", default="")
     ap.add_argument("--fetches", type=int, default=1000)
     ap.add_argument("--delay", type=float, default=0.02)
     ap.add_argument("--defer-ratio", type=float, default=None, help="(default: the crawler's)")
     ap.add_argument("--strategies", default=",".join(STRATEGIES), help="a subset: no summary")
+    ap.add_argument("--closed", action="store_true", help="scope: the bed's hosts only")
+    ap.add_argument("--save", type=Path, help="add these topics' runs to a JSON file")
+    ap.add_argument("--report", type=Path, nargs="+", help="merge saved runs: tables, PNG")
     args = ap.parse_args()
+    if args.report:
+        report(load_saved(args.report))
+        return 0
     beds = args.bed.split(",")
     gone = sorted({p for b in beds for p in docbed.missing(b)})
     if gone:
@@ -243,7 +309,11 @@ def main() -> int:
     all_results = []
     for bed in beds:
         strategies = tuple(args.strategies.split(","))
-        res = run_bed(bed, wanted, args.fetches, args.delay, args.defer_ratio, strategies)
+        res = run_bed(
+            bed, wanted, args.fetches, args.delay, args.defer_ratio, strategies, args.closed
+        )
+        if args.save:
+            save(args.save, res)
         if strategies != STRATEGIES:
             continue
         summary(f"{bed} ({', '.join(docbed.BEDS[bed])})", res)

@@ -31,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import docbed
 
 from politecrawl.content.parse import ParsedPage, parse_page
+from politecrawl.focus import prioritizer
+from politecrawl.focus.relevance import Document, extract_page
 from politecrawl.focus.strategy import Focus
 
 PORT = 8  # URLs carry a port, as in a real crawl of the bed; its value does not matter
@@ -45,6 +47,8 @@ class Bed:
     portal: str
     bodies: dict[str, bytes] = field(default_factory=dict)
     parsed: dict[str, ParsedPage] = field(default_factory=dict)
+    docs: dict[str, Document] = field(default_factory=dict)
+    contexts: dict[str, dict[str, str]] = field(default_factory=dict)  # page -> link -> text
 
     def links(self, url: str) -> list[str]:
         page = self.parsed.get(url)
@@ -62,6 +66,7 @@ def load(bed: str) -> Bed:
         b.bodies[url] = docbed.rewrite((site.path / path).read_bytes(), PORT, present)
     for url, body in b.bodies.items():
         page = parse_page(body, url, TOKEN)
+        b.docs[url], b.contexts[url] = extract_page(body, url, "text/html")
         page.links = [
             link for link in page.links if link.url.split("/")[2] in hosts and "#" not in link.url
         ]
@@ -79,8 +84,11 @@ class Run:
         return [int(docbed.is_relevant(topic, u)) for u in self.order]
 
 
-def crawl(bed: Bed, topic: docbed.Topic, strategy: str, budget: int, seed: int = 0) -> Run:
-    """One replayed crawl: ``strategy`` is bfs, random, keyword or focused."""
+def crawl(
+    bed: Bed, topic: docbed.Topic, strategy: str, budget: int, seed: int = 0, contexts: bool = True
+) -> Run:
+    """One replayed crawl: ``strategy`` is bfs, random, keyword or focused; ``contexts``: the
+    text around each link is given to the prioritiser (as the real crawl does)."""
     run = Run(strategy)
     focus = Focus.from_options(strategy, topic.query, None, seed=seed)
     heap: list[tuple[float, int, str, int]] = []
@@ -101,12 +109,13 @@ def crawl(bed: Bed, topic: docbed.Topic, strategy: str, budget: int, seed: int =
         body = bed.bodies.get(url)
         if body is None:
             continue  # a 404 on the bed: a fetch that found nothing
-        score = focus.score_page(url, body, "text/html", depth)
+        score = focus.score_page(url, bed.docs[url])
         page = bed.parsed[url]
-        fresh = ParsedPage(links=[lk for lk in page.links if lk.url not in seen])
+        fresh = [lk for lk in page.links if lk.url not in seen]
         if url == bed.portal and seed:  # replays differ by the order the sites are listed in
-            random.Random(seed).shuffle(fresh.links)
-        items = focus.link_items(url, fresh, depth + 1, score)
+            random.Random(seed).shuffle(fresh)
+        around = bed.contexts[url] if contexts else None
+        items = focus.link_items(url, fresh, depth + 1, score, around)
         for u, prio in items:
             if u in seen:
                 continue
@@ -175,12 +184,16 @@ def show(topic: docbed.Topic, name: str, runs: list[Run]) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    ap.add_argument("--bed", choices=("tune", "heldout", "slice"), default="tune")
+    ap.add_argument("--bed", choices=("tune", "heldout", "second", "slice"), default="tune")
     ap.add_argument("--topics", default="")
     ap.add_argument("--fetches", type=int, default=1000)
     ap.add_argument("--strategies", default="bfs,random,keyword,focused")
     ap.add_argument("--replays", type=int, default=1, help="mean of N portal orders")
+    ap.add_argument("--no-contexts", action="store_true", help="anchor and URL only")
+    ap.add_argument("--prior", default="", help="PRIOR_WEIGHTS to try, comma-separated")
     args = ap.parse_args()
+    if args.prior:
+        prioritizer.PRIOR_WEIGHTS = tuple(float(w) for w in args.prior.split(","))
     t0 = time.perf_counter()
     bed = load(args.bed)
     print(f"{len(bed.bodies)} pages loaded in {time.perf_counter() - t0:.1f} s")
@@ -191,7 +204,10 @@ def main() -> int:
         if wanted and topic.name not in wanted:
             continue
         for s in strategies:
-            runs = [crawl(bed, topic, s, args.fetches, seed) for seed in range(args.replays)]
+            runs = [
+                crawl(bed, topic, s, args.fetches, seed, not args.no_contexts)
+                for seed in range(args.replays)
+            ]
             show(topic, s, runs)
         show(topic, "oracle", [oracle(bed, topic, args.fetches)])
     return 0

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections import deque
 from pathlib import Path
+from typing import Any
 
 import nuggets
 import pytest
@@ -114,6 +116,22 @@ def test_topic_prior_ranks_links_before_anything_is_learned() -> None:
 
 
 @pytest.mark.unit
+def test_text_around_a_link_is_learned_when_given() -> None:
+    """``contexts`` (bench/focus_sim.py gives them): the words around a link are features
+    of their own, so the model learns from them; without them only anchor and URL count."""
+    root_url = "http://d.test/"
+    ctx = "see the smtp client notes for sending mail"
+    for contexts, grows in ((None, False), ({"http://d.test/a.html": ctx}, True)):
+        focus = Focus.from_options("focused", "email, smtp", None)
+        root = focus.score_page(root_url, _doc(root_url, b"<p>hub</p>"))
+        page = _page(("http://d.test/a.html", "notes"), ("http://d.test/b.html", "notes"))
+        focus.link_items(root_url, page, 1, root, contexts)
+        with_ctx = focus._features["http://d.test/a.html"].hashed
+        plain = focus._features["http://d.test/b.html"].hashed
+        assert (len(with_ctx) > len(plain)) is grows
+
+
+@pytest.mark.unit
 def test_keyword_strategy_never_learns_and_focused_rescores_early() -> None:
     body = b"<title>smtplib</title><body><h1>smtplib SMTP client</h1>" + b"smtp email " * 30
     for strategy, learns in (("keyword", False), ("focused", True)):
@@ -155,7 +173,7 @@ async def test_defer_ratio_keeps_poor_sites_waiting_for_a_better_one(tmp_path: P
         entry = await f.pop_url("good.test", t0)
         assert entry is not None and entry.url.endswith("/a")
         await f.finish(entry.url, "stored")
-        await f.release("good.test", HostState("good.test", last_start=t0, next_allowed=t0 + 5))
+        await f.release("good.test", answered("good.test", t0))
         # good.test waits 5 s on its delay with a 0.8 URL; poor.test is free with 0.1
         got = await f.lease(t0 + 1)
         assert got.key == expected
@@ -173,8 +191,54 @@ async def drain_one(f: SqliteFrontier, key: str, now: float) -> bool:
     if entry is None:
         return False
     await f.finish(entry.url, "stored")
-    await f.release(key, HostState(key, last_start=now, next_allowed=now + 5))
+    await f.release(key, answered(key, now))
     return True
+
+
+def answered(key: str, now: float, **state: Any) -> HostState:
+    """A site that answered a request started at ``now``; its next turn is 5 s later."""
+    host = HostState(key, last_start=now, next_allowed=now + 5, response_times_s=deque([0.01]))
+    for name, value in state.items():
+        setattr(host, name, value)
+    return host
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"consecutive_failures": 1},  # its last request failed (robots.txt out of reach)
+        {"backoff_factor": 2.0},  # backing off
+        {"parked_until": 1000.0 + 3600, "retry_after_until": 1000.0 + 3600},  # parked
+        {"consecutive_refusals": 1},  # it refused
+        {"response_times_s": deque()},  # never answered (a name that does not resolve)
+    ],
+)
+async def test_defer_ratio_ignores_sites_that_fail(tmp_path: Path, state: dict[str, Any]) -> None:
+    """The better URL is at a site that cannot be asked soon: the poor site is not held back
+    for it (a crawl whose best links point at failing hosts keeps its pace); once the
+    failing site answers normally again, it counts again."""
+    t0 = 1000.0
+    f = SqliteFrontier.open(tmp_path / "s.sqlite", defer_ratio=0.5)
+    await f.add([
+        UrlEntry("http://good.test/a", "good.test", priority=0.9),
+        UrlEntry("http://good.test/b", "good.test", priority=0.8),
+        UrlEntry("http://poor.test/a", "poor.test", priority=0.1),
+        UrlEntry("http://poor.test/b", "poor.test", priority=0.1),
+    ])  # fmt: skip
+    assert (await f.lease(t0)).key == "good.test"
+    entry = await f.pop_url("good.test", t0)
+    assert entry is not None
+    await f.push_back(entry)  # it failed: to try again later
+    await f.release("good.test", answered("good.test", t0, **state))
+    assert (await f.lease(t0 + 1)).key == "poor.test"
+    assert await drain_one(f, "poor.test", t0 + 1)
+    # good.test's turn comes, and it answers normally: the poor site waits for it again
+    assert (await f.lease(t0 + 3600)).key == "good.test"
+    assert await drain_one(f, "good.test", t0 + 3600)
+    got = await f.lease(t0 + 3601)
+    assert got.key is None and got.wake == t0 + 3605
+    await f.store.close()
 
 
 @pytest.mark.unit

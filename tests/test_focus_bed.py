@@ -75,8 +75,8 @@ def crawl(tmp: Path, port: int, strategy: str, topic: docbed.Topic) -> list[str]
     urls = []
     with (out / "log" / "requests.jsonl").open() as fh:
         for line in fh:
-            url = json.loads(line)["url"]
-            if not url.endswith("/robots.txt"):
+            url = json.loads(line).get("url")  # None: a run's header line
+            if url and not url.endswith("/robots.txt"):
                 urls.append(url)
     return urls
 

@@ -55,6 +55,7 @@ def samples(tmp: Path, web: TestWeb, frontier: str, crawl_id: str) -> dict[str, 
     exclude = tmp / "never.txt"
     exclude.write_text("nowhere.example\n")
     state = tmp / "shared-state.sqlite"
+    items = tmp / "items.csv"
     resolve = web.resolve_arg()
     out = tmp / "out"
 
@@ -104,6 +105,7 @@ def samples(tmp: Path, web: TestWeb, frontier: str, crawl_id: str) -> dict[str, 
         s("relevance", "nuggets:railway_pages", "nuggets:railway_pages", "relevance",
           "nuggets:railway_pages"),
         s("handler", "nuggets:titles", "nuggets:titles", "handler", "nuggets:titles"),
+        s("items", str(items), str(items), "items_file", str(items)),
         s("target-relevant", "40", 40, "target_relevant", 40),
         s("max-queue", "900", 900, "max_queue", 900),
         s("max-wait", "120", 120, "max_wait_s", 120),
@@ -118,6 +120,7 @@ def samples(tmp: Path, web: TestWeb, frontier: str, crawl_id: str) -> dict[str, 
         s("no-progress", None, True, "progress", False),
         s("extract", "text,markdown", ["text", "markdown"], "extract", ["text", "markdown"]),
         s("metrics", "127.0.0.1:0", "127.0.0.1:0", "metrics", "127.0.0.1:0"),
+        s("purpose", "ai-train", "ai-train", "purpose", "ai-train"),
     ]  # fmt: skip
     names = [sample.cli[0][2:] for sample in table]
     return dict(zip(names, table, strict=True))

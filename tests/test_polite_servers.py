@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from redis_server import redis_url  # noqa: F401  (fixture)
 
+from politecrawl.storage.logs import read_jsonl
+
 pytestmark = pytest.mark.e2e
 
 HERE = Path(__file__).parent
@@ -134,7 +136,7 @@ def test_one_request_at_a_time_per_server_ip_with_a_gap(tmp_path: Path, processe
     assert max_in_flight(rows) == 2  # one per server: the rule is per IP, not global
     if processes == "2":  # each server's names were crawled by both processes
         logs = sorted((tmp_path / "out" / "log").glob("requests*.jsonl"))
-        keys = [{json.loads(x)["key"] for x in p.read_text().splitlines()} for p in logs]
+        keys = [{r["key"] for r in read_jsonl(p)} for p in logs]
         assert len(keys) == 2
         for ks in keys:
             assert {k.split(".", 1)[1] for k in ks} == {"one.test", "two.test"}
@@ -242,5 +244,5 @@ def test_a_site_that_refuses_is_paused_then_given_up(tmp_path: Path) -> None:
     assert sorted(lost) == ["deny.x.test", "slow429.x.test"]
     assert all(x["state"] == "given_up" and "refused" in x["reason"] for x in lost.values())
     assert p.stderr.count("given up") == 3 and p.stderr.count("paused for") == 2
-    req_log = [json.loads(x) for x in (tmp_path / "out" / "log" / "requests.jsonl").open()]
+    req_log = read_jsonl(tmp_path / "out" / "log" / "requests.jsonl")
     assert sum(r["outcome"] == "dropped:site_refused" for r in req_log) == 2

@@ -19,7 +19,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.demo.accesslog import politeness_violations
 from politecrawl.demo.web import TestWeb
-from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.logs import iter_log_records, read_jsonl
 
 pytestmark = pytest.mark.e2e
 
@@ -56,8 +56,9 @@ def _warc_responses(out: Path) -> list[str]:
     for path in (out / "warc").glob("*.warc.gz"):
         with path.open("rb") as fh:
             for rec in ArchiveIterator(fh, check_digests=True):
-                if rec.rec_type == "response":
-                    urls.append(rec.rec_headers.get_header("WARC-Target-URI"))
+                uri = rec.rec_headers.get_header("WARC-Target-URI")
+                if rec.rec_type == "response" and not uri.endswith("/robots.txt"):
+                    urls.append(uri)  # (each robots.txt answer is archived too)
     return urls
 
 
@@ -65,7 +66,7 @@ def _each_site_in_one_process(out: Path, web: TestWeb) -> None:
     """Both processes made requests, and each site's requests all came from one of them."""
     logs = sorted((out / "log").glob("requests*.jsonl"))
     assert [p.name for p in logs] == ["requests.jsonl", "requests@1.jsonl"]
-    sites = [{json.loads(x)["key"] for x in p.read_text().splitlines()} for p in logs]
+    sites = [{r["key"] for r in read_jsonl(p)} for p in logs]
     assert sites[0] and sites[1] and not sites[0] & sites[1]
     assert sites[0] | sites[1] <= set(web.hosts)
 

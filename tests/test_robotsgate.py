@@ -14,6 +14,7 @@ from politecrawl.engine.losses import Losses
 from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.sqlite import SqliteFrontier
 from politecrawl.polite import politeness
+from politecrawl.polite.usage import Purpose, UsageBook
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.robots.gate import ROBOTS_GIVE_UP, Held, next_url
 
@@ -45,6 +46,7 @@ async def gate(tmp_path: Path, urls: list[str], now: float) -> tuple[Any, Sqlite
         robots=RobotsCache(frontier.store, 86400.0, retry),
         token="testbot",
         losses=Losses(),
+        usage=UsageBook(Purpose.SEARCH, "testbot"),
     )
     assert (await frontier.lease(now)).key == KEY
     return ctx, frontier

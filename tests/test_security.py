@@ -298,7 +298,7 @@ async def test_redirect_to_loopback_refused_end_to_end(
 _OUTPUT = re.compile(
     r"\.lock|state\.sqlite(-wal|-shm|-journal)?|summary\.json|seeds\.txt|focus\.json|pages\.jsonl|seen\.bloom|"
     r"log/links\.jsonl|log/traps\.jsonl|continuity\.sqlite(-wal|-shm|-journal)?|log/rules\.jsonl|"
-    r"log/requests\.jsonl|log/robots\.jsonl|warc/politecrawl-\d{14}-\d+-\d{5}\.warc\.gz"
+    r"log/requests\.jsonl|log/robots\.jsonl|warc/politecrawl-\d{14}-\d+-\d{5}\.(warc\.gz|cdxj)"
 )
 
 

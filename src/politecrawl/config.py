@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import tomllib
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
@@ -226,6 +227,8 @@ class CrawlConfig:
     topic: str | None = None
     relevance: str | None = None  # "package.module:function", a Document -> [0, 1] callable
     handler: str | None = None  # "package.module:function", a page handler (items.jsonl)
+    # where the handler's items go (None: OUT/items.jsonl); .csv, .json or .jsonl by its name
+    items_file: Path | None = field(default=None, metadata=option("items"))
     target_relevant: int | None = None
     max_queue: int | None = None
     max_wait_s: float = MAX_WAIT_S  # a site due this long goes before better-ranked ones
@@ -248,6 +251,8 @@ class CrawlConfig:
     extract: tuple[str, ...] = ()
     # HOST:PORT where /metrics is served while crawling (metrics); None: not served
     metrics: str | None = None
+    # what the pages will be used for, resolved against the owners' statements (polite.usage)
+    purpose: Literal["search", "ai-input", "ai-train", "archive"] = "search"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extract", parse_extract(self.extract))
@@ -258,6 +263,12 @@ class CrawlConfig:
         # canonical once, whatever their source (``Seeds`` pass as they are: a replace() or a
         # seeds file does not do it again)
         object.__setattr__(self, "seeds", canonical_seeds(self.seeds))
+        items = self.items_file
+        if items is not None and items.suffix not in (".jsonl", ".json", ".csv"):
+            raise ConfigError(
+                f"--items {self.items_file}: the name must end in .jsonl, .json or .csv "
+                "(the format is chosen by it)"
+            )
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency must be >= 1, got {self.concurrency}")
         if not 1 <= self.processes <= 256:
@@ -292,6 +303,10 @@ class CrawlConfig:
         _positive("--max-wait", self.max_wait_s)
         if self.defer_ratio is not None and not 0.0 <= self.defer_ratio <= 1.0:
             raise ConfigError(f"--defer-ratio must be in [0, 1], got {self.defer_ratio}")
+        if self.purpose not in ("search", "ai-input", "ai-train", "archive"):
+            raise ConfigError(
+                f"--purpose must be search, ai-input, ai-train or archive, got {self.purpose!r}"
+            )
         if self.strategy is not None and self.strategy not in (
             "bfs",
             "random",
@@ -363,23 +378,32 @@ def check_shared_crawl(frontier_url: str, crawl_id: str | None) -> None:
 
 def read_seeds(path: Path) -> tuple[str, ...]:
     """One URL a line, ``#`` comments; each must be an http(s) URL: canonical ``Seeds``
-    (``urls.canonical.canonical_seeds``, the one place seeds are canonicalised)."""
+    (``urls.canonical.canonical_seeds``, the one place seeds are canonicalised). ``-`` is
+    standard input (``--seeds -``: URLs piped in)."""
+    if str(path) == "-":
+        return seed_lines(sys.stdin.read(), "<stdin>")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"seeds file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read seeds file {path}: {exc}") from None
+    return seed_lines(text, str(path))
+
+
+def seed_lines(text: str, where: str) -> tuple[str, ...]:
+    """The seed URLs of ``text`` (one a line, ``#`` comments), canonical; ``where`` names
+    their source (a file, ``<stdin>``) in errors."""
     seeds: list[str] = []
-    where: list[str] = []
+    places: list[str] = []
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if line:
             seeds.append(line)
-            where.append(f"{path}:{lineno}")
+            places.append(f"{where}:{lineno}")
     if not seeds:
-        raise ConfigError(f"seeds file {path} holds no URL")
-    return canonical_seeds(seeds, where)
+        raise ConfigError(f"seeds file {where} holds no URL")
+    return canonical_seeds(seeds, places)
 
 
 def read_lines_file(path: Path, what: str) -> tuple[str, ...]:

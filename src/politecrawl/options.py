@@ -132,12 +132,19 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     (
         "defer-ratio",
         float,
-        "focused: a site whose best URL scores below this share of the best queued anywhere "
+        "focused: a site whose best URL scores below this share of the best queued at a "
+        "site that can be asked now or soon (not one that fails, backs off or is parked) "
         "waits while that one waits on its delay (0.5; 0 = any free site)",
     ),
     ("topic", str, "what the crawl looks for, e.g. 'steam locomotives, steam trains'"),
     ("relevance", str, "your nugget function 'package.module:function' (Document -> 0..1)"),
     ("handler", str, "your page handler 'package.module:function' (Page -> dicts, items.jsonl)"),
+    (
+        "items",
+        Path,
+        "where the handler's items go (default OUT/items.jsonl): a name ending .csv or .json "
+        "writes CSV or one JSON array, .jsonl JSON lines",
+    ),
     ("target-relevant", int, "stop after this many relevant pages"),
     ("max-queue", int, "frontier cap: beyond it the lowest-priority URLs are dropped"),
     ("max-wait", float, "a site due this many seconds goes before better-ranked ones (300)"),
@@ -165,6 +172,13 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         str,
         "HOST:PORT: serve Prometheus /metrics there while crawling (a bare port binds "
         "127.0.0.1; --processes N: one endpoint for the whole crawl)",
+    ),
+    (
+        "purpose",
+        str,
+        "what the pages are for: search | ai-input | ai-train | archive (default search); "
+        "a page whose owner refuses it (robots.txt Content-Usage/Content-Signal, tdmrep.json, "
+        "headers, meta, noai) is fetched but not kept (docs/politeness.md)",
     ),
 ]
 
@@ -297,8 +311,8 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
 
 def _field_value(name: str, value: Any, negate: bool) -> Any:
     """An option's value as its field holds it: files read, lists made tuples."""
-    if name == "seeds":
-        return read_seeds(Path(value))
+    if name == "seeds":  # a file (- for stdin), or URLs already read (``crawl URL ...``)
+        return tuple(value) if isinstance(value, list | tuple) else read_seeds(Path(value))
     if name == "allow":
         return read_lines_file(Path(value), "allow-list")
     if name == "exclude_file" and not Path(value).is_file():

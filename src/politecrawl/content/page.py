@@ -31,7 +31,7 @@ import asyncio
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from multidict import CIMultiDict, CIMultiDictProxy
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -84,6 +84,9 @@ class Page:
     links_cut: int = 0
     depth_cut_at: int | None = None
     document: Document | None = None  # what the nugget function reads
+    # (name, content) of the meta elements that state use preferences (robots, tdm-*)
+    usage_metas: list[tuple[str, str]] = field(default_factory=list)
+    usage: dict[str, Any] | None = None  # the preferences in force (``polite.usage``)
     _followed: list[Link] | None = field(default=None, repr=False)
     _extracts: dict[str, Extract] | None = field(default=None, repr=False)
 
@@ -214,6 +217,7 @@ def read_page(
         links_cut=parsed.links_cut,
         depth_cut_at=cut,
         document=doc,
+        usage_metas=parsed.usage_metas,
     )
 
 

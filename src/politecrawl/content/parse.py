@@ -59,6 +59,8 @@ class ParsedPage:
     depth_cut_at: int | None = None
     text: str = ""  # visible text (scripts and styles removed), for fingerprints
     base: str = ""  # what relative links resolve against (<base href> or the page's URL)
+    # meta elements that speak of use (robots, ours, tdm-*): ``polite.usage`` reads them
+    usage_metas: list[tuple[str, str]] = field(default_factory=list)
 
 
 def build_tree(text: str) -> tuple[LexborHTMLParser, int | None]:
@@ -103,6 +105,8 @@ def parse_tree(
             elif tag == "link" and "canonical" in (attrs.get("rel") or "").lower().split():
                 page.canonical = join(url, attrs.get("href") or "")
     directives = page_directives.from_meta(metas, product_token)
+    usage_names = {"robots", "tdm-reservation", "tdm-policy", product_token.lower()}
+    page.usage_metas = [(n, c) for n, c in metas if n.strip().lower() in usage_names]
     if header_directives is not None:
         directives = page_directives.merge(directives, header_directives)
     page.directives = directives

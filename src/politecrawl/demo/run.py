@@ -23,6 +23,7 @@ from politecrawl.demo.accesslog import load_access_log, politeness_violations
 from politecrawl.demo.web import TestWeb
 from politecrawl.engine.crawler import Crawler
 from politecrawl.errors import PolitecrawlError
+from politecrawl.options import write_config
 
 _SEED = 7
 
@@ -70,7 +71,9 @@ async def run_demo(out: Path, hosts: int, pages: int, min_delay_s: float) -> dic
             exclude_check_s=1.0,
             robots_ttl_s=3600.0,
         )
-        summary = (await Crawler(cfg).run()).to_json()
+        crawler = Crawler(cfg)
+        write_config(cfg)  # as `crawl` does: the settings are part of the output
+        summary = (await crawler.run()).to_json()
     finally:
         with contextlib.suppress(ProcessLookupError):
             proc.terminate()

@@ -35,6 +35,9 @@ from politecrawl.urls.filters import (
 from politecrawl.urls.traps import TrapHook, UrlSpaces
 
 HOST_URLS = "host_urls:"  # counter prefix: URLs admitted per host (--max-urls-per-host)
+# refusals an option can lift (--scope, --allow, --exclude-file): remembered for a resume
+LIFTABLE = frozenset({DropReason.OUT_OF_SCOPE, DropReason.EXCLUDED})
+RefusedRow = tuple[str, str, int, int, int, float]  # url, reason, depth, hops, kind, priority
 
 
 class Router(Protocol):
@@ -134,6 +137,7 @@ class Admission:
         *,
         ip_rule: bool = False,
         router: Router | None = None,
+        remember_refused: Callable[[Sequence[RefusedRow]], None] | None = None,
     ) -> None:
         self.frontier = frontier
         # --processes N: the URLs of other processes' sites go to them (``partition``)
@@ -147,6 +151,9 @@ class Admission:
         self.rewrite = rewrite  # learned duplicate-URL rules (continuity): variants never fetched
         self.key_mode: Literal["host", "domain", "ip"] = key_mode
         self.counters = counters
+        # where refusals an option can lift are remembered (``Backend.refusals``), so a
+        # resumed crawl whose options lift them admits them again (``readmit``)
+        self.remember_refused = remember_refused
 
     async def admit(
         self,
@@ -178,6 +185,7 @@ class Admission:
         fresh = set(await self.store.unseen([u for u, _ in items]))
         counters["already_seen"] += len(items) - len(fresh)
         refused: list[str] = []
+        liftable: list[RefusedRow] = []
         entries: list[UrlEntry] = []
         key_mode = self.key_mode
         for url, priority in items:
@@ -190,6 +198,8 @@ class Admission:
                 counters[why[0].value] += 1
                 if why[1]:
                     counters[f"{why[0].value}:{why[1]}"] += 1
+                if why[0] in LIFTABLE:
+                    liftable.append((url, why[0].value, depth, hops, kind, priority))
                 continue
             self.gate.admitted(url, counters, source)
             if key_mode == "ip" and self.ip_of is not None:
@@ -198,19 +208,50 @@ class Admission:
             else:
                 key = politeness_key(url, key_mode)
             entries.append(UrlEntry(url, key, depth, hops, priority=priority, kind=kind))
-        if self.ip_rule and self.ip_of is not None and entries:
-            # one lookup per origin of the batch, together; each is cached by ``ip_of``
-            firsts = {origin_of(e.url): e.url for e in reversed(entries)}
-            found = await asyncio.gather(*(self.ip_of(u) for u in firsts.values()))
-            ips = dict(zip(firsts, found, strict=True))
-            for e in entries:
-                e.ip = ips[origin_of(e.url)] or ""
+        await self._with_ips(entries)
+        if liftable and self.remember_refused is not None:
+            self.remember_refused(liftable)
         if refused:
             await self.store.mark_seen(refused)
         added = await self.frontier.add(entries) if entries else []
         queued = {e.url for e, ok in zip(entries, added, strict=True) if ok}
         counters["queued"] += len(queued)
         return queued
+
+    async def readmit(
+        self,
+        rows: Sequence[tuple[str, int, int, int, float]],
+        requeue: Callable[[Sequence[UrlEntry]], Awaitable[int]],
+    ) -> list[str]:
+        """Pass ``(url, depth, hops, kind, priority)`` refused before through the gate again,
+        the seen-set aside (they are in it); those that pass go to ``requeue``. Returns them."""
+        entries = []
+        for url, depth, hops, kind, priority in rows:
+            if self.gate.refusal(url, kind) is None:
+                self.gate.admitted(url, self.counters)
+                entries.append(await self._entry(url, depth, hops, priority, kind))
+        await self._with_ips(entries)
+        if entries:
+            self.counters["queued"] += await requeue(entries)
+        return [e.url for e in entries]
+
+    async def _entry(self, url: str, depth: int, hops: int, priority: float, kind: int) -> UrlEntry:
+        if self.key_mode == "ip" and self.ip_of is not None:
+            # many host names on one server share one politeness key: its address
+            key = politeness_key(url, "ip", await self.ip_of(url))
+        else:
+            key = politeness_key(url, self.key_mode)
+        return UrlEntry(url, key, depth, hops, priority=priority, kind=kind)
+
+    async def _with_ips(self, entries: list[UrlEntry]) -> None:
+        """The IP rule: each entry carries its host's address (one lookup per origin of the
+        batch, together; each is cached by ``ip_of``)."""
+        if self.ip_rule and self.ip_of is not None and entries:
+            firsts = {origin_of(e.url): e.url for e in reversed(entries)}
+            found = await asyncio.gather(*(self.ip_of(u) for u in firsts.values()))
+            ips = dict(zip(firsts, found, strict=True))
+            for e in entries:
+                e.ip = ips[origin_of(e.url)] or ""
 
     def _canonical(self, items: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
         out: list[tuple[str, float]] = []

@@ -37,10 +37,11 @@ from politecrawl.handler import PageHandler, load_handler
 from politecrawl.net.fetch import Fetcher
 from politecrawl.polite.exclusions import NeverCrawlList
 from politecrawl.polite.politeness import robots_retry_base_s
+from politecrawl.polite.usage import Purpose, UsageBook
 from politecrawl.robots.cache import RobotsCache
-from politecrawl.storage import JsonlLog, WarcWriter
+from politecrawl.storage import JsonlLog, WarcWriter, log_time
 from politecrawl.storage.outlock import OutputLock
-from politecrawl.storage.sinks import ContentLog, ItemsLog, PagesLog, Sink
+from politecrawl.storage.sinks import ContentLog, ItemsCsv, ItemsJson, ItemsLog, PagesLog, Sink
 from politecrawl.tools.dashboard import Dashboard
 from politecrawl.urls.canonical import origin_of, politeness_key
 from politecrawl.version import __version__
@@ -83,7 +84,11 @@ class CrawlContext:
         self.on_page = on_page or (load_handler(config.handler) if config.handler else None)
         self.token = config.fetch.product_token
         out = config.out_dir
-        out.mkdir(parents=True, exist_ok=True)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "log").mkdir(exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create the output folder {out}: {exc.strerror}") from exc
         # one live crawl per folder; released by Crawler._finish (a partition's supervisor
         # holds it for the partitions)
         self.lock: OutputLock | _Held = _Held() if partition is not None else OutputLock(out)
@@ -131,6 +136,17 @@ class CrawlContext:
         }
         log = out / "log"
         self.request_log = JsonlLog(log / self.tagged("requests.jsonl"), **logs)
+        # what this run is for, first in the request log: a complaint is answered from it
+        self.request_log.write(
+            {
+                "time": log_time(self.clock()),
+                "record": "header",
+                "user_agent": config.fetch.user_agent,
+                "purpose": config.purpose,
+            }
+        )
+        self.usage = UsageBook(Purpose(config.purpose), self.token)
+        self.refusing_sites: set[str] = set()  # origins whose whole site refuses the purpose
         self.robots_log = JsonlLog(log / self.tagged("robots.jsonl"), **logs)
         self.warc = WarcWriter(
             out / "warc",
@@ -147,7 +163,7 @@ class CrawlContext:
         self.pages_log = JsonlLog(out / self.tagged("pages.jsonl"), **logs)
         self.sinks: list[Sink] = [PagesLog(self.pages_log)]
         if self.on_page is not None:
-            self.sinks.append(ItemsLog(JsonlLog(out / self.tagged("items.jsonl"), **logs)))
+            self.sinks.append(self._items_sink(logs))
         self.sinks += sinks
         self.keep_tree = len(self.sinks) > 1  # a handler or a user's sink sees the whole tree
         if config.extract:  # reads page.text, not the tree
@@ -182,7 +198,22 @@ class CrawlContext:
             self.continuity.rewrite,  # learned duplicate-URL rules: variants never fetched
             ip_rule=config.politeness.ip_min_delay_s is not None,
             router=self.partition,
+            remember_refused=kept.note_refused if (kept := self.frontier.refusals) else None,
         )
+
+    def _items_sink(self, logs: dict[str, Any]) -> Sink:
+        """``--items``: JSON lines (rotated like the logs), CSV or JSON, by the file's name."""
+        path = self.cfg.items_file or self.cfg.out_dir / "items.jsonl"
+        path = path.with_name(self.tagged(path.name))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.suffix == ".csv":
+                return ItemsCsv(path)
+            if path.suffix == ".json":
+                return ItemsJson(path)
+        except OSError as exc:
+            raise StorageError(f"cannot write the items to {path}: {exc.strerror}") from exc
+        return ItemsLog(JsonlLog(path, **logs))
 
     async def rescore(self) -> None:
         """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""

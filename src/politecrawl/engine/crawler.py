@@ -23,6 +23,7 @@ from politecrawl.engine.admission import Admission
 from politecrawl.engine.context import CrawlContext
 from politecrawl.engine.journal import Summary, summary_of, write_summary
 from politecrawl.engine.partition import IDLE_POLL_S, Partition
+from politecrawl.engine.readmit import resume
 from politecrawl.engine.signals import stop_on_signals
 from politecrawl.engine.turn import take_turn
 from politecrawl.errors import FrontierError, StorageError
@@ -51,7 +52,7 @@ class Crawler:
     ``config.relevance``/``config.topic``. ``sinks``: more destinations for the kept pages
     and items, beside ``pages.jsonl`` and ``items.jsonl`` (``sinks.Sink``). ``frontier``:
     the queues and store to crawl from (``frontier.Backend``), instead of the ones
-    ``config`` names (``frontier.factory.make_frontier``).
+    ``config`` names (``frontier.factory.make_frontier``). ``notify``: what a resume says.
     """
 
     def __init__(
@@ -64,6 +65,7 @@ class Crawler:
         sinks: Iterable[Sink] = (),
         frontier: Backend | None = None,
         partition: Partition | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.cfg = config  # (its seeds canonical: ``CrawlConfig`` makes them so, once)
         self.clock = clock
@@ -72,6 +74,7 @@ class Crawler:
         self._stopped_by = "done"
         self._started = 0.0
         self.fatal: str | None = None
+        self.notify, self.nothing_left = notify or log.info, False  # see ``readmit.resume``
         self.ctx = CrawlContext(
             config,
             clock=clock,
@@ -145,11 +148,6 @@ class Crawler:
         ctx.counters.update(await ctx.store.counters())
         self._flushed = Counter(ctx.counters)
         ctx.admission.gate.restore_host_counts(ctx.counters)
-        refetch = ctx.frontier.refetches
-        if refetch:
-            log.info(
-                "resuming: %d URLs were in flight at the last stop and will be re-fetched", refetch
-            )
         tasks: set[asyncio.Task[None]] = set()
         last_flush = time.monotonic()
         if self.cfg.progress and sys.stderr.isatty():
@@ -161,6 +159,7 @@ class Crawler:
             if part is not None and (outbox := ctx.frontier.outbox) is not None:
                 await part.open(ctx.admission, outbox, self._wake.set, self._storage_failed)
             await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
+            self.nothing_left = await resume(ctx, self.notify) and part is None
             with stop_on_signals(self._stop.is_set, self.stop):
                 while not self._stop.is_set():
                     now = self.clock()

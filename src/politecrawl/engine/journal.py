@@ -63,6 +63,11 @@ class Summary:
     queued_left: int
     counters: dict[str, int]
     stopped_by: str
+    # pages fetched but not kept, their owner refusing the purpose, and URLs not fetched
+    # because the whole site refuses it (polite.usage)
+    reserved: int = 0
+    reserved_sites: int = 0
+    robots_absent: int = 0  # robots.txt 4xx (RFC 9309 2.3.1.3: allow all): not an error
     # each site parked or given up (``losses.Losses.report``): exit code 3 when not empty
     sites_lost: list[dict[str, Any]] = field(default_factory=list)
 
@@ -87,12 +92,15 @@ def summary_of(
         excluded=c[DropReason.EXCLUDED.value],
         extension_filtered=c[DropReason.EXTENSION.value],
         redirects=c["redirects"],
-        errors={k[6:]: v for k, v in sorted(c.items()) if k.startswith("error:")},
+        errors={k[6:]: v for k, v in sorted(c.items()) if k.startswith("error:") and v},
         hosts=c["hosts_contacted"],
         seconds=round(seconds, 3),
         queued_left=queued_left,
         counters={k: v for k, v in sorted(c.items()) if not k.startswith(HOST_URLS)},
         stopped_by=stopped_by,
+        reserved=c["reserved"],
+        reserved_sites=c[DropReason.RESERVED_SITE.value],
+        robots_absent=c["robots:none"],
         sites_lost=sites_lost or [],
     )
 

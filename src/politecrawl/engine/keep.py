@@ -9,6 +9,7 @@ prefix of what happened. Sitemaps and redirect targets also leave through the ga
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,8 @@ from politecrawl.focus.strategy import PageScore
 from politecrawl.frontier import SITEMAP, UrlEntry
 from politecrawl.handler import run_handler
 from politecrawl.net.fetch import FetchResult
-from politecrawl.storage.sinks import ItemRecord, Kept, PageRecord
+from politecrawl.polite.usage import Usage
+from politecrawl.storage.sinks import ItemRecord, Kept, PageRecord, PagesLog
 from politecrawl.storage.warc import Capture, PackedExchange, payload_digest
 from politecrawl.urls.canonical import host_of, join, origin_of
 
@@ -59,6 +61,10 @@ async def store_page(
     log's outcome and, with ``--recrawl``, when the page is due again."""
     counters, focus = ctx.counters, ctx.focus
     page, sim, packed = await read_page(ctx, entry, res)
+    usage = await judge_usage(ctx, entry.url, page)
+    page.usage = usage.to_json()
+    if usage.refused:
+        return await keep_reserved(ctx, entry, res, page, usage)
     score = focus.score_page(entry.url, page.document)
     page.relevance = score.relevance
     etag, modified = res.header("etag"), res.header("last-modified")
@@ -85,7 +91,7 @@ async def store_page(
         counters["duplicates"] += 1
         counters[f"duplicates:{host_of(entry.url)}"] += 1
         if not (page.directives.noindex or page.directives.noarchive):
-            record_id = archive(ctx, entry.url, res, seen.original, packed, digest)
+            record_id = archive(ctx, entry.url, res, seen.original, packed, digest, page.usage)
         page.follow([])
         kept = "duplicate"
     elif page.directives.noindex:
@@ -95,7 +101,7 @@ async def store_page(
             counters["noarchive"] += 1
             kept = "noarchive"
         else:
-            record_id = archive(ctx, entry.url, res, seen.original, packed, digest)
+            record_id = archive(ctx, entry.url, res, seen.original, packed, digest, page.usage)
             kept = "stored"
         counters["stored"] += 1
         if etag or modified:
@@ -103,6 +109,8 @@ async def store_page(
     items: list[dict[str, Any]] = []
     if ctx.on_page is not None and kept in ("stored", "noarchive"):
         items, error = await run_handler(ctx.on_page, page, record_id)
+        for item in items:  # what the owner said travels with the data
+            item.setdefault("usage", page.usage)
         counters["items"] += len(items)
         counters["handler_errors"] += error is not None
     outlinks = await admit_links(ctx, entry, res, page, score)
@@ -118,6 +126,33 @@ async def store_page(
     if seen.duplicate_of is not None:
         return f"duplicate:{seen.duplicate_of}", seen.next_due
     return ("stored" if not page.directives.noindex else "dropped:noindex"), seen.next_due
+
+
+async def judge_usage(ctx: CrawlContext, url: str, page: Page) -> Usage:
+    """What the owner says about this page's use, against the crawl's purpose: robots.txt's
+    copy in force at the fetch, tdmrep.json, the response's headers, the page's meta."""
+    origin = origin_of(url)
+    rules = ctx.robots.current(origin) or await ctx.robots.rules_for(origin, ctx.clock())
+    return ctx.usage.for_page(origin, url, rules, page.headers, page.usage_metas)
+
+
+async def keep_reserved(
+    ctx: CrawlContext, entry: UrlEntry, res: FetchResult, page: Page, usage: Usage
+) -> tuple[str, float | None]:
+    """A page whose owner refuses the crawl's purpose: no WARC record, no text, no handler,
+    only a ``reserved`` row saying why; its links are followed (the statements govern use,
+    not crawling). Returns the request log's outcome, ``reserved:<sources>``."""
+    ctx.counters["reserved"] += 1
+    for source in usage.sources:
+        ctx.counters[f"reserved:{source}"] += 1
+    score = ctx.focus.score_page(entry.url, page.document)  # for the links' priorities only
+    outlinks = await admit_links(ctx, entry, res, page, score)
+    record = PageRecord(page, "reserved", fetched_at=res.started, priority=entry.priority,
+                        outlinks=outlinks)  # fmt: skip
+    for sink in ctx.sinks:
+        if isinstance(sink, PagesLog):  # a user's sink keeps pages: it never sees this one
+            sink.write(record)
+    return f"reserved:{'+'.join(usage.sources)}", None
 
 
 async def admit_links(
@@ -166,6 +201,7 @@ def archive(
     original: Capture | None,
     packed: PackedExchange | None = None,
     digest: str | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> str | None:
     """The response (``packed`` already, if a worker built it), or a revisit record when
     ``original`` holds these very bytes; returns the record id that holds the page's
@@ -178,6 +214,11 @@ def archive(
         original = ctx.warc.write_exchange(res, digest)
     if original is not None:
         ctx.continuity.stored(url, original)
+        if usage is not None:  # the preferences in force at the fetch, beside the capture
+            ctx.warc.write_metadata(url, res.started, original.record_id, [
+                ("purpose", str(usage["purpose"])),
+                ("usage", json.dumps(usage, ensure_ascii=False, separators=(",", ":"))),
+            ])  # fmt: skip
         return original.record_id
     return None
 

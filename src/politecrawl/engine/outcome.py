@@ -18,6 +18,7 @@ body slower than --min-rate                Drop(TOO_SLOW), never retried; counts
                                            the site as a failure
 cut by the crawl's own stop (--max-time)   Retry, blameless: not an attempt, back on resume
 private / loopback target                  Drop(ADDRESS_REFUSED)
+no such host (DNS NXDOMAIN)                Drop(NO_SUCH_HOST), never retried
 broken transfer coding (bad chunk size)    Drop(BAD_CHUNKING) at once, never retried
 =========================================  =======================================
 
@@ -40,7 +41,8 @@ status) and ``classify_robots`` (a fetch), for the crawler, ``robotscache`` and 
 3xx otherwise (too many hops, no Location) NO_RULES (stored as 404: "unavailable")
 4xx but 429                                NO_RULES: allow all
 429, 5xx, network failure, other           UNREACHABLE: disallow all, ask again with backoff
-private / loopback target, invalid URL     UNFETCHABLE: nothing of the origin can be fetched
+private / loopback target, invalid URL,    UNFETCHABLE: nothing of the origin can be fetched
+no such host (DNS NXDOMAIN)
 =========================================  =======================================
 """
 
@@ -73,6 +75,7 @@ class DropReason(enum.StrEnum):
     BAD_REDIRECT = "bad_redirect"
     RETRIES_EXHAUSTED = "retries_exhausted"
     ADDRESS_REFUSED = "address_refused"
+    NO_SUCH_HOST = "no_such_host"  # DNS: the name does not exist (a typo, a dead domain)
     BAD_ENCODING = "bad_encoding"
     BAD_CHUNKING = "bad_chunking"  # a chunk-size line that is not hex (RFC 9112 7.1)
     NOINDEX = "noindex"
@@ -81,6 +84,8 @@ class DropReason(enum.StrEnum):
     TLS_CERTIFICATE = "tls:certificate"  # the certificate did not verify
     TLS_HANDSHAKE = "tls:handshake"  # another TLS failure (protocol, cipher, ...)
     TOO_SLOW = "too_slow"  # the body came slower than --min-rate: a drip, cut
+    # robots.txt or tdmrep.json refuses the crawl's purpose for the whole site (polite.usage)
+    RESERVED_SITE = "reserved_site"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +121,7 @@ TRANSIENT = frozenset({"dns", "connect", "timeout"})  # retried over hours (Heri
 _DROPPED_ERRORS = {
     "address_refused": DropReason.ADDRESS_REFUSED,
     "invalid_url": DropReason.INVALID_URL,
+    "no_such_host": DropReason.NO_SUCH_HOST,
     "bad_encoding": DropReason.BAD_ENCODING,
     "bad_chunking": DropReason.BAD_CHUNKING,
     "tls:certificate": DropReason.TLS_CERTIFICATE,
@@ -247,7 +253,7 @@ def outcome_label(outcome: Outcome) -> str:
 
 # -- robots.txt (RFC 9309 2.3.1) ----------------------------------------------------------------
 ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
-_UNFETCHABLE = frozenset({"address_refused", "invalid_url"})
+_UNFETCHABLE = frozenset({"address_refused", "invalid_url", "no_such_host"})
 
 
 class RobotsOutcome(enum.StrEnum):

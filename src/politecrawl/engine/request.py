@@ -31,8 +31,11 @@ async def request(
     *,
     html_only: bool,
     extra_headers: dict[str, str] | None = None,
+    robots: bool = False,
 ) -> FetchResult:
-    """One request under the key's lease: politeness bookkeeping and counts around it."""
+    """One request under the key's lease: politeness bookkeeping and counts around it.
+    ``robots``: a robots.txt, whose 4xx (but 429) only says there is none (RFC 9309
+    2.3.1.3): counted as ``robots:none`` by the robots step, not as an error."""
     cfg = ctx.cfg.politeness
     if host.last_start == 0.0:
         ctx.counters["hosts_contacted"] += 1
@@ -43,7 +46,8 @@ async def request(
     res = await ctx.fetcher.fetch(url, html_only=html_only, extra_headers=extra_headers)
     politeness.record_end(host, ctx.clock())  # the next gap counts from here
     ctx.counters["requests"] += 1
-    if res.status is not None and res.status >= 400:
+    absent = robots and res.status is not None and 400 <= res.status < 500 and res.status != 429
+    if res.status is not None and res.status >= 400 and not absent:
         ctx.counters[f"error:http_{res.status}"] += 1
     if res.error is not None:
         ctx.counters[f"error:{res.error}"] += 1

@@ -20,10 +20,14 @@ text around each link, which the link prioritiser uses as a feature.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -335,15 +339,60 @@ class EmbeddingScorer:
         return min(1.0, max(0.0, cos))
 
 
-def load_callable(spec: str, *, what: str = "nugget function") -> NuggetFunction:
-    """Import ``"pkg.module:function"`` (or ``pkg.module:Class.attr``); ``ConfigError`` if bad."""
-    module_name, sep, attr_path = spec.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise ConfigError(f"{what} {spec!r}: expected 'package.module:function'")
+def _user_module(name: str) -> object:
+    """The user's module, as ``python -m`` and ``scrapy runspider`` users expect to find it:
+    a file path (``./extract.py``), an installed module, or a module in the current folder
+    (the ``politecrawl`` command does not put that folder on ``sys.path`` by itself)."""
+    if name.endswith(".py") or "/" in name or os.sep in name:
+        path = Path(name).resolve()
+        if not path.is_file():
+            raise ConfigError(f"no such file: {name}")
+        if str(path.parent) not in sys.path:
+            sys.path.append(str(path.parent))  # its own imports of files beside it work too
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"cannot load {name} as Python")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules.setdefault(path.stem, module)
+        spec.loader.exec_module(module)
+        return module
+    top = name.split(".", 1)[0]
     try:
-        obj: object = importlib.import_module(module_name)
-    except Exception as exc:  # ImportError, or the module failing while it loads
-        raise ConfigError(f"{what} {spec!r}: cannot import {module_name}: {exc}") from exc
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        if exc.name != top or here in sys.path:
+            raise ConfigError(_not_found(name, exc, here)) from None
+    sys.path.append(here)  # not installed: the current folder, as `python -m` would look
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        sys.path.remove(here)
+        raise ConfigError(_not_found(name, exc, here)) from None
+
+
+def _not_found(name: str, exc: ModuleNotFoundError, here: str) -> str:
+    first = name.replace(".", "/")
+    return (
+        f"cannot import {name}: {exc} (looked in the installed packages and in the current "
+        f"folder {here}; give its file instead, e.g. ./{first}.py:function, or set PYTHONPATH)"
+    )
+
+
+def load_callable(spec: str, *, what: str = "nugget function") -> NuggetFunction:
+    """Import ``"pkg.module:function"``, ``"path/file.py:function"`` (or ``...:Class.attr``);
+    ``ConfigError`` if bad."""
+    module_name, sep, attr_path = spec.rpartition(":")
+    if not sep or not module_name or not attr_path:
+        raise ConfigError(
+            f"{what} {spec!r}: expected 'package.module:function' or 'path/to/file.py:function'"
+        )
+    try:
+        obj: object = _user_module(module_name)
+    except ConfigError as exc:
+        raise ConfigError(f"{what} {spec!r}: {exc}") from None
+    except Exception as exc:  # the module failing while it loads
+        raise ConfigError(f"{what} {spec!r}: cannot import {module_name}: {exc!r}") from exc
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)

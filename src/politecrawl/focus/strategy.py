@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,9 +134,17 @@ class Focus:
 
     # -- links ----------------------------------------------------------------------------
     def link_items(
-        self, source_url: str, links: list[Link], depth: int, score: PageScore
+        self,
+        source_url: str,
+        links: list[Link],
+        depth: int,
+        score: PageScore,
+        contexts: Mapping[str, str] | None = None,
     ) -> list[tuple[str, float]]:
-        """(url, priority) for the links of a page that are to be followed."""
+        """(url, priority) for the links of a page that are to be followed. ``contexts``: the
+        text around each link (``relevance.extract_page``), as learned words of their own
+        (``link_features``); the real crawl gives none: measured in bench/focus_sim.py, they
+        gained nothing on the tuning beds (docs/focus.md)."""
         links = [link for link in links if not link.nofollow]
         if self.strategy == "random":
             return [(link.url, self._rng.random()) for link in links]
@@ -155,6 +164,7 @@ class Focus:
             f = link_features(
                 link.url,
                 link.anchor,
+                contexts.get(link.url) if contexts is not None else None,
                 source_url=source_url,
                 source_relevance=src_rel,
                 distance=score.distance,

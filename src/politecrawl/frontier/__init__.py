@@ -163,6 +163,25 @@ class Outbox(Protocol):
     def outbox_rows(self) -> list[tuple[int, int, bytes]]: ...
 
 
+class Refusals(Protocol):
+    """URLs refused for a reason an option decides, kept so that a resumed crawl whose
+    options lift the reason admits them again (``engine.readmit``)."""
+
+    def note_refused(self, rows: Sequence[tuple[str, str, int, int, int, float]]) -> None:
+        """``(url, reason, depth, hops, kind, priority)`` the gate refused."""
+        ...
+
+    def refused_rows(self) -> list[tuple[str, str, int, int, int, float]]: ...
+    def forget_refused(self, urls: Sequence[str]) -> None: ...
+    def finished_as(self, outcome: str) -> list[tuple[str, int, int, int, float]]:
+        """``(url, depth, hops, kind, priority)`` of the URLs finished with ``outcome``."""
+        ...
+
+    async def requeue(self, entries: Sequence[UrlEntry]) -> int:
+        """Queue these again, whatever the seen-set says; how many."""
+        ...
+
+
 class Backend(Frontier, QueueUpkeep, Protocol):
     """A backend as ``frontier.factory.make_frontier`` opens it: the queues with their upkeep,
     and their store."""
@@ -171,6 +190,12 @@ class Backend(Frontier, QueueUpkeep, Protocol):
     def outbox(self) -> Outbox | None:
         """Where a partition keeps the links it sends (None: this backend cannot be
         partitioned over processes; a shared frontier is shared already)."""
+        ...
+
+    @property
+    def refusals(self) -> Refusals | None:
+        """Where refusals an option can lift are kept (None: not kept; a shared crawl keeps
+        its scope with the crawl)."""
         ...
 
     @property
@@ -190,6 +215,7 @@ __all__ = [
     "Lease",
     "Outbox",
     "QueueUpkeep",
+    "Refusals",
     "RobotsRecord",
     "UrlEntry",
 ]

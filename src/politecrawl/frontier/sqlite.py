@@ -39,10 +39,10 @@ from typing import Any, Protocol
 
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError
-from politecrawl.frontier import Lease, Outbox, UrlEntry
+from politecrawl.frontier import Lease, Outbox, Refusals, UrlEntry
 from politecrawl.frontier.sqlitestore import SqliteStore
 from politecrawl.polite import politeness
-from politecrawl.polite.politeness import HostState, IpGate
+from politecrawl.polite.politeness import HostState, IpGate, only_its_turn
 
 WINDOW = 32
 _COLS = "url, key, depth, hops, attempt, not_before, priority, kind, seq"
@@ -104,6 +104,20 @@ class SqliteFrontier:
     def outbox(self) -> Outbox:
         """The store keeps a partition's outgoing links (``engine.partition``)."""
         return self.store
+
+    @property
+    def refusals(self) -> Refusals:
+        """Refusals an option can lift are kept here (``engine.readmit``)."""
+        return self
+
+    def note_refused(self, rows: Sequence[tuple[str, str, int, int, int, float]]) -> None:
+        self.store.note_refused(rows)
+
+    def refused_rows(self) -> list[tuple[str, str, int, int, int, float]]:
+        return self.store.refused_rows()
+
+    def forget_refused(self, urls: Sequence[str]) -> None:
+        self.store.forget_refused(urls)
 
     @classmethod
     def open(cls, path: Path, **options: Any) -> SqliteFrontier:
@@ -172,6 +186,44 @@ class SqliteFrontier:
                 self._push_ready(key)
             return
         self._schedule(key, max(self.store.host_now(key).next_allowed, e.not_before))
+
+    async def requeue(self, entries: Sequence[UrlEntry]) -> int:
+        """Queue again URLs refused before for a reason an option now lifts (``readmit``):
+        finished ones go back to the queue, gate refusals (seen, never stored) are inserted,
+        whatever the seen-set says. Returns how many were queued."""
+        n = 0
+        execute = self._db.execute
+        for e in entries:
+            seq = self.store.next_seq()
+            cur = execute(
+                "UPDATE urls SET state=0, attempt=0, outcome=NULL, not_before=0, seq=?, key=? "
+                "WHERE url=? AND state=2",
+                (seq, e.key, e.url),
+            )
+            if cur.rowcount != 1:
+                cur = execute(
+                    "INSERT OR IGNORE INTO urls VALUES (?,?,?,?,?,?,0,NULL,?,?,?)",
+                    (e.url, e.key, e.depth, e.hops, 0, 0.0, e.priority, e.kind, seq),
+                )
+                if cur.rowcount != 1:
+                    continue
+            if e.url not in self.seen:
+                self.seen.add(e.url)
+            if e.ip and e.key not in self._ip_of:
+                self._ip_of[e.key] = e.ip
+                execute("INSERT OR IGNORE INTO key_ips VALUES (?,?)", (e.key, e.ip))
+            self._note_queued(e, seq)
+            n += 1
+        return n
+
+    def finished_as(self, outcome: str) -> list[tuple[str, int, int, int, float]]:
+        """``(url, depth, hops, kind, priority)`` of the URLs finished with ``outcome``."""
+        return list(
+            self._db.execute(
+                "SELECT url, depth, hops, kind, priority FROM urls WHERE state=2 AND outcome=?",
+                (outcome,),
+            )
+        )
 
     async def push_back(self, entry: UrlEntry, *, front: bool = False) -> None:
         """A URL of a leased key to try later (retry, or after robots.txt)."""
@@ -313,26 +365,43 @@ class SqliteFrontier:
         if self.defer_ratio:
             heapq.heappush(self._best_heap, (-prio, key))
 
-    def _best_anywhere(self) -> float | None:
-        """The best queued URL's priority over all keys: ready, waiting or leased."""
+    def _best_anywhere(self, now: float) -> float | None:
+        """The best queued URL's priority over the keys that can be asked now or soon: ready,
+        in flight or waiting for their ordinary turn (``politeness.only_its_turn``). A key
+        that fails, backs off or is parked leaves the heap here and comes back when its
+        state may have changed: released after a turn, due again, or a new best URL."""
         h = self._best_heap
-        while h and (self._best.get(h[0][1]) != -h[0][0] or not self._pending.get(h[0][1])):
-            heapq.heappop(h)
+        while h:
+            negp, key = h[0]
+            if self._best.get(key) != -negp or not self._pending.get(key):
+                heapq.heappop(h)  # stale
+            elif not only_its_turn(self.store.host_now(key), now):
+                heapq.heappop(h)  # benched (see _rebench)
+            else:
+                break
         if len(h) > 4 * len(self._best) + 1024:  # stale entries: rebuild
             self._best_heap = h = [(-p, k) for k, p in self._best.items() if self._pending.get(k)]
             heapq.heapify(h)
+            return self._best_anywhere(now)
         return -h[0][0] if h else None
 
-    def _not_worth_it(self, prio: float) -> bool:
+    def _rebench(self, key: str) -> None:
+        """The key's state may have changed (a turn ended, it is due): compare it again."""
+        if self.defer_ratio and self._pending.get(key) and key in self._best:
+            heapq.heappush(self._best_heap, (-self._best[key], key))
+
+    def _not_worth_it(self, prio: float, now: float) -> bool:
         """``defer_ratio`` (``--defer-ratio``): a ready key whose best URL is below this share
-        of the best queued anywhere waits while that better URL waits on its own site's
-        delay or turn, as links from unproductive sites "aren't crawled unless there's
-        nothing else to do" (../shared/seeds/004). A page budget is then spent on the best
-        URLs known, at the cost of time; ``max_wait_s`` still bounds every site's wait.
-        Only for priorities >= 0 (the focused strategies' scores)."""
+        of the best queued at a site that can be asked now or soon waits while that better
+        URL waits on its own site's delay or turn, as links from unproductive sites "aren't
+        crawled unless there's nothing else to do" (../shared/seeds/004). A page budget is
+        then spent on the best URLs known, at the cost of time; ``max_wait_s`` still bounds
+        every site's wait. Sites that fail, back off or are parked are no reference: the
+        crawl keeps its pace when its best links point at hosts that fail. Only for
+        priorities >= 0 (the focused strategies' scores)."""
         if not self.defer_ratio or prio < 0:
             return False
-        best = self._best_anywhere()
+        best = self._best_anywhere(now)
         return best is not None and prio < self.defer_ratio * best
 
     def _push_ready(self, key: str) -> None:
@@ -350,6 +419,7 @@ class SqliteFrontier:
             when, key = heapq.heappop(th)
             if self._scheduled.get(key) == when and key not in self._ready_prio:
                 self._push_ready(key)
+                self._rebench(key)
                 self._ready_since[key] = now  # (a key queued long after its `when` waited less)
                 self._overdue.append((now, key))
         fifo = self._overdue
@@ -375,7 +445,7 @@ class SqliteFrontier:
             if self._ready_prio.get(key) != -negp:
                 heapq.heappop(ready)
                 continue  # stale
-            if (self._leased or self._time_heap) and self._not_worth_it(-negp):
+            if (self._leased or self._time_heap) and self._not_worth_it(-negp, now):
                 # the best ready one is not worth a request now: none is; the better URL's
                 # key is in flight or waiting on its delay
                 self._deferring = True
@@ -482,6 +552,7 @@ class SqliteFrontier:
         self.store.save_host(state)
         if self._pending.get(key):
             self._schedule(key, max(state.next_allowed, self._earliest_not_before(key)))
+            self._rebench(key)
         else:
             self._pending.pop(key, None)
             self._window.pop(key, None)

@@ -45,6 +45,10 @@ CREATE TABLE IF NOT EXISTS pages(
 CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS key_ips(key TEXT PRIMARY KEY, ip TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS outbox(seq INTEGER PRIMARY KEY, peer INT NOT NULL, batch BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS refused(
+    url TEXT PRIMARY KEY, reason TEXT NOT NULL, depth INT NOT NULL, hops INT NOT NULL,
+    kind INT NOT NULL, priority REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 # Host knowledge: in the crawl's own file, or in a --state file shared across crawls/segments.
@@ -194,6 +198,17 @@ class SqliteStore:
         for u in urls:
             if u not in self.seen:
                 self.seen.add(u)
+
+    # -- refusals an option can lift (scope, allow-list, never-crawl list): ``readmit`` --
+    def note_refused(self, rows: Sequence[tuple[str, str, int, int, int, float]]) -> None:
+        """``(url, reason, depth, hops, kind, priority)`` of URLs the gate refused."""
+        self.db.executemany("INSERT OR IGNORE INTO refused VALUES (?,?,?,?,?,?)", rows)
+
+    def refused_rows(self) -> list[tuple[str, str, int, int, int, float]]:
+        return list(self.db.execute("SELECT * FROM refused"))
+
+    def forget_refused(self, urls: Sequence[str]) -> None:
+        self.db.executemany("DELETE FROM refused WHERE url=?", [(u,) for u in urls])
 
     # -- site states and robots -----------------------------------------------------------
     async def host(self, key: str) -> HostState:

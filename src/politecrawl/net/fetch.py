@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -417,12 +418,34 @@ def _cut_reason(exc: BaseException) -> str:
     return "disconnect"
 
 
+# getaddrinfo's answers that mean the name does not exist (DNS NXDOMAIN, or no address):
+# permanent, unlike EAI_AGAIN (SERVFAIL, a timeout, no server reachable), which is transient
+_NO_SUCH_NAME = frozenset(
+    getattr(socket, n) for n in ("EAI_NONAME", "EAI_NODATA", "EAI_ADDRFAMILY") if hasattr(socket, n)
+)
+
+
+def _dns_error(host: str, err: object) -> tuple[str, str]:
+    """A failed lookup in the crawler's words (aiohttp's says ``ssl:default`` for http too):
+    ``no_such_host`` when the name does not exist, ``dns`` when the lookup failed."""
+    if isinstance(err, socket.gaierror) and err.errno in _NO_SUCH_NAME:
+        return "no_such_host", f"no such host: {host} (DNS says the name does not exist)"
+    return "dns", f"DNS lookup of {host} failed: {_why(err, None)}"
+
+
+def _why(err: object, exc: BaseException | None) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    return str(err or exc)
+
+
 def _classify_error(exc: BaseException) -> tuple[str, str]:
     """Map aiohttp/OS errors to a short kind for the outcome table.
 
-    ``address_refused``: the guard refused every address. ``dns``: the name did not
-    resolve. ``tls:certificate``: the server's certificate did not verify; ``tls:handshake``:
-    another TLS failure. ``connect``: no TCP connection (refused, unreachable). ``timeout``:
+    ``address_refused``: the guard refused every address. ``no_such_host``: the name does
+    not exist (NXDOMAIN). ``dns``: the lookup failed (SERVFAIL, timeout: may pass).
+    ``tls:certificate``: the server's certificate did not verify; ``tls:handshake``: another
+    TLS failure. ``connect``: no TCP connection (refused, unreachable). ``timeout``:
     connect, read or total timeout. ``protocol``: the server's bytes are not valid HTTP/1.x
     (status line, headers, chunking, a body shorter than its Content-Length). ``network``:
     the connection broke (reset, closed before any response). ``invalid_url``: not fetchable.
@@ -437,8 +460,8 @@ def _classify_error(exc: BaseException) -> tuple[str, str]:
         if isinstance(inner, Refused):
             return "address_refused", str(inner)
         if isinstance(exc, aiohttp.ClientConnectorDNSError):
-            return "dns", detail
-        return "connect", detail
+            return _dns_error(exc.host, inner)
+        return "connect", f"cannot connect to {exc.host} port {exc.port}: {_why(inner, exc)}"
     if isinstance(exc, Refused):
         return "address_refused", str(exc)
     if isinstance(exc, TimeoutError):  # includes aiohttp.ServerTimeoutError

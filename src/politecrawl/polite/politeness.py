@@ -210,6 +210,22 @@ def is_parked(state: HostState, now: float) -> bool:
     return state.parked_until > now
 
 
+def only_its_turn(state: HostState, now: float) -> bool:
+    """Whether the site waits for nothing but its ordinary turn: it has answered before, its
+    last request did not fail or refuse, and it is not backing off, told to retry after, or
+    parked. Only such sites can be asked now or soon; the budget policy (``--defer-ratio``)
+    holds other sites back for their URLs and for no other, or a crawl whose best links
+    point at hosts that fail (names that do not resolve, robots.txt out of reach) stalls."""
+    return (
+        bool(state.response_times_s)
+        and state.consecutive_failures == 0
+        and state.consecutive_refusals == 0
+        and state.backoff_factor <= 1.0
+        and state.retry_after_until <= now
+        and state.parked_until <= now
+    )
+
+
 def in_penalty_box(state: HostState, now: float) -> bool:
     """Slowed down by the site itself (a 429/503's doubled delay, or a Retry-After still
     running), not parked: what ``--metrics`` counts as ``sites{state="penalty_box"}``."""
@@ -272,3 +288,23 @@ def robots_retry_s(base_s: float, failures: int) -> float:
     """The wait before asking an unreachable robots.txt again: ``base_s`` doubled per failure
     in a row (RFC 9309 2.3.1.4: disallow all meanwhile)."""
     return retry_backoff_s(failures, base_s)
+
+
+def fastest_gap_s(cfg: PolitenessConfig) -> float:
+    """The shortest mean time between two requests to one site: the floor plus the jitter's
+    mean, or the server address's gap if longer (a Crawl-delay, slow answers or backoff only
+    make it longer)."""
+    return max(cfg.min_delay_s + cfg.jitter_s / 2, cfg.ip_min_delay_s or 0.0)
+
+
+def least_time_s(pages: int, sites: int, cfg: PolitenessConfig) -> float:
+    """The least time ``pages`` pages spread evenly over ``sites`` sites take: each site's
+    robots.txt first, then one request per gap (the sites in parallel)."""
+    per_site = -(-pages // max(1, sites))  # ceil
+    return per_site * fastest_gap_s(cfg)
+
+
+def most_pages(seconds: float, sites: int, cfg: PolitenessConfig) -> int:
+    """The most pages ``sites`` sites can give in ``seconds`` (after each one's robots.txt)."""
+    gap = fastest_gap_s(cfg)
+    return max(0, sites * int(seconds // gap)) if gap > 0 else -1

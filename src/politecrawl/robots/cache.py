@@ -144,6 +144,12 @@ class RobotsCache:
         hit = self._parsed.get(origin)
         return (hit.fetched_at if hit else 0.0) + self._retry_after(hit.failures if hit else 1)
 
+    def current(self, origin: str) -> RobotsRules | None:
+        """The rules last read for ``origin``, fresh or not: the copy in force when a page
+        fetched under it is judged (aipref-attach-04 §3.3)."""
+        hit = self._parsed.get(origin)
+        return hit.rules if hit is not None else None
+
     def status(self, origin: str) -> int:
         """Status of the copy in force (as last returned by ``rules_for``)."""
         hit = self._parsed.get(origin)

@@ -29,8 +29,10 @@ from politecrawl.engine.outcome import (
     robots_usable,
 )
 from politecrawl.engine.request import request
+from politecrawl.errors import StorageError
 from politecrawl.frontier import UrlEntry
 from politecrawl.polite import politeness
+from politecrawl.robots.rules import RobotsRules
 from politecrawl.urls.canonical import host_of, origin_of, robots_url
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("politecrawl")
 
+TDMREP_PATH = "/.well-known/tdmrep.json"
 ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the origin's URLs are dropped
 MAX_HELD_PER_TURN = 64  # URLs of unreachable origins set aside in one turn, at most
 
@@ -73,6 +76,10 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             continue
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
+            if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
+                # asked enough (its retry time passed while the site's delay ran): it goes
+                await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
+                continue
             await ctx.frontier.push_back(entry, front=True)
             await fetch_robots(ctx, origin, host)
             return Held(made_request=True)
@@ -93,6 +100,21 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
         if not allowed:
             await drop(ctx, entry, DropReason.ROBOTS)
             continue
+        if not ctx.usage.tdmrep_known(origin):  # once per origin, as robots.txt: page waits
+            await ctx.frontier.push_back(entry, front=True)
+            if await fetch_tdmrep(ctx, origin, host, rules):
+                return Held(made_request=True)
+            continue  # not asked (robots.txt disallows it): the page may go now
+        refusal = ctx.usage.site_refusal(origin, url, rules)
+        if refusal is not None:  # the owner refuses the purpose site-wide: not even fetched
+            if origin not in ctx.refusing_sites:
+                ctx.refusing_sites.add(origin)
+                log.info(
+                    "%s refuses %s for the whole site (%s): its pages are not fetched",
+                    origin, ctx.cfg.purpose, ", ".join(refusal.sources),
+                )  # fmt: skip
+            await drop(ctx, entry, DropReason.RESERVED_SITE)
+            continue
         return entry
     return Held(made_request=False)
 
@@ -102,14 +124,36 @@ async def drop(ctx: CrawlContext, entry: UrlEntry, reason: DropReason) -> None:
     await ctx.frontier.finish(entry.url, f"dropped:{reason.value}")
 
 
+async def fetch_tdmrep(
+    ctx: CrawlContext, origin: str, host: politeness.HostState, rules: RobotsRules
+) -> bool:
+    """``/.well-known/tdmrep.json`` (TDMRep §6.1), once per origin, under the site's own lease
+    and delay like robots.txt, and logged; True if a request was made (robots.txt may
+    disallow it: then the site has no file for us)."""
+    target = origin + TDMREP_PATH
+    if not rules.is_allowed(ctx.token, target):
+        ctx.usage.record_tdmrep(origin, None, b"")
+        return False
+    res = await request(ctx, host, target, html_only=False)
+    label = ctx.usage.record_tdmrep(origin, res.status, res.body)
+    ctx.counters[label] += 1
+    log_request(ctx, res, label, 1, host)
+    return True
+
+
 async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostState) -> None:
     """robots.txt under the site's own lease and delay; redirects followed up to 5 hops, one
-    per turn (the chain is in the store, so any worker continues it)."""
+    per turn (the chain is in the store, so any worker continues it). Every answer is kept
+    in the WARC (request and response records) as well as in ``log/robots.jsonl``."""
     target, hops = ctx.robots.pending_redirect(origin) or (robots_url(origin + "/"), 0)
-    res = await request(ctx, host, target, html_only=False)
+    res = await request(ctx, host, target, html_only=False, robots=True)
     if res.outage or res.error == CUT:  # not the origin's failure: asked again, blameless
         log_request(ctx, res, "retry:outage" if res.outage else CUT, 1, host)
         return
+    try:  # archived as Heritrix and Browsertrix do: what the crawl obeyed is in the WARC
+        ctx.warc.write_exchange(res)
+    except (StorageError, OSError) as exc:
+        ctx.storage_failed(exc)
     answer = classify_robots(res, target, hops)
     if answer.outcome is RobotsOutcome.REDIRECT and answer.target is not None:
         await ctx.robots.record_redirect(origin, answer.target, hops + 1, ctx.clock())

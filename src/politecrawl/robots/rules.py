@@ -60,7 +60,7 @@ from politecrawl.robots.match import (
     request_path,
 )
 
-__all__ = ["RobotsRules", "product_token"]
+__all__ = ["RobotsRules", "UsageLine", "product_token"]
 
 MAX_BYTES: Final = 512_000
 """RFC 9309 §2.5: parse at least 500 KiB; we parse exactly that much."""
@@ -94,16 +94,30 @@ def product_token(user_agent: str) -> str:
     return m.group() if m else ""
 
 
-class _Group:
-    """A group while parsing: its user agents, rules and crawl delay."""
+@dataclass(frozen=True, slots=True)
+class UsageLine:
+    """A ``Content-Usage`` or ``Content-Signal`` line of a group, as written (its meaning is
+    ``polite.usage``'s): draft-ietf-aipref-attach-04 §3 makes Content-Usage a group rule."""
 
-    __slots__ = ("agents", "crawl_delay", "is_global", "rules")
+    key: str  # "content-usage" | "content-signal"
+    line: int
+    value: str
+
+
+_USAGE_KEYS: Final = ("content-usage", "content-signal")
+
+
+class _Group:
+    """A group while parsing: its user agents, rules, crawl delay and usage lines."""
+
+    __slots__ = ("agents", "crawl_delay", "is_global", "rules", "usage")
 
     def __init__(self) -> None:
         self.agents: list[str] = []
         self.is_global = False
         self.rules: list[Rule] = []
         self.crawl_delay: float | None = None
+        self.usage: list[UsageLine] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +126,7 @@ class _Selection:
 
     matcher: Matcher | None
     crawl_delay: float | None
+    usage: tuple[UsageLine, ...] = ()
 
 
 def _parse_delay(value: str) -> float | None:
@@ -240,6 +255,9 @@ class RobotsRules:
                 # Several values for one group: keep the largest (most polite).
                 if group is not None and delay is not None:
                     group.crawl_delay = max(delay, group.crawl_delay or 0.0)
+            elif key.lower() in _USAGE_KEYS and group is not None:
+                in_rules = True  # a rule of the group (aipref-attach §3), as Allow is
+                group.usage.append(UsageLine(key.lower(), number, value))
             # Anything else is an unknown record: it does not end the group (§2.2.4).
         return cls(groups, list(sitemaps))
 
@@ -274,7 +292,10 @@ class RobotsRules:
             groups = self._index[key] if key != "*" else self._global
             rules = sorted((r for g in groups for r in g.rules), key=lambda r: r.line)
             delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
-            selection = _Selection(Matcher(rules) if rules else None, max(delays, default=None))
+            usage = tuple(sorted((u for g in groups for u in g.usage), key=lambda u: u.line))
+            selection = _Selection(
+                Matcher(rules) if rules else None, max(delays, default=None), usage
+            )
             self._by_key[key] = selection
         if len(self._by_ua) < 64:
             self._by_ua[user_agent] = selection
@@ -299,6 +320,10 @@ class RobotsRules:
     def crawl_delay(self, user_agent: str) -> float | None:
         """Crawl-delay in seconds of the group that applies to us, if it sets one."""
         return self._select(user_agent).crawl_delay
+
+    def usage_lines(self, user_agent: str) -> tuple[UsageLine, ...]:
+        """The Content-Usage / Content-Signal lines of the groups that apply to us."""
+        return self._select(user_agent).usage
 
     @property
     def sitemaps(self) -> list[str]:

@@ -246,13 +246,22 @@ def rotated_files(log_dir: Path, stem: str) -> list[Path]:
     return [found[k] for k in sorted(found)]
 
 
-def iter_log_records(log_dir: Path, stem: str) -> Iterator[dict[str, Any]]:
+def iter_log_records(
+    log_dir: Path, stem: str, *, headers: bool = False
+) -> Iterator[dict[str, Any]]:
     """Every complete record of a log, rotated files first, in time order; with
     ``--processes N``, the log of every process (``stem@1``, ...: ``partition.tagged``)
-    merged by time.
+    merged by time. A run's header line (``"record": "header"``: its user agent and
+    purpose) only with ``headers``.
 
     Torn or unparsable lines are skipped: a reader must never fail on a crash's leftovers.
     """
+    for rec in _merged(log_dir, stem):
+        if headers or rec.get("record") != "header":
+            yield rec
+
+
+def _merged(log_dir: Path, stem: str) -> Iterator[dict[str, Any]]:
     stems = [stem]
     with contextlib.suppress(FileNotFoundError):
         tagged = re.compile(rf"^({re.escape(stem)}@\d+)\.")
@@ -291,11 +300,14 @@ def _records(fh: Any) -> Iterator[dict[str, Any]]:
             yield rec
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every complete line of one log file (tests and tools)."""
+def read_jsonl(path: Path, *, headers: bool = False) -> list[dict[str, Any]]:
+    """Every complete line of one log file (tests and tools); a run's header line
+    (``"record": "header"``) only with ``headers``."""
     out = []
     with path.open("rb") as fh:
         for raw in fh:
             if raw.endswith(b"\n"):
-                out.append(json.loads(raw))
+                rec = json.loads(raw)
+                if headers or not (isinstance(rec, dict) and rec.get("record") == "header"):
+                    out.append(rec)
     return out

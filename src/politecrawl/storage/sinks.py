@@ -12,23 +12,42 @@ counted done, as with a failed WARC write); ``close`` is called once at the end.
 
 from __future__ import annotations
 
+import csv
 import json
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from politecrawl.content.page import Page
 from politecrawl.storage import JsonlLog, log_time
 
-__all__ = ["ContentLog", "ItemRecord", "ItemsLog", "PageRecord", "PagesLog", "Record", "Sink"]
+__all__ = [
+    "ITEM_FORMATS",
+    "ContentLog",
+    "ItemRecord",
+    "ItemsCsv",
+    "ItemsJson",
+    "ItemsLog",
+    "PageRecord",
+    "PagesLog",
+    "Record",
+    "Sink",
+]
 
-Kept = Literal["stored", "noarchive", "duplicate"]
+log = logging.getLogger("politecrawl")
+ITEM_FORMATS = (".jsonl", ".json", ".csv")  # --items FILE: the format is the file's suffix
+
+Kept = Literal["stored", "noarchive", "duplicate", "reserved"]
 
 
 @dataclass(frozen=True, slots=True)
 class PageRecord:
     """A page the crawl kept, and how: ``stored`` (a WARC response record, ``warc_record_id``),
     ``noarchive`` (counted as stored, no copy kept: the page asked), ``duplicate`` (a revisit
-    record of ``duplicate_of``, whose payload is the same)."""
+    record of ``duplicate_of``, whose payload is the same). ``reserved``: fetched, but its
+    owner refuses the crawl's purpose (``polite.usage``): nothing of it is kept, and only
+    ``pages.jsonl`` hears of it, with the reason and no text."""
 
     page: Page
     kept: Kept
@@ -71,6 +90,20 @@ class PagesLog:
         if not isinstance(record, PageRecord):
             return
         page = record.page
+        if record.kept == "reserved":  # why, and nothing of the page's content
+            self.log.write(
+                {
+                    "time": log_time(record.fetched_at),
+                    "url": page.url,
+                    "kept": "reserved",
+                    "reserved_by": (page.usage or {}).get("refused_by", []),
+                    "depth": page.depth,
+                    "priority": record.priority,
+                    "outlinks": record.outlinks,
+                    "usage": page.usage,
+                }
+            )
+            return
         self.log.write(
             {
                 "time": log_time(record.fetched_at),
@@ -88,6 +121,7 @@ class PagesLog:
                 "duplicate_of": record.duplicate_of,
                 "near_duplicate_of": record.near_duplicate_of,
                 "changed": record.changed,
+                "usage": page.usage,
             }
         )
 
@@ -111,6 +145,83 @@ class ItemsLog:
 
     def close(self) -> None:
         self.log.close()
+
+
+def _json(item: dict[str, Any]) -> str:
+    return json.dumps(item, ensure_ascii=False, default=str)
+
+
+class ItemsCsv:
+    """``--items FILE.csv`` (Scrapy's ``-o items.csv``): the columns are the first item's keys
+    (on a resume, the file's header); a key a later item adds is left out, said once in the
+    log. Values that are not text or numbers are written as JSON."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._columns: list[str] | None = None
+        if path.exists() and path.stat().st_size:
+            with path.open(newline="", encoding="utf-8") as fh:
+                self._columns = next(csv.reader(fh), None)
+        self._fh = path.open("a", newline="", encoding="utf-8")
+        self._out = csv.writer(self._fh)
+        self._warned: set[str] = set()
+
+    def write(self, record: Record) -> None:
+        if not isinstance(record, ItemRecord):
+            return
+        item = record.item
+        if self._columns is None:
+            self._columns = list(item)
+            self._out.writerow(self._columns)
+        for key in item.keys() - set(self._columns) - self._warned:
+            self._warned.add(key)
+            log.warning("%s: key %r is not a column (the first item's keys): left out; "
+                        "a .json or .jsonl file keeps every key", self.path, key)  # fmt: skip
+        self._out.writerow([_cell(item.get(k)) for k in self._columns])
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def _cell(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float):
+        return "" if value is None else value
+    return _json(value)
+
+
+class ItemsJson:
+    """``--items FILE.json``: one JSON array of the items, valid once the crawl has ended; a
+    resumed crawl continues the same array."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = path.open("a+b")
+        self._fh.seek(0, 2)
+        self._empty = True
+        if self._fh.tell():
+            self._fh.seek(0)
+            text = self._fh.read().rstrip()
+            if text.endswith(b"]"):
+                text = text[:-1].rstrip()
+            self._empty = text in (b"", b"[")
+            self._fh.truncate(0)
+            self._fh.write(text if text else b"[")
+        else:
+            self._fh.write(b"[")
+        self._fh.flush()
+
+    def write(self, record: Record) -> None:
+        if not isinstance(record, ItemRecord):
+            return
+        sep = b"\n" if self._empty else b",\n"
+        self._empty = False
+        self._fh.write(sep + _json(record.item).encode())
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.write(b"\n]\n")
+        self._fh.close()
 
 
 class ContentLog:

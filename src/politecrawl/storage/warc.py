@@ -64,7 +64,7 @@ from isal import isal_zlib
 
 from politecrawl.errors import StorageError
 from politecrawl.net.fetch import FetchResult
-from politecrawl.storage.cdxj import cdxj_line, index_name, index_warc, write_index
+from politecrawl.storage.cdxj import cdxj_line, index_name, index_warc, prepare, write_index
 
 # on the records of an https exchange made with --tls-insecure: the server's certificate was
 # not checked (a WARC 1.1 extension field, section 4: readers ignore fields they don't know)
@@ -161,6 +161,7 @@ class WarcWriter:
         self._fh: io.FileIO | None = None
         self._index: io.FileIO | None = None  # NAME.cdxj, beside the file (cdxj)
         self._broken: str | None = None  # the write error that made the open file suspect
+        prepare()  # the index's one slow import, before any request (``cdxj.prepare``)
         self._name = ""
         self._size = 0
         self.records = 0
@@ -285,6 +286,22 @@ class WarcWriter:
             digest=rec.headers.get("WARC-Payload-Digest"),
         )
         self._append(request + revisit, 2, [(len(request), len(revisit), line)])
+
+    def write_metadata(
+        self, url: str, started: float, refers_to: str, fields: list[tuple[str, str]]
+    ) -> None:
+        """A metadata record (WARC 1.1 §6.6) about the record ``refers_to`` of ``url``:
+        ``application/warc-fields`` lines, e.g. the use preferences in force at the fetch."""
+        self._ready()
+        rec = WarcRecord()
+        rec.init_headers(WarcRecordType.metadata)
+        rec.headers["WARC-Target-URI"] = url
+        rec.headers["WARC-Date"] = _warc_date(started)
+        rec.headers["WARC-Refers-To"] = refers_to
+        rec.headers["Content-Type"] = "application/warc-fields"
+        body = "".join(f"{k}: {' '.join(v.split())}\r\n" for k, v in fields)
+        rec.set_bytes_content(body.encode("utf-8"))
+        self._append(_member(rec), 1)  # not indexed: CDXJ lists captures
 
     def flush(self) -> None:
         """Nothing is buffered (see the module docstring); kept for callers that save in order."""

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from politecrawl.config import validate_user_agent
 from politecrawl.errors import ConfigError
+from politecrawl.polite.usage import PURPOSES
 
 __all__ = ["main_args", "render"]
 
@@ -55,6 +56,14 @@ def _pace(t: str, min_delay_s: float, delay_factor: float) -> str:
     )
 
 
+_USE = {
+    "search": "building a search index that sends readers to your pages",
+    "ai-input": "feeding pages to AI models as input for their answers",
+    "ai-train": "training AI models",
+    "archive": "keeping an archive of the pages as they were",
+}
+
+
 def render(
     user_agent: str,
     contact: str,
@@ -63,10 +72,14 @@ def render(
     *,
     min_delay_s: float = 15.0,
     delay_factor: float = 30.0,
+    declared: str = "search",
 ) -> str:
     """A self-contained HTML page (inline CSS, no scripts); every given value is escaped.
     ``min_delay_s`` and ``delay_factor`` are the crawl's ``--min-delay`` and
-    ``--delay-factor``: the page states the pace the bot really keeps."""
+    ``--delay-factor``: the page states the pace the bot really keeps; ``declared`` its
+    ``--purpose`` (search, ai-input, ai-train, archive), so an owner sees what it is for."""
+    if declared not in PURPOSES:
+        raise ConfigError(f"--purpose must be one of {', '.join(PURPOSES)}, got {declared!r}")
     token = validate_user_agent(user_agent)
     if not _EMAIL.match(contact.strip()):
         raise ConfigError(f"--contact {contact!r} is not an e-mail address")
@@ -126,6 +139,24 @@ group names it. <code>Disallow</code>, <code>Allow</code> (longest match wins) a
 <p>If robots.txt cannot be read because the server answers with an error (5xx) or not at all,
 {t} fetches nothing else from the site until it can.</p>
 
+<h2>What the pages are used for: {escape(declared)}</h2>
+<p>{t} declares its purpose as <code>{escape(declared)}</code> ({escape(_USE[declared])}). It
+reads what you say about the use of your pages and keeps no page whose use for that purpose
+you refuse; such a page's links are still followed, and where you refuse it for the whole
+site, {t} fetches nothing more from it:</p>
+<ul>
+<li>robots.txt <code>Content-Usage</code> (IETF aipref: <code>train-ai=n</code>,
+<code>search=n</code>) and <code>Content-Signal</code> (<code>search</code>,
+<code>ai-input</code>, <code>ai-train</code>), in the group that applies to {t};</li>
+<li>the <code>Content-Usage</code> response header;</li>
+<li>TDMRep: <code>/.well-known/tdmrep.json</code>, the <code>tdm-reservation</code> header and
+<code>&lt;meta name="tdm-reservation"&gt;</code> (a reservation refuses AI training and AI input,
+not search or archiving);</li>
+<li><code>noai</code> in <code>&lt;meta name="robots"&gt;</code> or <code>X-Robots-Tag</code>.</li>
+</ul>
+{_pre(f"User-agent: {token}{chr(10)}Content-Usage: train-ai=n{chr(10)}"
+      f"Content-Signal: search=yes, ai-input=no, ai-train=no")}
+
 <h2>Crawl-delay</h2>
 <p>{t} honours <code>Crawl-delay</code> (in seconds, fractions allowed). For example, at most
 one request every 60 seconds:</p>
@@ -161,11 +192,14 @@ def main_args(args: argparse.Namespace) -> int:
     written to ``--out``. The pace comes from the flags, else the crawl's TOML config, else
     the crawler's defaults."""
     pace: dict[str, float] = {"min_delay": 15.0, "delay_factor": 30.0}
+    declared = "search"
     if getattr(args, "config", None):
         from politecrawl.config import load_toml
 
         for key, value in load_toml(Path(args.config)).items():
-            if key in pace:
+            if key == "purpose":
+                declared = str(value)
+            elif key in pace:
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     raise ConfigError(f"{args.config}: {key.replace('_', '-')} must be a number")
                 pace[key] = float(value)
@@ -174,13 +208,17 @@ def main_args(args: argparse.Namespace) -> int:
             pace[key] = float(getattr(args, key))
     if pace["min_delay"] < 0 or pace["delay_factor"] < 0:
         raise ConfigError("--min-delay and --delay-factor must be >= 0")
+    purpose = args.purpose
+    if purpose in PURPOSES:  # the crawl's declared purpose; other text says why, in words
+        declared, purpose = purpose, None
     page = render(
         args.user_agent or "",
         args.contact or "",
         list(args.ip or []),
-        args.purpose,
+        purpose,
         min_delay_s=pace["min_delay"],
         delay_factor=pace["delay_factor"],
+        declared=declared,
     )
     if args.out:
         out = Path(args.out)

@@ -20,6 +20,7 @@ from politecrawl.config import (
     check_shared_crawl,
     read_lines_file,
     read_seeds,
+    seed_lines,
 )
 from politecrawl.engine import gctune
 from politecrawl.engine.admission import HOST_URLS
@@ -31,6 +32,8 @@ from politecrawl.options import (
     toml_values,
     write_config,
 )
+from politecrawl.tools.examples import add_examples
+from politecrawl.tools.startup import nothing_left, pace
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
         "crawl",
         help="crawl from seed URLs politely",
         description="Crawl from seed URLs; run again on the same --out to resume.",
+    )
+    crawl.add_argument(
+        "urls", nargs="*", metavar="URL", help="seed URLs (besides, or instead of, --seeds)"
     )
     add_crawl_options(crawl)
     demo = sub.add_parser(
@@ -165,7 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     bot.add_argument(
         "--ip", action="append", default=[], help="an address the bot crawls from (repeatable)"
     )
-    bot.add_argument("--purpose", help="why the bot crawls, in a sentence or two")
+    bot.add_argument(
+        "--purpose",
+        help="why the bot crawls, in a sentence or two; or the crawl's declared purpose "
+        "(search, ai-input, ai-train, archive; default: the --config TOML's, else search)",
+    )
     bot.add_argument(
         "--min-delay", type=float, help="the crawl's --min-delay, stated on the page (15)"
     )
@@ -191,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     wacz.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="a crawl's --out folder")
     wacz.add_argument("--output", type=Path, required=True, help="the .wacz file to write")
     wacz.add_argument("--title", help="the package's title (datapackage.json)")
+    add_examples(sub.choices)
     return parser
 
 
@@ -233,6 +244,8 @@ def _print_summary(summary: dict[str, Any], out: Path) -> None:
         "queued_left",
     ):
         print(f"  {name.replace('_', ' '):20} {summary[name]}")
+        if name == "robots_disallowed" and summary.get("robots_absent"):
+            print(f"  {'robots.txt absent':20} {summary['robots_absent']} (404: all allowed)")
     if summary["errors"]:
         print(
             "  errors               " + ", ".join(f"{k} {v}" for k, v in summary["errors"].items())
@@ -382,7 +395,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
-    return _run_crawl(_merge(args), follow=True)
+    values = _merge(args)
+    urls = values.pop("urls", None) or []
+    if urls:  # seeds on the command line, after those of --seeds (a file, or - for stdin)
+        listed = read_seeds(Path(values["seeds"])) if values.get("seeds") else ()
+        values["seeds"] = [*listed, *seed_lines("\n".join(urls), "the command line")]
+    return _run_crawl(values, follow=True)
 
 
 def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
@@ -396,7 +414,9 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         cfg = _join_shared(cfg, values)
     else:
         check_layout(cfg.out_dir, cfg.processes)  # resumed with the processes it was made with
+    print(pace(cfg), flush=True)
     fatal: str | None
+    nothing = False
     if cfg.processes > 1 and not cfg.frontier_url:
         # the sites partitioned over N crawler processes (partition); this one supervises
         write_config(cfg)
@@ -404,11 +424,15 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     else:
         from politecrawl.engine.crawler import Crawler  # (the partitions' supervisor does without)
 
-        crawler = Crawler(cfg)
+        crawler = Crawler(cfg, notify=lambda line: print(line, flush=True))
         write_config(cfg)
         gctune.tune()  # this process is the crawl's: fewer, larger collections (gctune)
         summary = asyncio.run(crawler.run()).to_json()
         fatal = crawler.fatal
+        nothing = crawler.nothing_left and summary["pages_fetched"] > 0
+    if nothing:
+        print(nothing_left(summary, cfg.out_dir))
+        return 0
     _print_summary(summary, cfg.out_dir)
     if fatal:
         print(
@@ -439,6 +463,7 @@ _WHY_NOTHING = (  # counter, what it means to someone who just ran the crawl
         "error:address_refused",
         "refused: a loopback/private address (add --allow-private-addresses)",
     ),
+    ("error:no_such_host", "no such host: the name does not exist in DNS (a typo?)"),
     ("error:dns", "the host name did not resolve"),
     (
         "error:tls:certificate",
@@ -505,8 +530,8 @@ def _tool(module: str) -> Callable[[argparse.Namespace], int]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra:  # `robots SOURCE --user-agent UA URL...`: URLs may follow the options
-        if args.command != "robots" or any(x.startswith("-") for x in extra):
+    if extra:  # `robots SOURCE --user-agent UA URL...`, `crawl URL --out D URL`: URLs anywhere
+        if args.command not in ("robots", "crawl") or any(x.startswith("-") for x in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.urls += extra
     logging.basicConfig(
@@ -535,6 +560,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except PolitecrawlError as exc:
         print(f"politecrawl: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a folder or file the command needs cannot be made or written
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"politecrawl: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

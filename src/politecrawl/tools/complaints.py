@@ -117,7 +117,11 @@ def lookup(
     lo, hi = _as_utc(since), _as_utc(until)
     robots = _robots_versions(log_dir, want)
     rows: list[tuple[datetime, dict[str, Any]]] = []
-    for rec in iter_log_records(log_dir, "requests"):
+    purpose = "search"  # what the run was for: its header line (before any of its requests)
+    for rec in iter_log_records(log_dir, "requests", headers=True):
+        if rec.get("record") == "header":
+            purpose = str(rec.get("purpose") or "search")
+            continue
         url = str(rec.get("url", ""))
         if "://" not in url or not host_matches(host_of(url), want):
             continue
@@ -130,6 +134,7 @@ def lookup(
         }
         if rec.get("error"):
             row["error"] = rec["error"]
+        row["purpose"] = purpose
         row["robots_in_force"] = _in_force(robots.get(origin_of(url)), when)
         rows.append((when, row))
     rows.sort(key=lambda it: it[0])
@@ -261,7 +266,12 @@ def _overview(rows: list[dict[str, Any]]) -> list[str]:
         f"to {_short_time(rows[-1]['time'])}",
         "status: " + ", ".join(f"{s} x{n}" for s, n in sorted(statuses.items())),
         "server addresses contacted: " + (", ".join(ips) if ips else "not recorded"),
+        "the crawl's declared purpose: "
+        + ", ".join(sorted({str(r.get("purpose") or "search") for r in rows})),
     ]
+    reserved = sum(str(r.get("outcome", "")).startswith("reserved:") for r in rows)
+    if reserved:
+        lines.append(f"pages fetched but not kept, your statements refusing that use: {reserved}")
     starts: dict[str, list[datetime]] = defaultdict(list)
     for r in rows:
         when = _record_time(r)

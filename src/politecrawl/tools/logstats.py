@@ -65,12 +65,17 @@ def compute(out_dir: Path) -> dict[str, Any]:
     status: Counter[str] = Counter()
     classes: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
+    reserved: Counter[str] = Counter()  # pages not kept: the owner refuses the purpose
+    purposes: Counter[str] = Counter()
     ext_req: Counter[str] = Counter()
     ext_html: Counter[str] = Counter()
     ext_stored: Counter[str] = Counter()
     hosts: dict[str, _Host] = defaultdict(_Host)
     total, first, last = 0, None, None
-    for rec in iter_log_records(out_dir / "log", "requests"):
+    for rec in iter_log_records(out_dir / "log", "requests", headers=True):
+        if rec.get("record") == "header":  # a run's header: what it was for
+            purposes[str(rec.get("purpose", "search"))] += 1
+            continue
         url = str(rec.get("url", ""))
         code = rec.get("status")
         outcome = str(rec.get("outcome", ""))
@@ -81,6 +86,9 @@ def compute(out_dir: Path) -> dict[str, Any]:
         status[str(code) if code is not None else f"error:{rec.get('error', 'none')}"] += 1
         classes[f"{code // 100}xx" if isinstance(code, int) else "no response"] += 1
         outcomes[outcome] += 1
+        if outcome.startswith("reserved:"):
+            for source in outcome[9:].split("+"):
+                reserved[source] += 1
         h = hosts[_hostname(url)]
         h.requests += 1
         if not isinstance(code, int) or code >= 400 or rec.get("error"):
@@ -128,6 +136,9 @@ def compute(out_dir: Path) -> dict[str, Any]:
         "status_classes": dict(sorted(classes.items())),
         "status": dict(sorted(status.items())),
         "outcomes": dict(outcomes.most_common()),
+        "purposes": dict(purposes.most_common()),
+        "reserved": sum(n for o, n in outcomes.items() if o.startswith("reserved:")),
+        "reserved_by": dict(reserved.most_common()),
         "extensions": extensions,
         "suggested_blocklist_additions": suggest,
         "top_error_hosts": _top(hosts, "errors"),
@@ -233,6 +244,10 @@ def format_text(stats: dict[str, Any]) -> str:
         f"requests, < {_pct(BLOCKLIST_MAX_STORED_SHARE)} stored): "
         + (", ".join(sugg) if sugg else "none"),
     ]
+    purposes = ", ".join(stats.get("purposes", {})) or "search"
+    out += ["", f"Pages fetched but not kept, the owner refusing the purpose ({purposes}): "
+            f"{stats.get('reserved', 0)}"]  # fmt: skip
+    out += [f"  {k:<28} {v:>8}" for k, v in stats.get("reserved_by", {}).items()]
     out += ["", "Hosts with the most errors (4xx, 5xx, no response):"]
     out += [
         f"  {h['host']:<40} {h['errors']:>6} of {h['requests']}" for h in stats["top_error_hosts"]

@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError, LeaseLost
-from politecrawl.frontier import Lease, Outbox, UrlEntry
+from politecrawl.frontier import Lease, Outbox, Refusals, UrlEntry
 from politecrawl.frontier.redis.keys import BATCH, entry_from, entry_json, fnum, text
 from politecrawl.frontier.redis.store import RedisStore, host_of_stored
 from politecrawl.frontier.sqlitestore import host_to_json
@@ -94,6 +94,11 @@ class RedisFrontier:
     @property
     def outbox(self) -> Outbox | None:
         """None: a shared frontier is not partitioned over processes (it is shared already)."""
+        return None
+
+    @property
+    def refusals(self) -> Refusals | None:
+        """None: a shared crawl keeps its scope with the crawl (``seed``), not refusals."""
         return None
 
     @property

@@ -1,0 +1,374 @@
+"""The crawl's declared purpose against what the site's owner says about use: one place decides.
+
+A crawl states what it is for (``--purpose search|ai-input|ai-train|archive``). Owners state
+what their pages may be used for in robots.txt (``Content-Usage``, ``Content-Signal``), in
+``/.well-known/tdmrep.json``, in response headers (``Content-Usage``, ``tdm-reservation``,
+``X-Robots-Tag: noai``) and in the page (``<meta name="tdm-reservation">``, ``<meta
+name="robots" content="noai">``). ``statements`` reads each form; this module turns each into
+a ``Statement`` (which purposes it allows or refuses) and decides, in ``decide``:
+
+* most restrictive wins (draft-ietf-aipref-vocab-07 §5.1): one statement refusing the purpose
+  refuses the page, whatever the others allow;
+* TDMRep is resolved first, in its own order (TDMRep §6.7): the file, then the headers, then
+  the meta element, each later one superseding; the result is one statement;
+* robots.txt rules apply by longest path match (attach-04 §3.1), rules of equal path combined.
+
+These statements govern use, not crawling: a refused page is fetched (its links are followed)
+but not kept. Where a refusal comes from robots.txt or tdmrep.json at ``/`` (the whole site),
+the URL is not fetched at all (``site_refusal``). The table is in docs/politeness.md.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import logging
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from multidict import MultiMapping
+
+from politecrawl.polite import statements as st
+from politecrawl.robots.match import Matcher, Rule, normalise_path, normalise_pattern, request_path
+from politecrawl.robots.rules import RobotsRules, UsageLine
+
+__all__ = [
+    "PURPOSES",
+    "Purpose",
+    "RobotsUsage",
+    "Statement",
+    "TdmFile",
+    "Usage",
+    "UsageBook",
+    "decide",
+    "statement_of_labels",
+    "statement_of_signals",
+]
+
+log = logging.getLogger("politecrawl")
+
+
+class Purpose(enum.StrEnum):
+    """What the crawl's pages will be used for (``--purpose``)."""
+
+    SEARCH = "search"
+    AI_INPUT = "ai-input"
+    AI_TRAIN = "ai-train"
+    ARCHIVE = "archive"
+
+
+PURPOSES: Final = tuple(p.value for p in Purpose)
+TDM_PURPOSES: Final = frozenset({Purpose.AI_TRAIN, Purpose.AI_INPUT})  # text and data mining
+_TDM_KEYS: Final = tuple(sorted(p.value for p in TDM_PURPOSES))
+
+# aipref labels for each purpose, most specific level first; the first level that states a
+# preference decides (a category without one takes its parent's, as drafts -02..-04 nested
+# them under "Automated Processing"). vocab-07 defines train-ai and search only.
+_AIPREF_LEVELS: Final[dict[Purpose, tuple[frozenset[str], ...]]] = {
+    Purpose.AI_TRAIN: (frozenset({"train-ai", "train-genai"}), frozenset({"bots", "all"})),
+    Purpose.AI_INPUT: (frozenset({"ai-use", "ai-output"}), frozenset({"bots", "all"})),
+    Purpose.SEARCH: (frozenset({"search"}), frozenset({"bots", "all"})),
+    Purpose.ARCHIVE: (frozenset({"bots", "all"}),),
+}
+_LEVELS: Final = tuple((p.value, levels) for p, levels in _AIPREF_LEVELS.items())
+_SIGNALS: Final = {"search": Purpose.SEARCH, "ai-input": Purpose.AI_INPUT,
+                   "ai-train": Purpose.AI_TRAIN}  # fmt: skip
+ROOT: Final = "/"  # a robots rule without a path, or tdmrep.json's "/": the whole site
+_CACHE: Final = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One statement in force for a URL: where it was read, as written, and what it says
+    per purpose (True allowed, False refused; a purpose left out is not spoken of)."""
+
+    source: str  # robots:content-usage, robots:content-signal, tdmrep, header:..., meta:...
+    text: str
+    prefs: Mapping[str, bool]
+    where: str | None = None  # the robots.txt / tdmrep.json path the statement is bound to
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source, "text": self.text, "prefs": dict(self.prefs)}
+        if self.where is not None:
+            out["where"] = self.where
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The decision for one URL: the statements in force and those refusing the purpose."""
+
+    purpose: Purpose
+    statements: tuple[Statement, ...] = ()
+    refused_by: tuple[Statement, ...] = ()
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.refused_by)
+
+    @property
+    def sources(self) -> list[str]:
+        """The sources that refuse, each once, in order (the log's ``reserved:`` reason)."""
+        return list(dict.fromkeys(s.source for s in self.refused_by))
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``pages.jsonl``, the items and the WARC metadata record keep."""
+        return {
+            "purpose": self.purpose.value,
+            "allowed": not self.refused,
+            "refused_by": self.sources,
+            "statements": [s.to_json() for s in self.statements],
+        }
+
+
+def decide(purpose: Purpose, found: Iterable[Statement]) -> Usage:
+    """Most restrictive wins (vocab-07 §5.1): any statement refusing ``purpose`` refuses."""
+    statements = tuple(found)
+    refused = tuple(s for s in statements if s.prefs.get(purpose.value) is False)
+    return Usage(purpose, statements, refused)
+
+
+def statement_of_labels(source: str, text: str, labels: Mapping[str, bool],
+                        where: str | None = None) -> Statement:  # fmt: skip
+    """An aipref statement: per purpose, the first level of labels that states a preference,
+    a refusal winning within a level."""
+    prefs: dict[str, bool] = {}
+    for purpose, levels in _LEVELS:
+        for level in levels:
+            said = [labels[label] for label in level if label in labels]
+            if said:
+                prefs[purpose] = all(said)
+                break
+    return Statement(source, text, prefs, where)
+
+
+def statement_of_signals(source: str, text: str, signals: Mapping[str, bool],
+                         where: str | None = None) -> Statement:  # fmt: skip
+    """A content signal: ``search``, ``ai-input``, ``ai-train``, each its own purpose."""
+    prefs = {_SIGNALS[k].value: v for k, v in signals.items() if k in _SIGNALS}
+    return Statement(source, text, prefs, where)
+
+
+@functools.lru_cache(maxsize=1024)
+def _header_statement(text: str) -> Statement | None:
+    """A Content-Usage header's statement (a site sends the same few values again and again:
+    parsed once each). Statements are never changed once made, so one may be shared."""
+    labels = st.vocabulary(text)
+    return None if labels is None else statement_of_labels("header:content-usage", text, labels)
+
+
+def _tdm_statement(source: str, text: str, reserved: bool, where: str | None = None) -> Statement:
+    """A TDMRep reservation refuses (or, at 0, allows) text and data mining: ai-train and
+    ai-input; search and archive are not mining."""
+    return Statement(source, text, dict.fromkeys(_TDM_KEYS, not reserved), where)
+
+
+def _pattern(path: str) -> str:
+    anchored = path.endswith("$")
+    body = normalise_pattern(path[:-1] if anchored else path)
+    return body + "$" if anchored else body
+
+
+class RobotsUsage:
+    """The Content-Usage and Content-Signal rules of one robots.txt that apply to us, matched
+    by path as Allow/Disallow are (RFC 9309 §2.2.2 longest match; attach-04 §3.1)."""
+
+    def __init__(self, lines: Iterable[UsageLine], origin: str = "") -> None:
+        self.bad: list[UsageLine] = []
+        by_key: dict[str, list[tuple[Rule, Statement]]] = {}
+        for line in lines:
+            made = self._statement(line)
+            if made is None:
+                self.bad.append(line)
+                log.warning(
+                    "robots.txt of %s, line %d: %s value %r not understood: ignored",
+                    origin or "?", line.line, line.key, line.value[:200],
+                )  # fmt: skip
+                continue
+            rule = Rule(True, _pattern(made.where or ROOT), line.line, line.value)
+            by_key.setdefault(line.key, []).append((rule, made))
+        # per kind: a matcher of its paths, and each matching line's statements (all those
+        # of the same path: attach-04 §3.1 combines them)
+        self._kinds: list[tuple[Matcher, dict[int, list[Statement]]]] = []
+        for found in by_key.values():
+            same: dict[str, list[Statement]] = {}
+            for rule, made in found:
+                same.setdefault(rule.pattern, []).append(made)
+            by_line = {rule.line: same[rule.pattern] for rule, _ in found}
+            self._kinds.append((Matcher([r for r, _ in found]), by_line))
+
+    @staticmethod
+    def _statement(line: UsageLine) -> Statement | None:
+        path, text = st.robots_rule(line.value)
+        where = path or ROOT
+        source = f"robots:{line.key}"
+        if line.key == "content-usage":
+            labels = st.vocabulary(text) if text else None
+            return None if labels is None else statement_of_labels(source, text, labels, where)
+        signals = st.content_signal(text)
+        return None if signals is None else statement_of_signals(source, text, signals, where)
+
+    def statements_for(self, url: str) -> list[Statement]:
+        """The statements of the longest matching path, per kind (rules of that very path
+        all apply: attach-04 §3.1 combines them by vocab §5.1)."""
+        path = normalise_path(request_path(url))
+        out: list[Statement] = []
+        for matcher, by_line in self._kinds:
+            line = matcher.decide(path).line
+            if line is not None:
+                out += by_line[line]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class TdmFile:
+    """An origin's tdmrep.json: its rules in file order (None: no usable file)."""
+
+    # each rule: the literal head of its pattern (a cheap first test), its matcher, itself
+    rules: tuple[tuple[str, Matcher, st.TdmRule], ...] = ()
+
+    @classmethod
+    def of(cls, rules: Iterable[st.TdmRule]) -> TdmFile:
+        made = []
+        for r in rules:
+            pattern = _pattern(r.location)
+            head = pattern.split("*", 1)[0].removesuffix("$")
+            made.append((head, Matcher([Rule(True, pattern, 1, r.location)]), r))
+        return cls(tuple(made))
+
+    def statement_for(self, url: str) -> Statement | None:
+        """The first rule whose location matches (TDMRep §6.1: the first is the most
+        specific), as a statement; None when none matches (reservation unset)."""
+        path = normalise_path(request_path(url))
+        for head, matcher, rule in self.rules:
+            if path.startswith(head) and matcher.decide(path).line is not None:
+                text = f"location={rule.location} tdm-reservation={int(rule.reserved)}"
+                if rule.policy:
+                    text += f" tdm-policy={rule.policy}"
+                return _tdm_statement("tdmrep", text, rule.reserved, rule.location)
+        return None
+
+
+@dataclass(slots=True)
+class UsageBook:
+    """Per crawl: the purpose, each origin's tdmrep.json, each robots.txt's usage rules."""
+
+    purpose: Purpose
+    product_token: str
+    _tdm: OrderedDict[str, TdmFile] = field(default_factory=OrderedDict)
+    _robots: OrderedDict[str, tuple[RobotsRules, RobotsUsage]] = field(
+        default_factory=OrderedDict
+    )
+    bad_lines: int = 0
+
+    @property
+    def needs_tdmrep(self) -> bool:
+        """tdmrep.json speaks of mining only: a search or archive crawl does not ask."""
+        return self.purpose in TDM_PURPOSES
+
+    def tdmrep_known(self, origin: str) -> bool:
+        return not self.needs_tdmrep or origin in self._tdm
+
+    def record_tdmrep(self, origin: str, status: int | None, body: bytes) -> str:
+        """A tdmrep.json answer (fetched once per origin); the request log's label. Anything
+        but a 2xx JSON array means the site does not use TDMRep (§6.1)."""
+        file, label = TdmFile(), "tdmrep:none"
+        if status is not None and 200 <= status < 300:
+            parsed = st.tdmrep_file(body)
+            if parsed is None:
+                label = "tdmrep:invalid"
+                log.warning("tdmrep.json of %s is not a JSON array of rules: ignored", origin)
+            else:
+                rules, bad = parsed
+                file, label = TdmFile.of(rules), "tdmrep:rules"
+                if bad:
+                    self.bad_lines += bad
+                    log.warning("tdmrep.json of %s: %d malformed rule(s) ignored", origin, bad)
+        self._tdm[origin] = file
+        while len(self._tdm) > _CACHE:
+            self._tdm.popitem(last=False)
+        return label
+
+    def _robots_usage(self, origin: str, rules: RobotsRules | None) -> RobotsUsage | None:
+        if rules is None:
+            return None
+        hit = self._robots.get(origin)
+        if hit is None or hit[0] is not rules:  # a new copy of robots.txt: read it again
+            usage = RobotsUsage(rules.usage_lines(self.product_token), origin)
+            self.bad_lines += len(usage.bad)
+            hit = (rules, usage)
+            self._robots[origin] = hit
+            while len(self._robots) > _CACHE:
+                self._robots.popitem(last=False)
+        return hit[1]
+
+    def _site_statements(self, origin: str, url: str, rules: RobotsRules | None
+                         ) -> tuple[list[Statement], Statement | None]:  # fmt: skip
+        robots = self._robots_usage(origin, rules)
+        found = robots.statements_for(url) if robots is not None else []
+        tdm = self._tdm.get(origin)
+        return found, tdm.statement_for(url) if tdm is not None else None
+
+    def site_refusal(self, origin: str, url: str, rules: RobotsRules | None) -> Usage | None:
+        """The decision before fetching, when robots.txt or tdmrep.json refuses the purpose
+        for the whole site (a statement at ``/``): the URL is then not fetched at all."""
+        found, tdm = self._site_statements(origin, url, rules)
+        usage = decide(self.purpose, [*found, *([tdm] if tdm is not None else [])])
+        if usage.refused and any(s.where == ROOT for s in usage.refused_by):
+            return usage
+        return None
+
+    def for_page(
+        self,
+        origin: str,
+        url: str,
+        rules: RobotsRules | None,
+        headers: MultiMapping[str],
+        metas: Iterable[tuple[str, str]],
+    ) -> Usage:
+        """Every statement in force for a fetched page, decided. ``headers``: the response's
+        (a multidict: ``getall``); ``metas``: the page's (name, content) meta pairs."""
+        found, tdm = self._site_statements(origin, url, rules)
+        cu = headers.getall("content-usage", [])
+        if cu:
+            text = ", ".join(cu)
+            said = _header_statement(text)
+            if said is None:
+                self._bad_header(url, "Content-Usage", text)
+            else:
+                found.append(said)
+        meta_robots: list[str] = []
+        meta_tdm: str | None = None
+        token = self.product_token.lower()
+        for name, content in metas:
+            key = name.strip().lower()
+            if key in ("robots", token):
+                meta_robots.append(content)
+            elif key == "tdm-reservation":
+                meta_tdm = content
+        # TDMRep §6.7: the file, then the header, then the meta element, each superseding
+        for source, value in (("header:tdm-reservation", headers.get("tdm-reservation")),
+                              ("meta:tdm-reservation", meta_tdm)):  # fmt: skip
+            if value is None:
+                continue
+            reserved = st.tdm_reservation(value)
+            if reserved is None:
+                self._bad_header(url, source, value)
+            else:
+                tdm = _tdm_statement(source, f"tdm-reservation={value.strip()}", reserved)
+        if tdm is not None:
+            found.append(tdm)
+        xrt = headers.getall("x-robots-tag", [])
+        for source, words in (("meta:robots", st.ai_tokens(meta_robots, [], token)),
+                              ("header:x-robots-tag", st.ai_tokens([], xrt, token))):  # fmt: skip
+            for word in sorted(words):
+                # noimageai speaks of the page's images, which are not kept here: recorded
+                prefs = dict.fromkeys(_TDM_KEYS, False) if word == "noai" else {}
+                found.append(Statement(source, word, prefs))
+        return decide(self.purpose, found)
+
+    def _bad_header(self, url: str, what: str, value: str) -> None:
+        self.bad_lines += 1
+        log.info("%s: %s value %r not understood: ignored", url, what, value[:200])

@@ -1,0 +1,119 @@
+"""A focused crawl whose best links point at hosts that fail keeps a breadth-first pace.
+
+The slice of the documentation bed (bench/docbed.py: Python's documentation and four small
+sites, served from the installed Debian packages on loopback hosts) is served with its links to
+the outside world left in place, each outside host moved under ``.invalid`` on a loopback
+port nobody listens on (a socket bound, never listening): every such host fails, as names that
+do not resolve do on the web, and no lookup leaves the machine. The real CLI crawls it from the
+portal page with ``--scope any`` (the outside links are followed), once ``--strategy focused
+--topic ...`` and once ``--strategy bfs``, to the same page budget. Many of the best-scored
+links (bugs.python.org, peps.python.org, ...) point at those failing hosts; the defer rule
+must not hold the bed's sites back for them.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+
+import docbed
+
+pytestmark = pytest.mark.e2e
+
+UA = "bedbot/1.0 (+http://bench.example/bot)"
+PAGES = 200
+MAX_TIME_S = 100  # the focused crawl of the stall fetched ~40 pages in 120 s
+
+
+@pytest.fixture(scope="module")
+def bed() -> Iterator[tuple[int, int]]:
+    """(bed port, dead port): the slice served with its outside links pointing at a port
+    held closed for the module's lifetime."""
+    gone = docbed.missing("slice")
+    assert not gone, f"documentation bed not installed: apt-get install {' '.join(gone)}"
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        dead_port = dead.getsockname()[1]
+        server = subprocess.Popen(
+            [sys.executable, str(Path(docbed.__file__)), "serve", "--bed", "slice",
+             "--dead-port", str(dead_port)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        try:
+            assert server.stdout is not None
+            yield int(server.stdout.readline().strip().rsplit(":", 1)[1]), dead_port
+        finally:
+            server.terminate()
+            server.wait(10)
+
+
+def crawl(tmp: Path, bed: tuple[int, int], strategy: str, topic: str) -> tuple[float, Path]:
+    port, dead_port = bed
+    seeds = tmp / "seeds.txt"
+    seeds.write_text(f"http://portal.{docbed.TLD}:{port}/\n")
+    out = tmp / strategy
+    args = [
+        "--seeds", str(seeds), "--user-agent", UA, "--out", str(out),
+        "--topic", topic, "--strategy", strategy, "--max-pages", str(PAGES),
+        "--max-time", str(MAX_TIME_S),
+        "--min-delay", "0.01", "--jitter", "0", "--delay-factor", "1",
+        "--scope", "any",  # no allow-list: the outside links are followed, and fail
+        "--resolve", f"*.{docbed.TLD}:{port}:127.0.0.1",
+        "--resolve", f"*.invalid:{dead_port}:127.0.0.1",
+        "--allow-private-addresses", "--no-progress", "--ip-min-delay", "off",
+    ]  # fmt: skip
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "politecrawl", "crawl", *args],
+        capture_output=True,
+        text=True,
+        timeout=MAX_TIME_S + 60,
+    )
+    took = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return took, out
+
+
+def requests_of(out: Path) -> list[dict[str, object]]:
+    with (out / "log" / "requests.jsonl").open() as fh:
+        rows = [json.loads(line) for line in fh]
+    return [r for r in rows if r.get("record") != "header"]  # each run's header line
+
+
+def test_focused_crawl_keeps_pace_when_best_links_fail(
+    tmp_path: Path, bed: tuple[int, int]
+) -> None:
+    topic = next(t for t in docbed.TOPICS if t.name == "concurrency")
+    took: dict[str, float] = {}
+    found: dict[str, int] = {}
+    for strategy in ("bfs", "focused"):
+        took[strategy], out = crawl(tmp_path, bed, strategy, topic.query)
+        summary = json.loads((out / "summary.json").read_text())
+        rows = requests_of(out)
+        hosts = {urlsplit(str(r["url"])).hostname or "" for r in rows}
+        # nothing but the bed and its dead outside hosts was asked: no lookup left the machine
+        assert all(h.endswith((f".{docbed.TLD}", ".invalid")) for h in hosts), hosts
+        dead = [r for r in rows if ".invalid" in str(r["url"])]
+        assert len({urlsplit(str(r["url"])).hostname for r in dead}) >= 10, strategy
+        assert all(r["status"] is None and r["error"] for r in dead)  # each failed
+        assert summary["stopped_by"] == "max_pages", (strategy, summary["pages_fetched"])
+        pages = [
+            str(r["url"]) for r in rows
+            if r["status"] is not None and not str(r["url"]).endswith("/robots.txt")
+        ]  # fmt: skip
+        assert len(pages) == PAGES, (strategy, len(pages))
+        found[strategy] = sum(docbed.is_relevant(topic, u) for u in pages)
+    # a breadth-first pace: loosely (a busy machine), within 3x breadth-first's time
+    assert took["focused"] <= 3 * took["bfs"] + 20, took
+    assert found["focused"] > found["bfs"], found
