@@ -114,6 +114,8 @@ def run(args: argparse.Namespace, work: Path, outage: bool) -> dict[str, Any]:
     if window:
         for line in (out / "log" / "requests.jsonl").read_text().splitlines():
             rec = json.loads(line)
+            if "url" not in rec:  # a run's header line
+                continue
             when = datetime.fromisoformat(rec["time"].replace("Z", "+00:00")).timestamp()
             if window["down"] <= when <= window.get("up", when) and rec.get("error"):
                 into += 1

@@ -43,7 +43,8 @@ def crawl(
 
 def requests_log(out: Path) -> list[dict[str, Any]]:
     path = out / "log" / "requests.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in records if r.get("record") != "header"]  # each run's header line aside
 
 
 def summary(out: Path) -> dict[str, Any]:
