@@ -419,6 +419,7 @@ def hostile_crawl_config(
         read_timeout_s=1.0,
         total_timeout_s=2.0,
         max_attempts=2,
+        transient_attempts=2,  # timeouts too (by default retried over hours)
         retry_base_s=0.1,
     )
     politeness = PolitenessConfig(

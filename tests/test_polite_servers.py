@@ -49,15 +49,17 @@ def log_server(tmp: Path, *binds: str, **opts: float) -> Iterator[tuple[int, Pat
         proc.wait(10)
 
 
-def crawl(tmp: Path, seeds: list[str], *flags: str) -> subprocess.CompletedProcess[str]:
-    """``politecrawl crawl`` as a user types it; returns the finished process."""
+def crawl(
+    tmp: Path, seeds: list[str], *flags: str, code: int = 0
+) -> subprocess.CompletedProcess[str]:
+    """``politecrawl crawl`` as a user types it; returns the finished process (exit ``code``)."""
     (tmp / "seeds.txt").write_text("\n".join(seeds) + "\n")
     cmd = [sys.executable, "-m", "politecrawl", "crawl"]
     cmd += ["--seeds", str(tmp / "seeds.txt")]
     cmd += ["--user-agent", UA, "--out", str(tmp / "out"), "--allow-private-addresses"]
     cmd += ["--scope", "any", "--no-progress", "--jitter", "0", "--delay-factor", "0", *flags]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == code, p.stderr
     return p
 
 
@@ -222,6 +224,7 @@ def test_a_site_that_refuses_is_paused_then_given_up(tmp_path: Path) -> None:
             "--retry-base", "0.05",
             "--park-after", "3",
             "--park-time", "0.6",
+            code=3,  # sites lost: named, and the exit code says so
         )  # fmt: skip
         rows = read_log(log)
     pages = group([r for r in rows if r["path"] != "/robots.txt"], "host")
@@ -237,6 +240,9 @@ def test_a_site_that_refuses_is_paused_then_given_up(tmp_path: Path) -> None:
     # URLs queued for a retry, so all of them go with the site
     assert c["site_refused"] == (n_urls - 3) + n_urls
     assert summary["queued_left"] == 0
-    assert p.stderr.count("given up") == 2 and p.stderr.count("paused for") == 2
+    lost = {x["site"]: x for x in summary["sites_lost"]}
+    assert sorted(lost) == ["deny.x.test", "slow429.x.test"]
+    assert all(x["state"] == "given_up" and "refused" in x["reason"] for x in lost.values())
+    assert p.stderr.count("given up") == 3 and p.stderr.count("paused for") == 2
     req_log = read_jsonl(tmp_path / "out" / "log" / "requests.jsonl")
     assert sum(r["outcome"] == "dropped:site_refused" for r in req_log) == 2

@@ -140,7 +140,9 @@ async def test_two_processes_keep_the_one_gate_and_the_never_crawl_list(tmp_path
         never.write_text("h5.test\nh6.test\n")
         added_at = time.time()
         _, err = await asyncio.wait_for(proc.communicate(), 180)
-        assert proc.returncode == 0, err.decode()
+        assert proc.returncode == 3, err.decode()  # h4 lost: its robots.txt answers 500
+    lost = json.loads((out / "summary.json").read_text())["sites_lost"]
+    assert [x["site"] for x in lost] == ["h4.test"]
     _each_site_in_one_process(out, web)
     asked = [(e.host, e.path, e.start) for e in web.access_log]
     assert not [a for a in asked if a[1] in NEVER_FETCH]

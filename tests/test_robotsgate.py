@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from politecrawl.config import PolitenessConfig
+from politecrawl.engine.losses import Losses
 from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.sqlite import SqliteFrontier
 from politecrawl.polite import politeness
@@ -44,6 +45,7 @@ async def gate(tmp_path: Path, urls: list[str], now: float) -> tuple[Any, Sqlite
         store=frontier.store,
         robots=RobotsCache(frontier.store, 86400.0, retry),
         token="testbot",
+        losses=Losses(),
         usage=UsageBook(Purpose.SEARCH, "testbot"),
     )
     assert (await frontier.lease(now)).key == KEY

@@ -132,7 +132,12 @@ class FetchConfig:
     max_size_bytes: int = 2 * 1024 * 1024
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 20.0
-    total_timeout_s: float = 60.0
+    # a request's whole time, connection to last byte (curl's --max-time)
+    total_timeout_s: float = field(default=60.0, metadata=option("request-time"))
+    # a body arriving slower than this on average, once ``min_rate_time_s`` into it, is cut
+    # as too slow (curl's --speed-limit/--speed-time): a drip-fed tarpit costs seconds
+    min_rate_bytes: int = field(default=1000, metadata=option("min-rate"))
+    min_rate_time_s: float = 10.0
     html_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
     allow_private_addresses: bool = False
     resolve: tuple[str, ...] = ()
@@ -142,6 +147,14 @@ class FetchConfig:
     dns_negative_ttl_s: float = 300.0
     max_attempts: int = 3
     retry_base_s: float = 30.0
+    # a transient failure (DNS, refused connection, timeout) is retried this many times in
+    # all, the wait doubling from ``retry_base_s`` up to ``retry_max_wait_s`` (Heritrix: 30
+    # retries 15 min apart): a site that is down for hours is not lost
+    transient_attempts: int = 30
+    retry_max_wait_s: float = 900.0
+    # False (--tls-insecure): https sites whose certificate does not verify are crawled
+    # anyway, and the WARC says so (an archive wants them)
+    verify_tls: bool = field(default=True, metadata=option("tls-insecure", negate=True))
     max_redirect_hops: int = 3
 
     def __post_init__(self) -> None:
@@ -155,6 +168,11 @@ class FetchConfig:
             raise ConfigError(f"--dns-tries must be >= 1, got {self.dns_tries}")
         if self.max_attempts < 1:  # (not an option: fixed at 3)
             raise ConfigError("max_attempts must be >= 1")
+        if self.transient_attempts < 1:
+            raise ConfigError(f"--transient-attempts must be >= 1, got {self.transient_attempts}")
+        _positive("--retry-max-wait", self.retry_max_wait_s)
+        _positive("--min-rate", self.min_rate_bytes, zero_ok=True)
+        _positive("--min-rate-time", self.min_rate_time_s, zero_ok=True)
         for rule in self.resolve:
             parse_resolve_rule(rule)
 

@@ -97,6 +97,26 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("robots-ttl", float, "seconds a robots.txt stays fresh (default 86400)"),
     ("sitemaps", bool, "also seed from the Sitemap lines of each site's robots.txt"),
     ("retry-base", float, "first retry wait after a 5xx or network error, seconds (default 30)"),
+    (
+        "transient-attempts",
+        int,
+        "attempts in all for a URL failing for a transient reason (DNS, refused connection, "
+        "timeout), the wait doubling from --retry-base up to --retry-max-wait (30)",
+    ),
+    ("retry-max-wait", float, "longest wait between two such attempts, seconds (900)"),
+    ("request-time", float, "a request's whole time at most, connection to last byte (60)"),
+    (
+        "min-rate",
+        int,
+        "bytes/s: a body slower than this on average, --min-rate-time into it, is cut as "
+        "too slow, not retried, and counts against its site (1000; 0 = off)",
+    ),
+    ("min-rate-time", float, "seconds into a body before --min-rate is enforced (10)"),
+    (
+        "tls-insecure",
+        bool,
+        "crawl https sites whose certificate does not verify; the WARC records say so",
+    ),
     ("park-after", int, "failures in a row after which a site is parked (5)"),
     ("park-time", float, "how long a parked site is left alone, seconds (3600)"),
     ("max-urls-per-host", int, "trap guard: URLs queued per host at most (unlimited)"),

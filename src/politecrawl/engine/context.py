@@ -22,8 +22,10 @@ from politecrawl.config import CrawlConfig
 from politecrawl.continuity.tracker import Continuity
 from politecrawl.engine.admission import Admission, Gate
 from politecrawl.engine.journal import trap_found
+from politecrawl.engine.losses import GIVEN_UP_OUTCOMES, Losses
 from politecrawl.engine.metrics import Metrics
 from politecrawl.engine.metrics import serve as serve_metrics
+from politecrawl.engine.outage import OutageGuard
 from politecrawl.engine.partition import Partition, tagged
 from politecrawl.engine.workpool import WorkPool
 from politecrawl.errors import ConfigError, StorageError
@@ -121,6 +123,8 @@ class CrawlContext:
         self.sitemaps_per_host: Counter[str] = Counter()
         self.pages_this_run = 0
         self.progress: Dashboard | None = None  # the live dashboard, on a terminal
+        self.outage = OutageGuard()  # the crawler's own network, told from a site's
+        self.losses = Losses()  # the sites parked or given up, for the summary
         self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)
         self._ips: dict[str, str | None] = {}
         self.robots = RobotsCache(
@@ -295,6 +299,22 @@ class CrawlContext:
             self._ips.clear()
         self._ips[origin] = ip
         return ip
+
+    def queued_of(self, key: str) -> int | None:
+        """URLs of ``key`` still queued, when the frontier can say (None: it cannot)."""
+        count = getattr(self.frontier, "queued_of", None)
+        return int(count(key)) if callable(count) else None
+
+    def remember_losses(self) -> None:
+        """The sites given up in earlier runs too, when the frontier keeps them (SQLite)."""
+        dropped = getattr(self.frontier, "dropped_sites", None)
+        if callable(dropped):
+            self.losses.remember(dropped(list(GIVEN_UP_OUTCOMES)))
+
+    async def resolved(self, host: str, port: int) -> str | None:
+        """One address of ``host`` through the crawl's own resolver (the outage probe's)."""
+        found = await self.fetcher.resolver.resolve(host, port)
+        return str(found[0]["host"]) if found else None
 
     def harvest(self) -> float | None:
         """The share of relevant pages so far, when a nugget function scores them."""

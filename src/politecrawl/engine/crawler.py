@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
 from politecrawl.config import CrawlConfig
+from politecrawl.engine import outage
 from politecrawl.engine.admission import Admission
 from politecrawl.engine.context import CrawlContext
 from politecrawl.engine.journal import Summary, summary_of, write_summary
@@ -88,6 +89,7 @@ class Crawler:
         self.partition = partition
         self._flushed: Counter[str] = Counter()
         self._rescoring: asyncio.Task[None] | None = None
+        self._probing: asyncio.Task[None] | None = None
         self._last_focus_save = time.monotonic()
 
     # the parts a caller may look at
@@ -113,10 +115,15 @@ class Crawler:
 
     # -- the loop -------------------------------------------------------------------------
     def stop(self, why: str = "interrupted") -> None:
-        """Finish in-flight requests, save, and return (Ctrl-C, SIGTERM, limits)."""
+        """Finish in-flight requests, save, and return (Ctrl-C, SIGTERM, limits); at
+        ``--max-time`` the requests in flight are cut instead (logged ``cut``, queued again
+        for a resume), so the crawl ends within seconds of its limit whatever a server does."""
         if not self._stop.is_set():
             self._stopped_by = why
             self._stop.set()
+            fetcher = getattr(self.ctx, "fetcher", None)
+            if why == "max_time" and fetcher is not None:
+                fetcher.cut()
             if self.partition is not None:
                 self.partition.request_stop(why)  # one stops, all stop
             if self._wake is not None:
@@ -161,6 +168,10 @@ class Crawler:
                         ctx.counters["never_crawl_reloads"] += 1
                     wake = None
                     while len(tasks) < self.cfg.concurrency and not self._stop.is_set():
+                        if ctx.outage.paused:  # the crawler's own network looks down: no turn
+                            self._probe(now)
+                            wake = ctx.outage.next_probe
+                            break
                         lease = await ctx.frontier.lease(now)  # the lease: one turn per key
                         if lease.host is None:
                             wake = lease.wake
@@ -189,6 +200,8 @@ class Crawler:
                             )
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
+                if self._probing is not None:
+                    self._probing.cancel()
             if part is not None:
                 await part.close(ctx.counters)
         if progress:
@@ -202,6 +215,27 @@ class Crawler:
                 self._wake.set()
 
         return done
+
+    def _probe(self, now: float) -> None:
+        """During an outage: probe the network when due (one probe at a time), and wake the
+        loop when it is back."""
+        ctx = self.ctx
+        if not ctx.outage.due(now) or (self._probing is not None and not self._probing.done()):
+            return
+        reach = outage.reach(ctx.resolved, self.cfg.fetch.connect_timeout_s)
+
+        async def probe() -> None:
+            began, confirmed = ctx.outage.since, ctx.outage.active
+            if await ctx.outage.probe(reach, self.clock()):
+                if confirmed:
+                    ctx.counters["outages"] += 1
+                    ctx.counters["outage_ms"] += round((self.clock() - began) * 1000)
+                else:
+                    ctx.counters["outage_false_alarms"] += 1
+            if self._wake is not None:
+                self._wake.set()
+
+        self._probing = asyncio.create_task(probe())
 
     def _check_limits(self, now: float) -> None:
         pages = self.ctx.pages_this_run
@@ -276,6 +310,8 @@ class Crawler:
         with self._saving():
             queued_left = (await ctx.store.stats())["queued"]
         with self._saving():
+            ctx.remember_losses()
+        with self._saving():
             ctx.warc.close()
         with self._saving():
             await ctx.store.close()
@@ -291,6 +327,7 @@ class Crawler:
             seconds=self.clock() - self._started,
             queued_left=queued_left,
             stopped_by=self._stopped_by,
+            sites_lost=ctx.losses.report(ctx.queued_of, self.clock()),
         )
         with self._saving():
             write_summary(self.cfg.out_dir / ctx.tagged("summary.json"), summary)

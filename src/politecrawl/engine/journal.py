@@ -11,7 +11,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -68,12 +68,21 @@ class Summary:
     reserved: int = 0
     reserved_sites: int = 0
     robots_absent: int = 0  # robots.txt 4xx (RFC 9309 2.3.1.3: allow all): not an error
+    # each site parked or given up (``losses.Losses.report``): exit code 3 when not empty
+    sites_lost: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
 
 
-def summary_of(c: Counter[str], *, seconds: float, queued_left: int, stopped_by: str) -> Summary:
+def summary_of(
+    c: Counter[str],
+    *,
+    seconds: float,
+    queued_left: int,
+    stopped_by: str,
+    sites_lost: list[dict[str, Any]] | None = None,
+) -> Summary:
     """The summary of a crawl whose counters are ``c``."""
     return Summary(
         pages_fetched=c["pages_fetched"],
@@ -92,6 +101,7 @@ def summary_of(c: Counter[str], *, seconds: float, queued_left: int, stopped_by:
         reserved=c["reserved"],
         reserved_sites=c[DropReason.RESERVED_SITE.value],
         robots_absent=c["robots:none"],
+        sites_lost=sites_lost or [],
     )
 
 

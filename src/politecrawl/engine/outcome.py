@@ -9,11 +9,22 @@ Pure and table-driven, so it reads like the policy it is:
 301 302 303 307 308 + Location             Redirect (target re-admitted, hop + 1)
 400 401 403 404 406 410 451, other 4xx     Drop(HTTP_PERMANENT), never retried
 429 503                                    Retry after Retry-After (capped), host slowed
-other 5xx, timeout, connect, network       Retry with exponential backoff, 3 attempts
+other 5xx, network (reset, disconnect)     Retry with exponential backoff, 3 attempts
+DNS failure, refused connection, timeout   Retry, transient: 30 attempts, the wait doubling
+                                           up to 15 min (hours in all, as Heritrix)
+TLS: certificate does not verify           Drop(TLS_CERTIFICATE) (``--tls-insecure`` crawls it)
+TLS: other handshake failure               Drop(TLS_HANDSHAKE)
+body slower than --min-rate                Drop(TOO_SLOW), never retried; counts against
+                                           the site as a failure
+cut by the crawl's own stop (--max-time)   Retry, blameless: not an attempt, back on resume
 private / loopback target                  Drop(ADDRESS_REFUSED)
 no such host (DNS NXDOMAIN)                Drop(NO_SUCH_HOST), never retried
 broken transfer coding (bad chunk size)    Drop(BAD_CHUNKING) at once, never retried
 =========================================  =======================================
+
+A failure while the crawler's own network is down (``engine.outage``) is not the site's: the
+turn retries it blameless (``Retry(blame=False)``, logged ``retry:outage``) without asking
+this table.
 
 Besides what to do with the URL, a response says something about the site (``refusal``,
 ``answered_normally``): 401, 403, 429 and timeouts are the site saying go away; in a row they
@@ -70,6 +81,9 @@ class DropReason(enum.StrEnum):
     NOINDEX = "noindex"
     DUPLICATE_URL = "duplicate_url_rule"  # a learned rule says it is a variant of another URL
     SITE_REFUSED = "site_refused"  # the site refused request after request: given up
+    TLS_CERTIFICATE = "tls:certificate"  # the certificate did not verify
+    TLS_HANDSHAKE = "tls:handshake"  # another TLS failure (protocol, cipher, ...)
+    TOO_SLOW = "too_slow"  # the body came slower than --min-rate: a drip, cut
     # robots.txt or tdmrep.json refuses the crawl's purpose for the whole site (polite.usage)
     RESERVED_SITE = "reserved_site"
 
@@ -92,11 +106,28 @@ class Redirect:
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """Try the URL again no earlier than ``after_s``; ``overload`` slows the whole host."""
+    """Try the URL again no earlier than ``after_s``; ``overload`` slows the whole host.
+    ``blame`` False: not the site's doing (the crawl cut it, or its own network was down):
+    no attempt used, no failure counted."""
 
     after_s: float
     overload: bool
     error_class: str
+    blame: bool = True
+
+
+CUT = "cut"  # FetchResult.error of a request the crawl's own stop cut short
+TRANSIENT = frozenset({"dns", "connect", "timeout"})  # retried over hours (Heritrix)
+_DROPPED_ERRORS = {
+    "address_refused": DropReason.ADDRESS_REFUSED,
+    "invalid_url": DropReason.INVALID_URL,
+    "no_such_host": DropReason.NO_SUCH_HOST,
+    "bad_encoding": DropReason.BAD_ENCODING,
+    "bad_chunking": DropReason.BAD_CHUNKING,
+    "tls:certificate": DropReason.TLS_CERTIFICATE,
+    "tls:handshake": DropReason.TLS_HANDSHAKE,
+    "too_slow": DropReason.TOO_SLOW,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,27 +185,26 @@ def classify(
     *,
     max_retry_after_s: float = 3600.0,
     retry_base_s: float = 30.0,
+    transient_attempts: int = 30,
+    retry_max_wait_s: float = 900.0,
 ) -> Outcome:
-    """Decide what ``result`` means. ``attempt`` counts from 1."""
+    """Decide what ``result`` means. ``attempt`` counts from 1 (a blameless retry does not
+    use one)."""
     can_retry = attempt < max_attempts
-    if result.error is not None:
-        if result.error == "address_refused":
-            return Drop(DropReason.ADDRESS_REFUSED, result.error_detail)
-        if result.error == "invalid_url":
-            return Drop(DropReason.INVALID_URL, result.error_detail)
-        if result.error == "no_such_host":
-            return Drop(DropReason.NO_SUCH_HOST, result.error_detail)
-        if result.error == "bad_encoding":
-            return Drop(DropReason.BAD_ENCODING, result.error_detail)
-        if result.error == "bad_chunking":
-            return Drop(DropReason.BAD_CHUNKING, result.error_detail)
+    error = result.error
+    if error is not None:
+        if error == CUT:
+            return Retry(0.0, overload=False, error_class=CUT, blame=False)
+        if error in _DROPPED_ERRORS:
+            return Drop(_DROPPED_ERRORS[error], result.error_detail)
+        if error in TRANSIENT:
+            if attempt < transient_attempts:
+                wait = _backoff(attempt, retry_base_s, retry_max_wait_s)
+                return Retry(wait, overload=error == "timeout", error_class=error)
+            return Drop(DropReason.RETRIES_EXHAUSTED, error)
         if can_retry:
-            return Retry(
-                _backoff(attempt, retry_base_s),
-                overload=result.error == "timeout",
-                error_class=result.error,
-            )
-        return Drop(DropReason.RETRIES_EXHAUSTED, result.error)
+            return Retry(_backoff(attempt, retry_base_s), overload=False, error_class=error)
+        return Drop(DropReason.RETRIES_EXHAUSTED, error)
     status = result.status or 0
     if 200 <= status < 300:
         if result.abandoned:
@@ -215,7 +245,9 @@ def outcome_label(outcome: Outcome) -> str:
     if isinstance(outcome, Redirect):
         return "redirect"
     if isinstance(outcome, Retry):
-        return "retry"
+        if outcome.error_class == CUT:
+            return CUT
+        return "retry" if outcome.blame else "retry:outage"
     return f"dropped:{outcome.reason.value}"
 
 

@@ -16,6 +16,7 @@ from politecrawl.engine.outcome import DropReason, answered_normally
 from politecrawl.frontier import PAGE, UrlEntry
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
+from politecrawl.urls.canonical import origin_of
 
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
@@ -38,6 +39,7 @@ async def request(
     cfg = ctx.cfg.politeness
     if host.last_start == 0.0:
         ctx.counters["hosts_contacted"] += 1
+    ctx.outage.absolve(host)  # failures an outage caused before it was noticed
     politeness.record_start(host, cfg, ctx.clock())
     await ctx.frontier.begin_request(host.key, host)  # on disk before the request goes
     politeness.record_start(host, cfg, ctx.clock())  # the real start
@@ -49,8 +51,18 @@ async def request(
         ctx.counters[f"error:http_{res.status}"] += 1
     if res.error is not None:
         ctx.counters[f"error:{res.error}"] += 1
+        # many sites failing the same way at once: the crawler's network, not this site
+        res.outage = ctx.outage.failed(host.key, res.error, ctx.clock())
+        if res.outage:
+            ctx.counters["outage_failures"] += 1
+        else:
+            ctx.losses.note_error(host.key, res.error)
     elif res.status is not None:
-        politeness.record_response(host, cfg, res.duration_s, normal=answered_normally(res))
+        ctx.outage.answered(origin_of(url))
+        normal = answered_normally(res)
+        politeness.record_response(host, cfg, res.duration_s, normal=normal)
+        if normal:
+            ctx.losses.recovered(host.key)
     return res
 
 
@@ -82,6 +94,7 @@ async def refused(ctx: CrawlContext, host: politeness.HostState, why: str) -> bo
     n = host.consecutive_refusals
     if done is politeness.Refused.PAUSED:
         ctx.counters["sites_paused"] += 1
+        ctx.losses.parked(host.key, f"refused {n} requests in a row ({why})", host.parked_until)
         log.warning(
             "%s refused %d requests in a row (%s): paused for %.0f s",
             host.key,
@@ -95,6 +108,9 @@ async def refused(ctx: CrawlContext, host: politeness.HostState, why: str) -> bo
         )
         ctx.counters["sites_given_up"] += 1
         ctx.counters[DropReason.SITE_REFUSED.value] += dropped + 1
+        ctx.losses.given_up(
+            host.key, f"refused {n} requests in a row ({why}) after a pause", dropped + 1
+        )
         log.warning(
             "%s refused %d requests in a row (%s) after a pause: given up, "
             "its %d remaining URLs dropped",

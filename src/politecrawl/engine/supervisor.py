@@ -146,6 +146,7 @@ def run_partitioned(config: CrawlConfig) -> tuple[dict[str, Any], str | None]:
             seconds=max((float(s.get("seconds", 0.0)) for s in summaries), default=0.0),
             queued_left=sum(int(s.get("queued_left", 0)) for s in summaries),
             stopped_by=stopped_by,
+            sites_lost=[x for s in summaries for x in s.get("sites_lost", [])],
         )
         write_summary(out / "summary.json", summary)
         return summary.to_json(), fatal

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from politecrawl.engine.journal import log_request
 from politecrawl.engine.keep import follow_redirect, read_sitemap, store_page
 from politecrawl.engine.outcome import (
+    CUT,
     Drop,
     DropReason,
     NotModified,
@@ -104,7 +105,11 @@ async def _step(ctx: CrawlContext, key: str, host: politeness.HostState) -> str 
 async def fetch_and_handle(ctx: CrawlContext, entry: UrlEntry, host: politeness.HostState) -> None:
     """Fetch, classify, act on the outcome, log the request, and tell the frontier last."""
     res, revisit = await fetch_page(ctx, entry, host)
-    outcome, refused_why = await classify_result(ctx, entry, host, res)
+    if res.outage:  # the crawler's own network was down: not the site's failure
+        outcome: Outcome = Retry(0.0, False, f"outage:{res.error}", blame=False)
+        refused_why: str | None = None
+    else:
+        outcome, refused_why = await classify_result(ctx, entry, host, res)
     label, due = await act(ctx, entry, host, res, outcome, refused_why)
     if due is not None:  # a continuous crawl: back in the queue, due at its interval
         entry.not_before, entry.attempt, entry.refetch = due, 0, False
@@ -122,12 +127,15 @@ async def classify_result(
 ) -> tuple[Outcome, str | None]:
     """The one table (``outcome.classify``), then what the response says about the site: a
     refusal may pause it or give it up (the URL then goes with its site)."""
+    fetch = ctx.cfg.fetch
     outcome = classify(
         res,
         entry.attempt,
-        ctx.cfg.fetch.max_attempts,
+        fetch.max_attempts,
         max_retry_after_s=ctx.cfg.politeness.max_retry_after_s,
-        retry_base_s=ctx.cfg.fetch.retry_base_s,
+        retry_base_s=fetch.retry_base_s,
+        transient_attempts=fetch.transient_attempts,
+        retry_max_wait_s=fetch.retry_max_wait_s,
     )
     why = refusal(res)
     if why is not None and await refused(ctx, host, why):
@@ -167,6 +175,8 @@ async def act(
     else:
         if outcome.reason is not DropReason.SITE_REFUSED:  # counted by request.refused
             counters[outcome.reason.value] += 1
+        if outcome.reason in _SITE_FAILURES:  # the site's doing: counts as a failure
+            count_failure(ctx, host, outcome.reason.value)
         if res.status is not None and not res.abandoned:
             ctx.warc.write_exchange(res)
     return label, None
@@ -180,20 +190,38 @@ def retry_later(
     outcome: Retry,
     refused_why: str | None,
 ) -> None:
-    """A URL to try again: an overload slows the key, failures in a row park it."""
+    """A URL to try again: an overload slows the key, failures in a row park it. A
+    blameless retry (cut by the crawl's stop, or the crawler's own network down) costs the
+    site nothing: no attempt used, no failure counted."""
+    entry.not_before = ctx.clock() + outcome.after_s
+    if not outcome.blame:
+        entry.attempt = max(0, entry.attempt - 1)
+        ctx.counters["cut" if outcome.error_class == CUT else "retries_outage"] += 1
+        return
     cfg = ctx.cfg.politeness
     if outcome.overload:
         ra = outcome.after_s if res.header("retry-after") else None
         politeness.slow_down(host, cfg, ctx.clock(), ra)
     # a refusal (429, timeout) counts as one, not as a failure too
-    parked = refused_why is None and politeness.record_failure(host, cfg, ctx.clock())
-    if parked:
-        ctx.counters["hosts_parked"] += 1
-        log.warning(
-            "%s failed %d times in a row: parked for %.0f s",
-            host.key,
-            host.consecutive_failures,
-            cfg.park_s,
-        )
-    entry.not_before = ctx.clock() + outcome.after_s
+    if refused_why is None:
+        count_failure(ctx, host, outcome.error_class)
     ctx.counters["retries"] += 1
+
+
+# drops that say the site is failing, not just the page: counted like a failed request
+_SITE_FAILURES = frozenset(
+    {DropReason.TOO_SLOW, DropReason.TLS_CERTIFICATE, DropReason.TLS_HANDSHAKE}
+)
+
+
+def count_failure(ctx: CrawlContext, host: politeness.HostState, why: str) -> None:
+    """One more failure in a row of the site; enough of them park it (named as lost until it
+    answers again)."""
+    cfg = ctx.cfg.politeness
+    if politeness.record_failure(host, cfg, ctx.clock()):
+        ctx.counters["hosts_parked"] += 1
+        n = host.consecutive_failures
+        ctx.losses.parked(host.key, f"failed {n} times in a row ({why})", host.parked_until)
+        log.warning(
+            "%s failed %d times in a row (%s): parked for %.0f s", host.key, n, why, cfg.park_s
+        )

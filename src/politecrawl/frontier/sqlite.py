@@ -572,3 +572,18 @@ class SqliteFrontier:
 
     def queued(self) -> int:
         return self._queued
+
+    def dropped_sites(self, outcomes: Sequence[str]) -> list[tuple[str, str, int]]:
+        """``(key, outcome, URLs)`` of the URLs finished with one of ``outcomes`` (sites given
+        up, in this run or an earlier one: ``engine.losses``). One scan, at the crawl's end."""
+        marks = ",".join("?" * len(outcomes))
+        rows = self._db.execute(
+            f"SELECT key, outcome, COUNT(*) FROM urls WHERE state=2 AND outcome IN ({marks}) "
+            "GROUP BY key, outcome",
+            tuple(outcomes),
+        ).fetchall()
+        return [(str(k), str(o), int(n)) for k, o, n in rows]
+
+    def queued_of(self, key: str) -> int:
+        """URLs of ``key`` still queued (a lost site's URLs left behind: ``engine.losses``)."""
+        return self._pending.get(key, 0)

@@ -75,6 +75,12 @@ class FetchResult:
     error: str | None = None
     error_detail: str = ""
     request_headers: list[tuple[str, str]] = field(default_factory=list)
+    # an https request made without checking the certificate (--tls-insecure): the WARC
+    # records say so
+    tls_unverified: bool = False
+    # the failure came while the crawler's own network was down (``engine.outage``): not
+    # the site's, so not counted against it
+    outage: bool = False
 
     def header(self, name: str) -> str | None:
         lname = name.lower()
@@ -122,6 +128,12 @@ class InvalidTarget(FetchError):
     kind = "invalid_url"
 
 
+class TooSlow(FetchError):
+    """The body came slower than ``min_rate_bytes`` a second (a drip-fed tarpit)."""
+
+    kind = "too_slow"
+
+
 class Fetcher:
     """Owns the aiohttp session; ``fetch`` never raises for network trouble.
 
@@ -130,7 +142,11 @@ class Fetcher:
     nothing inside aiohttp can outlive it); header lines and fields of at most 16 KiB and at
     most 128 headers (``_MAX_HEADER_FIELD``/``_MAX_HEADERS``: beyond is a ``protocol``
     error); a body of at most ``max_size_bytes`` raw and ``max_size_bytes`` decoded, the
-    connection dropped as soon as either is exceeded (``truncated``).
+    connection dropped as soon as either is exceeded (``truncated``); a body slower than
+    ``min_rate_bytes`` a second on average once ``min_rate_time_s`` into it (``too_slow``).
+
+    ``cut``: the crawl stops (``--max-time``): every request in flight ends at once with the
+    error ``cut``, and none starts after.
     """
 
     def __init__(self, cfg: FetchConfig) -> None:
@@ -141,6 +157,8 @@ class Fetcher:
             negative_ttl_s=cfg.dns_negative_ttl_s,
         )
         self.resolver = GuardedResolver(cfg.resolve, cfg.allow_private_addresses, names)
+        self._budgets: set[asyncio.Timeout] = set()
+        self._cutting = False
         self._session: aiohttp.ClientSession | None = None
         self._timeout = aiohttp.ClientTimeout(
             total=cfg.total_timeout_s,
@@ -155,6 +173,7 @@ class Fetcher:
             limit_per_host=0,
             use_dns_cache=False,  # the resolver's own (net/dns.py): each answer for its TTL
             enable_cleanup_closed=True,
+            ssl=self.cfg.verify_tls,  # False: --tls-insecure, certificates not checked
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
@@ -193,12 +212,20 @@ class Fetcher:
         started = time.time()
         t0 = time.perf_counter()
         res = FetchResult(url=url, started=started)
+        if self._cutting:
+            res.error, res.error_detail = "cut", "the crawl was stopping: not requested"
+            return res
         try:
             target = self._check_target(url)
+            res.tls_unverified = target.scheme == "https" and not self.cfg.verify_tls
             # aiohttp's total timeout covers the request; this one also covers what it
             # does not (the resolver thread, closing), so no call outlives the budget
-            async with asyncio.timeout(self.cfg.total_timeout_s + _HARD_STOP_GRACE_S):
-                await self._get(target, res, html_only, extra_headers)
+            async with asyncio.timeout(self.cfg.total_timeout_s + _HARD_STOP_GRACE_S) as budget:
+                self._budgets.add(budget)
+                try:
+                    await self._get(target, res, html_only, extra_headers)
+                finally:
+                    self._budgets.discard(budget)
         except FetchError as exc:
             res.error, res.error_detail = exc.kind, str(exc)
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
@@ -206,8 +233,19 @@ class Fetcher:
         except Exception as exc:  # a server must never be able to crash the worker
             log.warning("unexpected %s fetching %s", type(exc).__name__, url, exc_info=True)
             res.error, res.error_detail = "protocol", f"{type(exc).__name__}: {exc}"[:300]
+        if self._cutting and res.error is not None:
+            res.error, res.error_detail = "cut", "cut by the crawl's stop (--max-time)"
         res.duration_s = time.perf_counter() - t0
         return res
+
+    def cut(self) -> None:
+        """End every request in flight now (error ``cut``), and start none after: the crawl
+        stops at its ``--max-time``, whatever a slow server does."""
+        self._cutting = True
+        now = asyncio.get_running_loop().time()
+        for budget in list(self._budgets):
+            if not budget.expired():
+                budget.reschedule(now)
 
     async def _get(
         self, url: URL, res: FetchResult, html_only: bool, extra_headers: dict[str, str] | None
@@ -284,9 +322,14 @@ class Fetcher:
         chunks: list[bytes] = []
         got = 0
         more = False  # the raw body is longer than cap
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        rate, grace = self.cfg.min_rate_bytes, self.cfg.min_rate_time_s
         try:
             while not (more or (decoder is not None and decoder.overflow)):
-                chunk = await _read_some(resp)
+                chunk = await _read_some(resp) if not rate else await _read_by(
+                    resp, t0 + max(grace, got / rate), rate
+                )
                 if not chunk:
                     break
                 if got + len(chunk) > cap:
@@ -357,11 +400,23 @@ async def _read_some(resp: aiohttp.ClientResponse) -> bytes:
             read.cancel()
 
 
+async def _read_by(resp: aiohttp.ClientResponse, deadline: float, rate: int) -> bytes:
+    """The next piece of the body, if it comes before ``deadline`` (loop time): the moment
+    the average rate since the body began falls below ``rate``; else ``TooSlow``."""
+    try:
+        async with asyncio.timeout_at(deadline) as cm:
+            return await _read_some(resp)
+    except TimeoutError:
+        if cm.expired():
+            raise TooSlow(f"body slower than {rate} bytes/s (--min-rate)") from None
+        raise
+
+
 def _cut_reason(exc: BaseException) -> str:
     """WARC-Truncated's reason for a body read that failed with ``exc``."""
     if isinstance(exc, BrokenTransferCoding):
         return "protocol"
-    if isinstance(exc, TimeoutError | asyncio.CancelledError):
+    if isinstance(exc, TooSlow | TimeoutError | asyncio.CancelledError):
         return "time"
     if isinstance(exc, aiohttp.ClientPayloadError):
         cause = exc.__cause__
@@ -396,12 +451,17 @@ def _classify_error(exc: BaseException) -> tuple[str, str]:
 
     ``address_refused``: the guard refused every address. ``no_such_host``: the name does
     not exist (NXDOMAIN). ``dns``: the lookup failed (SERVFAIL, timeout: may pass).
-    ``connect``: no TCP connection (refused, unreachable, TLS handshake). ``timeout``:
+    ``tls:certificate``: the server's certificate did not verify; ``tls:handshake``: another
+    TLS failure. ``connect``: no TCP connection (refused, unreachable). ``timeout``:
     connect, read or total timeout. ``protocol``: the server's bytes are not valid HTTP/1.x
     (status line, headers, chunking, a body shorter than its Content-Length). ``network``:
     the connection broke (reset, closed before any response). ``invalid_url``: not fetchable.
     """
     detail = f"{type(exc).__name__}: {exc}"[:300]
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return "tls:certificate", detail
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return "tls:handshake", detail
     if isinstance(exc, aiohttp.ClientConnectorError):
         inner: Any = getattr(exc, "os_error", None)
         if isinstance(inner, Refused):

@@ -188,6 +188,14 @@ def record_failure(state: HostState, cfg: PolitenessConfig, now: float) -> bool:
     return False
 
 
+def forgive_failures(state: HostState, n: int) -> None:
+    """Take back ``n`` failures that were not the site's (the crawler's own network was down,
+    ``engine.outage``): its runs of failures and refusals, and the backoff they doubled."""
+    state.consecutive_failures = max(0, state.consecutive_failures - n)
+    state.consecutive_refusals = max(0, state.consecutive_refusals - n)
+    state.backoff_factor = max(1.0, state.backoff_factor / 2.0 ** min(n, 60))
+
+
 def reclaim_times(state: HostState, now: float, floor_s: float) -> tuple[float, float]:
     """A lease given up or expired (its worker closed or died mid-turn, perhaps with a request
     in flight): when the site may be asked again, a full delay from ``now`` (its own last gap,
@@ -257,10 +265,13 @@ def wait_until(state: HostState, when: float) -> None:
     state.next_allowed = max(state.next_allowed, when)
 
 
-def retry_backoff_s(attempt: int, base_s: float) -> float:
+def retry_backoff_s(attempt: int, base_s: float, cap_s: float | None = None) -> float:
     """How long a failed URL waits before its next attempt: ``base_s`` doubled per attempt
-    (``attempt`` counts from 1)."""
-    return float(base_s * 2.0 ** max(0, attempt - 1))
+    (``attempt`` counts from 1), at most ``cap_s``: a transient failure's waits reach minutes,
+    then stay there (30 s, 1, 2, 4, 8 min, then every 15 min by default), so the retries of
+    a site that is down span hours, not seconds."""
+    wait = float(base_s * 2.0 ** min(max(0, attempt - 1), 60))
+    return wait if cap_s is None else min(wait, max(cap_s, base_s))
 
 
 def retry_after_wait_s(retry_after_s: float, max_retry_after_s: float) -> float:

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING
 
 from politecrawl.engine.journal import log_request, log_robots
 from politecrawl.engine.keep import admit_sitemaps
-from politecrawl.engine.outcome import DropReason, RobotsOutcome, classify_robots, robots_usable
+from politecrawl.engine.outcome import (
+    CUT,
+    DropReason,
+    RobotsOutcome,
+    classify_robots,
+    robots_usable,
+)
 from politecrawl.engine.request import request
 from politecrawl.errors import StorageError
 from politecrawl.frontier import UrlEntry
@@ -83,6 +89,7 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             # a few; the key's other origins (same server, other scheme or port) go on
             if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
                 await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
+                ctx.losses.given_up(key, f"robots.txt of {origin} unreachable", 1)
                 continue
             entry.not_before = max(entry.not_before, ctx.robots.retry_at(origin))
             await ctx.frontier.push_back(entry)
@@ -140,6 +147,9 @@ async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostStat
     in the WARC (request and response records) as well as in ``log/robots.jsonl``."""
     target, hops = ctx.robots.pending_redirect(origin) or (robots_url(origin + "/"), 0)
     res = await request(ctx, host, target, html_only=False, robots=True)
+    if res.outage or res.error == CUT:  # not the origin's failure: asked again, blameless
+        log_request(ctx, res, "retry:outage" if res.outage else CUT, 1, host)
+        return
     try:  # archived as Heritrix and Browsertrix do: what the crawl obeyed is in the WARC
         ctx.warc.write_exchange(res)
     except (StorageError, OSError) as exc:

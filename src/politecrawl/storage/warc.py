@@ -16,6 +16,8 @@ checked by replaying in pywb and reading with warcio, see tests/test_replay.py):
   stored) and ``WARC-IP-Address``; a payload shorter than the server's is marked
   ``WARC-Truncated`` with its reason (``FetchResult.cut``: length, time, disconnect,
   protocol).
+* An https exchange made with ``--tls-insecure`` (the certificate not checked) says so on
+  its request and response records: ``WARC-TLS-Certificate-Verified: false``.
 * Revisit records (WARC 1.1 section 6.7) name their original by ``WARC-Refers-To``,
   ``WARC-Refers-To-Target-URI`` and ``WARC-Refers-To-Date``, and carry the original's
   payload digest: pywb finds the original by URI, closest date and that digest.
@@ -63,6 +65,10 @@ from isal import isal_zlib
 from politecrawl.errors import StorageError
 from politecrawl.net.fetch import FetchResult
 from politecrawl.storage.cdxj import cdxj_line, index_name, index_warc, prepare, write_index
+
+# on the records of an https exchange made with --tls-insecure: the server's certificate was
+# not checked (a WARC 1.1 extension field, section 4: readers ignore fields they don't know)
+TLS_UNVERIFIED = "WARC-TLS-Certificate-Verified"
 
 
 def _warc_date(ts: float) -> str:
@@ -408,6 +414,8 @@ def _record(kind: WarcRecordType, res: FetchResult, date: str, rec_id: str) -> W
     rec.headers["Content-Type"] = "application/http; msgtype=response"
     if res.ip:
         rec.headers["WARC-IP-Address"] = res.ip
+    if res.tls_unverified:  # --tls-insecure: nobody vouched for who answered
+        rec.headers[TLS_UNVERIFIED] = "false"
     return rec
 
 
@@ -418,6 +426,8 @@ def _request(res: FetchResult, date: str, concurrent_to: str) -> WarcRecord:
     req.headers["WARC-Date"] = date
     req.headers["Content-Type"] = "application/http; msgtype=request"
     req.headers["WARC-Concurrent-To"] = f"<{concurrent_to}>"
+    if res.tls_unverified:
+        req.headers[TLS_UNVERIFIED] = "false"
     req.set_bytes_content(_http_request_block(res))
     return req
 

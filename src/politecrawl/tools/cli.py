@@ -250,6 +250,13 @@ def _print_summary(summary: dict[str, Any], out: Path) -> None:
         print(
             "  errors               " + ", ".join(f"{k} {v}" for k, v in summary["errors"].items())
         )
+    lost = summary.get("sites_lost") or []
+    if lost:
+        from politecrawl.engine.losses import describe
+
+        print(f"  sites lost           {len(lost)} (parked or given up):")
+        for line in describe(lost):
+            print(line)
     print(f"  output               {out} (summary.json, warc/, log/, state.sqlite)")
 
 
@@ -398,7 +405,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     """Exit codes: 0 done (or a limit reached), 1 a storage error or nothing could be
-    fetched, 130 stopped by Ctrl-C / SIGTERM."""
+    fetched, 3 finished but sites were lost (parked or given up: the summary names them),
+    130 stopped by Ctrl-C / SIGTERM."""
     from politecrawl.engine.supervisor import check_layout, run_partitioned
 
     cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
@@ -437,6 +445,16 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     if summary["pages_fetched"] == 0 and summary["stopped_by"] in ("done", "max_time"):
         print(f"politecrawl: {nothing_fetched(summary['counters'], cfg.out_dir)}", file=sys.stderr)
         return 1
+    lost = summary.get("sites_lost") or []
+    if lost:
+        parked = sum(1 for x in lost if x["state"] == "parked")
+        print(
+            f"politecrawl: {len(lost)} sites lost: {parked} parked (the same command again "
+            f"asks them from their retry time), {len(lost) - parked} given up; listed above "
+            f"and in {cfg.out_dir / 'summary.json'}",
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 
@@ -447,6 +465,12 @@ _WHY_NOTHING = (  # counter, what it means to someone who just ran the crawl
     ),
     ("error:no_such_host", "no such host: the name does not exist in DNS (a typo?)"),
     ("error:dns", "the host name did not resolve"),
+    (
+        "error:tls:certificate",
+        "TLS certificate did not verify (--tls-insecure crawls such sites anyway)",
+    ),
+    ("error:tls:handshake", "TLS handshake failed"),
+    ("error:too_slow", "too slow (below --min-rate)"),
     ("error:connect", "no connection (nothing listening, or unreachable)"),
     ("error:timeout", "timed out"),
     ("error:invalid_url", "not a fetchable URL"),

@@ -89,7 +89,7 @@ def _summary_table(summary: dict[str, Any] | None) -> str:
         )
     rows = []
     for k, v in summary.items():
-        if isinstance(v, dict):
+        if isinstance(v, dict | list):
             continue
         rows.append(
             f'<tr><td>{escape(k.replace("_", " "))}</td><td class="n">{escape(str(v))}</td></tr>'
@@ -97,6 +97,12 @@ def _summary_table(summary: dict[str, Any] | None) -> str:
     for k, v in (summary.get("errors") or {}).items():
         rows.append(
             f'<tr><td>errors: {escape(str(k))}</td><td class="n">{escape(str(v))}</td></tr>'
+        )
+    for lost in summary.get("sites_lost") or []:  # each site parked or given up
+        what = f"{lost.get('state', '')}, {lost.get('urls_left')} URLs left"
+        rows.append(
+            f'<tr><td title="{escape(str(lost.get("reason", "")))}">lost: '
+            f'{escape(str(lost.get("site", "")))}</td><td class="n">{escape(what)}</td></tr>'
         )
     return f"<table>{''.join(rows)}</table>"
 

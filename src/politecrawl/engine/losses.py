@@ -1,0 +1,124 @@
+"""Every site the crawl lost, named: parked (asked again later) or given up (its URLs dropped).
+
+A crawl that ends with sites parked or given up has not done all it was asked, and must say
+so: the summary (printed and ``summary.json``'s ``sites_lost``) lists each such site with its
+reason, the URLs it left behind and when a resume will try it again, and the command's exit
+code is 3 (README, "Exit codes"). A parked site that answers again is no longer lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from politecrawl.storage import log_time
+
+PARKED, GIVEN_UP = "parked", "given_up"
+# the request log's outcomes of URLs dropped with their site, and what they say about it
+GIVEN_UP_OUTCOMES = {
+    "dropped:robots_unavailable": "robots.txt unreachable",
+    "dropped:site_refused": "refused request after request",
+}
+
+
+@dataclass(slots=True)
+class Loss:
+    key: str
+    state: str  # PARKED or GIVEN_UP
+    reason: str
+    retry_at: float | None  # parked: when the site is asked again; given up: never
+    dropped: int = 0  # given up: the URLs dropped with it
+
+
+class Losses:
+    """The sites lost so far in this run, by politeness key."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, Loss] = {}
+        self._last_error: dict[str, str] = {}
+
+    def note_error(self, key: str, error: str) -> None:
+        """The site's last failure (``FetchResult.error``): named in its reason if it is lost."""
+        self._last_error[key] = error
+
+    def _why(self, key: str, reason: str) -> str:
+        err = self._last_error.get(key)
+        return reason if err is None or err in reason else f"{reason}; last error {err}"
+
+    def parked(self, key: str, reason: str, until: float) -> None:
+        if self._by_key.get(key, Loss(key, PARKED, "", None)).state != GIVEN_UP:
+            self._by_key[key] = Loss(key, PARKED, self._why(key, reason), until)
+
+    def given_up(self, key: str, reason: str, dropped: int) -> None:
+        old = self._by_key.get(key)
+        before = old.dropped if old is not None and old.state == GIVEN_UP else 0
+        self._by_key[key] = Loss(key, GIVEN_UP, self._why(key, reason), None, before + dropped)
+
+    def recovered(self, key: str) -> None:
+        """The site answered normally: a parked site is back (a given-up one stays lost)."""
+        loss = self._by_key.get(key)
+        self._last_error.pop(key, None)
+        if loss is not None and loss.state == PARKED:
+            del self._by_key[key]
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def remember(self, dropped: list[tuple[str, str, int]]) -> None:
+        """Sites given up before this run (a resume, a crash): ``(key, outcome, URLs)`` as
+        the frontier recorded them (``SqliteFrontier.dropped_sites``)."""
+        for key, outcome, n in dropped:
+            old = self._by_key.get(key)
+            if old is not None and old.state == GIVEN_UP:
+                old.dropped = max(old.dropped, n)
+            else:
+                why = GIVEN_UP_OUTCOMES.get(outcome, outcome)
+                self._by_key[key] = Loss(key, GIVEN_UP, why, None, n)
+
+    def report(self, queued_of: Callable[[str], int | None], now: float) -> list[dict[str, Any]]:
+        """One entry per site lost, as the summary lists it. A parked site with nothing left
+        queued lost nothing, and is left out."""
+        out: list[dict[str, Any]] = []
+        for key, loss in sorted(self._by_key.items()):
+            if loss.state == PARKED:
+                left = queued_of(key)
+                if left == 0:
+                    continue
+                out.append(
+                    {
+                        "site": key,
+                        "state": PARKED,
+                        "reason": loss.reason,
+                        "urls_left": left,
+                        "retry_at": log_time(loss.retry_at or now),
+                        "resume": "a resume asks it again from retry_at on",
+                    }
+                )
+            else:
+                out.append(
+                    {
+                        "site": key,
+                        "state": GIVEN_UP,
+                        "reason": loss.reason,
+                        "urls_left": loss.dropped,
+                        "retry_at": None,
+                        "resume": "never: its queued URLs were dropped",
+                    }
+                )
+        return out
+
+
+def describe(lost: list[dict[str, Any]], limit: int = 20) -> list[str]:
+    """The printed summary's lines for the sites lost (at most ``limit``, then a count)."""
+    lines = []
+    for item in lost[:limit]:
+        when = f"asked again from {item['retry_at']}" if item["retry_at"] else "not asked again"
+        left = item["urls_left"]
+        left_s = "?" if left is None else str(left)
+        lines.append(
+            f"    {item['site']}: {item['state']}, {item['reason']}; {left_s} URLs left, {when}"
+        )
+    if len(lost) > limit:
+        lines.append(f"    ... and {len(lost) - limit} more (summary.json: sites_lost)")
+    return lines

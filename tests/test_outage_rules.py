@@ -1,0 +1,157 @@
+"""The rules behind outages, TLS and slow servers, part by part: the outage guard, the
+outcome table's new rows, the retry schedule, the losses report."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from politecrawl.engine.losses import Losses, describe
+from politecrawl.engine.outage import OutageGuard
+from politecrawl.engine.outcome import CUT, Drop, DropReason, Retry, classify, outcome_label
+from politecrawl.net.fetch import FetchResult
+from politecrawl.polite import politeness
+
+pytestmark = pytest.mark.unit
+
+
+def failing(
+    guard: OutageGuard, keys: list[str], kind: str = "connect", now: float = 10.0
+) -> list[bool]:
+    return [guard.failed(k, kind, now) for k in keys]
+
+
+async def down(origin: str, dns_only: bool) -> bool:
+    return False
+
+
+async def up(origin: str, dns_only: bool) -> bool:
+    return True
+
+
+def test_many_sites_failing_the_same_way_are_an_outage_when_a_probe_fails_too() -> None:
+    guard = OutageGuard()
+    guard.answered("http://a.test")
+    assert failing(guard, ["k1", "k2", "k3", "k4"]) == [False] * 4
+    assert not guard.paused
+    assert not guard.failed("k5", "connect", 11.0)  # suspected: the crawl pauses, probes
+    assert guard.paused and guard.suspect and not guard.active and guard.due(11.0)
+    assert not guard.failed("k6", "connect", 11.2)  # counted, for now
+    assert not asyncio.run(guard.probe(down, 11.5))  # the probe failed too: an outage
+    assert guard.active and guard.outages == 1
+    assert guard.failed("k7", "timeout", 12.0)  # during it, every network failure is its own
+
+
+def test_a_probe_that_gets_through_makes_it_the_sites_failures() -> None:
+    guard = OutageGuard()
+    guard.answered("http://a.test")
+    failing(guard, ["k1", "k2", "k3", "k4", "k5"])
+    assert guard.suspect
+    assert asyncio.run(guard.probe(up, 11.0))  # the network works: the sites failed
+    assert not guard.paused and guard.false_alarms == 1 and guard.outages == 0
+    host = politeness.HostState("k1", consecutive_failures=3)
+    guard.absolve(host)
+    assert host.consecutive_failures == 3  # nothing forgiven
+
+
+def test_an_answer_between_failures_or_another_kind_is_no_outage() -> None:
+    guard = OutageGuard()
+    guard.answered("http://a.test")
+    failing(guard, ["k1", "k2", "k3"])
+    guard.answered("http://b.test")  # the network works: those were the sites'
+    assert failing(guard, ["k4", "k5"]) == [False, False]
+    assert failing(guard, ["k6", "k7"], kind="dns") == [False, False]
+    assert not guard.active
+    assert not guard.failed("k8", "http_500", 10.0)  # not a network failure at all
+
+
+def test_failures_too_far_apart_or_before_any_answer_are_the_sites() -> None:
+    guard = OutageGuard(window_s=30.0)
+    assert failing(guard, [f"k{i}" for i in range(10)]) == [False] * 10  # nothing ever answered
+    guard = OutageGuard(window_s=30.0)
+    guard.answered("http://a.test")
+    for i in range(8):
+        assert not guard.failed(f"k{i}", "connect", 100.0 * i)
+
+
+def test_the_failures_before_the_outage_was_confirmed_are_forgiven() -> None:
+    guard = OutageGuard()
+    guard.answered("http://a.test")
+    failing(guard, ["k1", "k2", "k3", "k4", "k5"])
+    asyncio.run(guard.probe(down, 10.5))
+    host = politeness.HostState("k1", consecutive_failures=3, backoff_factor=2.0)
+    guard.absolve(host)
+    assert host.consecutive_failures == 2 and host.backoff_factor == 1.0
+    guard.absolve(host)  # once
+    assert host.consecutive_failures == 2
+
+
+def test_a_probe_that_gets_through_ends_the_outage_one_that_does_not_waits_longer() -> None:
+    guard = OutageGuard()
+    guard.answered("http://a.test")
+    failing(guard, ["k1", "k2", "k3", "k4", "k5"], now=10.0)
+    tried: list[tuple[str, bool]] = []
+
+    async def noted(origin: str, dns_only: bool) -> bool:
+        tried.append((origin, dns_only))
+        return False
+
+    assert not asyncio.run(guard.probe(noted, 10.0))  # confirmed
+    assert guard.active and guard.due(11.0) and not guard.due(10.5)
+    assert not asyncio.run(guard.probe(noted, 11.0))
+    assert tried == [("http://a.test", False)] * 2 and guard.next_probe == 13.0
+    assert asyncio.run(guard.probe(up, 25.0)) and not guard.active
+    assert guard.seconds == 15.0
+
+
+def res(error: str) -> FetchResult:
+    return FetchResult(url="http://a.test/", started=0.0, error=error)
+
+
+def test_transient_failures_are_retried_over_hours() -> None:
+    waits = []
+    for attempt in range(1, 30):
+        out = classify(res("connect"), attempt, 3, retry_base_s=30, transient_attempts=30)
+        assert isinstance(out, Retry) and out.blame
+        waits.append(out.after_s)
+    assert waits[:6] == [30, 60, 120, 240, 480, 900] and max(waits) == 900
+    assert sum(waits) > 5 * 3600
+    assert classify(res("dns"), 30, 3, transient_attempts=30) == Drop(
+        DropReason.RETRIES_EXHAUSTED, "dns"
+    )
+    assert isinstance(classify(res("network"), 3, 3), Drop)  # not transient: 3 attempts
+
+
+def test_tls_too_slow_and_cut_rows() -> None:
+    assert classify(res("tls:certificate"), 1, 3) == Drop(DropReason.TLS_CERTIFICATE)
+    assert outcome_label(classify(res("tls:certificate"), 1, 3)) == "dropped:tls:certificate"
+    assert classify(res("too_slow"), 1, 3) == Drop(DropReason.TOO_SLOW)
+    cut = classify(res(CUT), 1, 3)
+    assert isinstance(cut, Retry) and not cut.blame and outcome_label(cut) == "cut"
+    outage = Retry(0.0, False, "outage:connect", blame=False)
+    assert outcome_label(outage) == "retry:outage"
+
+
+def test_backoff_is_capped() -> None:
+    assert politeness.retry_backoff_s(1, 30, 900) == 30
+    assert politeness.retry_backoff_s(100, 30, 900) == 900
+    assert politeness.retry_backoff_s(3, 30) == 120
+
+
+def test_losses_report_names_each_site_once() -> None:
+    losses = Losses()
+    losses.note_error("a.test", "connect")
+    losses.parked("a.test", "failed 5 times in a row (connect)", 1000.0)
+    losses.parked("b.test", "failed 5 times in a row (http_5xx)", 1000.0)
+    losses.parked("c.test", "refused 5 requests in a row (http_403)", 1000.0)
+    losses.recovered("c.test")  # it answered again: not lost
+    losses.given_up("d.test", "robots.txt of http://d.test unreachable", 7)
+    queued = {"a.test": 3, "b.test": 0}
+    report = losses.report(queued.get, now=500.0)
+    assert [x["site"] for x in report] == ["a.test", "d.test"]  # b.test left nothing behind
+    a, d = report
+    assert a["state"] == "parked" and a["urls_left"] == 3 and a["retry_at"]
+    assert d["state"] == "given_up" and d["urls_left"] == 7 and d["retry_at"] is None
+    lines = describe(report)
+    assert "a.test: parked" in lines[0] and "d.test: given_up" in lines[1]

@@ -1,0 +1,256 @@
+"""Outages of the crawler's own network, TLS failures and slow servers, through the real
+command (issue 28, sections 3 and 4), judged by the server's log and the output files."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+from conftest import UA
+from outageweb import SitesServer
+
+pytestmark = pytest.mark.e2e
+
+
+def crawl(
+    server: SitesServer,
+    out: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 240,
+) -> subprocess.CompletedProcess[str]:
+    seeds = out.parent / f"{out.name}-seeds.txt"
+    seeds.write_text("".join(f"{u}\n" for u in server.seeds()))
+    cmd = [
+        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds),
+        "--user-agent", UA, "--out", str(out), *server.resolve_args(),
+        "--allow-private-addresses", "--ip-min-delay", "off", "--scope", "any",
+        "--no-progress", *extra,
+    ]  # fmt: skip
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
+
+
+def requests_log(out: Path) -> list[dict[str, Any]]:
+    path = out / "log" / "requests.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in records if r.get("record") != "header"]  # each run's header line aside
+
+
+def summary(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "summary.json").read_text())
+    return data
+
+
+def test_a_15_s_outage_of_the_network_parks_no_site_and_loses_no_page(tmp_path: Path) -> None:
+    """The server of 12 sites closes its listening socket for 15 s mid-crawl (every
+    connection refused, as when the crawler's own link drops), then listens again on the
+    same port: the crawl pauses, probes, resumes; no site is parked or lost, every page is
+    fetched, and the exit code is 0."""
+    server = SitesServer(hosts=12, pages=12)
+    outage: dict[str, float] = {}
+
+    def go_away() -> None:
+        time.sleep(4.0)
+        outage["down"] = time.time()
+        server.down()
+        time.sleep(15.0)
+        server.up()
+        outage["up"] = time.time()
+
+    threading.Thread(target=go_away, daemon=True).start()
+    out = tmp_path / "out"
+    try:
+        p = crawl(server, out, "--min-delay", "0.6", "--retry-base", "1", "--max-time", "150")
+    finally:
+        server.close()
+    assert "up" in outage, "the crawl ended before the outage did"
+    assert p.returncode == 0, p.stdout + p.stderr
+    s = summary(out)
+    assert s["stopped_by"] == "done"
+    assert s["sites_lost"] == []
+    c = s["counters"]
+    assert c.get("hosts_parked", 0) == 0 and c.get("sites_paused", 0) == 0, c
+    assert c.get("sites_given_up", 0) == 0 and c.get("retries_exhausted", 0) == 0, c
+    assert c.get("outages", 0) >= 1, c
+    fetched = server.fetched()
+    for host in server.names():  # every page of every site, in the end
+        assert fetched.get(host) == server.page_paths(), host
+    # the crawl paused: few connections were sent into the outage, each retried, none dropped
+    failed = [r for r in requests_log(out) if r.get("error")]
+    assert failed and all(r["outcome"] in ("retry", "retry:outage") for r in failed), failed
+    assert len(failed) < 40, len(failed)
+    assert "sites lost" not in p.stdout
+
+
+# -- TLS -------------------------------------------------------------------------------------
+def tls_server(tmp_path: Path) -> tuple[SitesServer, Path]:
+    ca = trustme.CA()
+    cert = ca.issue_cert("h0.test")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(ctx)
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    return SitesServer(hosts=1, pages=4, tls=ctx), ca_file
+
+
+def warc_headers(out: Path) -> list[dict[str, str]]:
+    from warcio.archiveiterator import ArchiveIterator
+
+    records = []
+    for path in sorted((out / "warc").glob("*.warc.gz")):
+        with path.open("rb") as fh:
+            for rec in ArchiveIterator(fh):
+                records.append(dict(rec.rec_headers.headers))
+    return records
+
+
+def test_a_certificate_that_does_not_verify_is_named_and_tls_insecure_crawls_it(
+    tmp_path: Path,
+) -> None:
+    server, ca_file = tls_server(tmp_path)
+    try:
+        # a CA the crawler does not trust: named as a certificate failure, and nothing fetched
+        bad = tmp_path / "untrusted"
+        p = crawl(server, bad, "--min-delay", "0.05", timeout=120)
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert "certificate" in p.stderr, p.stderr
+        errors = {r.get("error") for r in requests_log(bad)}
+        assert errors == {"tls:certificate"}, errors
+        assert "tls:certificate" in summary(bad)["errors"]
+        assert not server.fetched()
+
+        # --tls-insecure: crawled, and every https record says the certificate was not checked
+        lax = tmp_path / "insecure"
+        p = crawl(server, lax, "--min-delay", "0.05", "--tls-insecure", timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert server.fetched()["h0.test"] == server.page_paths()
+        recs = [h for h in warc_headers(lax) if h["WARC-Type"] in ("request", "response")]
+        assert recs and all(h.get("WARC-TLS-Certificate-Verified") == "false" for h in recs)
+
+        # the CA trusted (SSL_CERT_FILE): crawled, verified, no such mark
+        n = len(server.hits("/"))
+        ok = tmp_path / "trusted"
+        env = {"SSL_CERT_FILE": str(ca_file)}
+        p = crawl(server, ok, "--min-delay", "0.05", env=env, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert len(server.hits("/")) == n + 1
+        recs = [h for h in warc_headers(ok) if h["WARC-Type"] in ("request", "response")]
+        assert recs and not any("WARC-TLS-Certificate-Verified" in h for h in recs)
+    finally:
+        server.close()
+
+
+# -- slow servers ----------------------------------------------------------------------------
+def drip_seeds(server: SitesServer) -> list[str]:
+    return [f"http://{h}:{server.port}/drip" for h in server.names()]
+
+
+def test_a_one_byte_a_second_server_is_cut_as_too_slow_and_not_retried(tmp_path: Path) -> None:
+    """/drip sends a byte a second for 60 s, on two host names of one address: each is cut
+    as too slow a few seconds into its body, once (no retry), and counted against its
+    site."""
+    server = SitesServer(hosts=2, pages=2, drip_s=60)
+    out = tmp_path / "out"
+    seeds = tmp_path / "drip.txt"
+    seeds.write_text("".join(f"{u}\n" for u in drip_seeds(server)))
+    started = time.monotonic()
+    try:
+        cmd = [
+            sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds),
+            "--user-agent", UA, "--out", str(out), *server.resolve_args(),
+            "--allow-private-addresses", "--ip-min-delay", "off", "--no-progress",
+            "--min-delay", "0.05", "--min-rate", "100", "--min-rate-time", "3",
+        ]  # fmt: skip
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    finally:
+        server.close()
+    took = time.monotonic() - started
+    assert took < 40, took  # not 2 x 60 s
+    drips = [r for r in requests_log(out) if r["url"].endswith("/drip")]
+    assert len(drips) == 2, drips  # one each: not retried
+    for r in drips:
+        assert r["outcome"] == "dropped:too_slow" and r["error"] == "too_slow", r
+        assert r["duration_ms"] < 15_000, r
+    assert len(server.hits("/drip")) == 2
+    c = summary(out)["counters"]
+    assert c["too_slow"] == 2, c
+    assert p.returncode in (0, 1), p.stderr
+
+
+def test_max_time_cuts_the_requests_in_flight_and_a_resume_asks_again(tmp_path: Path) -> None:
+    """--max-time 5 while /drip (60 s, and --min-rate off) is in flight: the crawl ends
+    within a few seconds of its limit, the request is logged as cut, and the next run of the
+    same command asks for it again."""
+    server = SitesServer(hosts=1, pages=2, drip_s=60)
+    out = tmp_path / "out"
+    seeds = tmp_path / "drip.txt"
+    seeds.write_text(f"http://h0.test:{server.port}/drip\n")
+    args = [
+        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds), "--user-agent", UA,
+        "--out", str(out), *server.resolve_args(), "--allow-private-addresses",
+        "--ip-min-delay", "off", "--no-progress", "--min-delay", "0.05",
+    ]  # fmt: skip
+    try:
+        started = time.monotonic()
+        p = subprocess.run(
+            [*args, "--max-time", "5", "--min-rate", "0"], capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+        took = time.monotonic() - started
+        assert took < 5 + 8, took  # the limit, the interpreter's start, the save
+        s = summary(out)
+        assert s["stopped_by"] == "max_time" and s["queued_left"] == 1, s
+        cut = [r for r in requests_log(out) if r["url"].endswith("/drip")]
+        assert [r["outcome"] for r in cut] == ["cut"], cut
+        assert len(server.hits("/drip")) == 1
+
+        # the resume asks again (this time a rate is enforced, so it ends soon)
+        p = subprocess.run(
+            [*args, "--max-time", "60", "--min-rate", "100", "--min-rate-time", "1"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert len(server.hits("/drip")) == 2, p.stderr
+        again = [r for r in requests_log(out) if r["url"].endswith("/drip")]
+        assert [r["outcome"] for r in again] == ["cut", "dropped:too_slow"], again
+    finally:
+        server.close()
+
+
+# -- losses named ----------------------------------------------------------------------------
+def test_a_site_given_up_is_named_in_the_summary_and_the_exit_code_is_3(tmp_path: Path) -> None:
+    """h1.test refuses every page (403): paused after 5 refusals, given up after one more.
+    The crawl of the other site finishes, and the command says what it lost: the printed
+    summary and summary.json name h1.test with its reason and the URLs it left, exit 3."""
+    server = SitesServer(hosts=2, pages=4, refusing=frozenset({"h1.test"}))
+    out = tmp_path / "out"
+    seeds = tmp_path / "seeds.txt"
+    refused = [f"http://h1.test:{server.port}/p/{j}.html" for j in range(1, 11)]
+    seeds.write_text("".join(f"{u}\n" for u in [server.seeds()[0], *refused]))
+    cmd = [
+        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds), "--user-agent", UA,
+        "--out", str(out), *server.resolve_args(), "--allow-private-addresses",
+        "--ip-min-delay", "off", "--no-progress", "--min-delay", "0.05", "--park-time", "0.5",
+        "--scope", "any",
+    ]  # fmt: skip
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    finally:
+        server.close()
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert server.fetched()["h0.test"] == server.page_paths()
+    lost = summary(out)["sites_lost"]
+    assert [x["site"] for x in lost] == ["h1.test"], lost
+    assert lost[0]["state"] == "given_up" and "refused" in lost[0]["reason"], lost
+    assert lost[0]["urls_left"] == 10 - 5, lost  # the 6th refusal and the 4 never asked
+    assert "h1.test: given_up" in p.stdout and "sites lost" in p.stderr
