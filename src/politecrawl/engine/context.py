@@ -316,6 +316,10 @@ class CrawlContext:
         found = await self.fetcher.resolver.resolve(host, port)
         return str(found[0]["host"]) if found else None
 
+    async def name_answers(self, host: str, port: int) -> bool:
+        """Whether DNS answers for ``host`` now, past the cache (the outage probe's)."""
+        return await self.fetcher.resolver.answers(host, port)
+
     def harvest(self) -> float | None:
         """The share of relevant pages so far, when a nugget function scores them."""
         return self.focus.harvest_rate() if self.focus.nugget is not None else None

@@ -222,7 +222,7 @@ class Crawler:
         ctx = self.ctx
         if not ctx.outage.due(now) or (self._probing is not None and not self._probing.done()):
             return
-        reach = outage.reach(ctx.resolved, self.cfg.fetch.connect_timeout_s)
+        reach = outage.reach(ctx.resolved, ctx.name_answers, self.cfg.fetch.connect_timeout_s)
 
         async def probe() -> None:
             began, confirmed = ctx.outage.since, ctx.outage.active

@@ -19,8 +19,13 @@ by a 15 s outage). So failures of the network kinds (``KINDS``) are watched acro
 - a probe every ``PROBE_S`` doubling up to ``PROBE_MAX_S`` ends the outage when it gets
   through: the crawl resumes where it was.
 
-A crawl where no site ever answered cannot tell its own link from its sites', so it never
-pauses: its failures are the sites' (retried over hours: ``outcome.TRANSIENT``).
+A crawl where no site ever answered has no site to probe the network with. For name
+lookups it still can: ``MIN_SITES`` names whose lookups fail (SERVFAIL, timeouts, no
+resolver answering; not "no such name") with nothing answered yet mean the crawler's own
+resolver is down (issue 28: without DNS, 2,000 sites were dropped in 2.5 s), and the probe
+asks DNS again, past the cache, for the names that failed; the crawl waits for the resolver
+with no site blamed. Refused connections or timeouts with nothing answered yet may be dead
+seeds: those count against their sites (retried over hours: ``outcome.TRANSIENT``).
 """
 
 from __future__ import annotations
@@ -65,11 +70,13 @@ class OutageGuard:
         self._forgive: dict[str, int] = {}  # key -> failures counted before it was noticed
         self._suspected: dict[str, int] = {}  # key -> failures counted while suspected
         self._good: deque[str] = deque(maxlen=_GOOD_KEPT)
+        self._cold: deque[str] = deque(maxlen=_GOOD_KEPT)  # names that failed, none answered
         self._probe_wait = PROBE_S
 
     def answered(self, origin: str) -> None:
         """A site answered (any HTTP status): the network works; no streak goes on."""
         self._streak.clear()
+        self._cold.clear()
         if origin in self._good:
             self._good.remove(origin)
         self._good.append(origin)
@@ -86,8 +93,12 @@ class OutageGuard:
             return False
         self._streak[key] = (kind, now)
         same = [k for k, (kd, t) in self._streak.items() if kd == kind and now - t <= self.window_s]
-        if len(same) < self.min_sites or not self._good:
+        if len(same) < self.min_sites:
             return False
+        if not self._good:  # nothing answered yet: only the resolver can be probed
+            if kind != "dns":
+                return False
+            self._cold.extend(same[-_PROBED:])
         self.suspect, self.kind, self.since = True, kind, now
         self.next_probe = now  # at once
         self._suspected = {k: 1 for k in same}
@@ -114,7 +125,8 @@ class OutageGuard:
         works (a suspected outage was none, or a confirmed one is over)."""
         dns_only = self.kind == "dns"
         through = False
-        for origin in list(self._good)[-_PROBED:]:
+        probed = list(self._good)[-_PROBED:] or [f"http://{k}/" for k in self._cold]
+        for origin in probed:
             if await reach(origin, dns_only):
                 through = True
                 break
@@ -155,20 +167,26 @@ class OutageGuard:
         )  # fmt: skip
 
 
-def reach(resolve: Callable[[str, int], Awaitable[str | None]], timeout_s: float) -> Probe:
-    """A probe over ``resolve`` (host, port -> an address): resolves the origin's name, then
-    (unless ``dns_only``) opens and closes one TCP connection to it, within ``timeout_s``."""
+def reach(
+    resolve: Callable[[str, int], Awaitable[str | None]],
+    answers: Callable[[str, int], Awaitable[bool]],
+    timeout_s: float,
+) -> Probe:
+    """A probe: for a DNS outage, ``answers`` (host, port -> whether DNS answers now, past
+    the cache, which would answer for a resolver that is down); else ``resolve`` (host, port
+    -> an address, cached is fine) and one TCP connection opened and closed, within
+    ``timeout_s``."""
 
     async def one(origin: str, dns_only: bool) -> bool:
         u = URL(origin)
         port = u.port or (443 if u.scheme == "https" else 80)
         try:
             async with asyncio.timeout(timeout_s):
+                if dns_only:
+                    return await answers(u.host or "", port)
                 addr = await resolve(u.host or "", port)
                 if addr is None:
                     return False
-                if dns_only:
-                    return True
                 _, writer = await asyncio.open_connection(addr, port)
                 writer.close()
                 return True

@@ -114,6 +114,13 @@ class NameCache:
             raise entry.error
         return entry.addrs
 
+    async def answers(self, host: str) -> bool:
+        """Whether DNS answers for ``host`` now: one query, past the cache and not kept in
+        it (the outage probe's: a cached answer says nothing of the resolver now)."""
+        if self._closed:
+            return False
+        return (await self._ares(host.lower())).error is None
+
     def prefetch(self, host: str) -> None:
         """Look ``host`` up in the background unless cached or already asked: called when a
         site is queued, so its turn does not wait. Never blocks, never raises."""

@@ -108,6 +108,14 @@ class GuardedResolver(AbstractResolver):
         if self.override(host, port) is None and ip_literal(host) is None:
             self.names.prefetch(host)
 
+    async def answers(self, host: str, port: int) -> bool:
+        """Whether ``host`` resolves now, asked of DNS past the cache (an override or an
+        address literal needs no DNS: always)."""
+        host = host.lower()
+        if self.override(host, port) is not None or ip_literal(host) is not None:
+            return True
+        return await self.names.answers(host)
+
     def keep_for(self, host: str, port: int, seconds: float) -> None:
         """``host``'s site has its next turn in ``seconds``: its answer fresh by then."""
         host = host.lower()
