@@ -89,7 +89,7 @@ def _summary_table(summary: dict[str, Any] | None) -> str:
         )
     rows = []
     for k, v in summary.items():
-        if isinstance(v, dict | list):
+        if isinstance(v, dict | list) or v == 0:  # a zero says nothing the counters don't
             continue
         rows.append(
             f'<tr><td>{escape(k.replace("_", " "))}</td><td class="n">{escape(str(v))}</td></tr>'
@@ -98,11 +98,17 @@ def _summary_table(summary: dict[str, Any] | None) -> str:
         rows.append(
             f'<tr><td>errors: {escape(str(k))}</td><td class="n">{escape(str(v))}</td></tr>'
         )
-    for lost in summary.get("sites_lost") or []:  # each site parked or given up
-        what = f"{lost.get('state', '')}, {lost.get('urls_left')} URLs left"
+    lost = summary.get("sites_lost") or []  # each site parked or given up: one row for all
+    if lost:
+        names = ", ".join(str(s.get("site", "")) for s in lost[:5]) + (", ..." if lost[5:] else "")
+        why = "; ".join(
+            f"{s.get('site', '')}: {s.get('state', '')}, {s.get('urls_left')} URLs left "
+            f"({s.get('reason', '')})"
+            for s in lost
+        )
         rows.append(
-            f'<tr><td title="{escape(str(lost.get("reason", "")))}">lost: '
-            f'{escape(str(lost.get("site", "")))}</td><td class="n">{escape(what)}</td></tr>'
+            f'<tr><td title="{escape(why)}">sites lost: {escape(names)}</td>'
+            f'<td class="n">{len(lost)}</td></tr>'
         )
     return f"<table>{''.join(rows)}</table>"
 
