@@ -78,7 +78,9 @@ async def test_two_worker_processes_one_crawl(redis_url: str, tmp_path: Path) ->
             _cli("worker", "--out", str(tmp_path / "w2"), *common),
         )
         for rc, _, err in results:
-            assert rc == 0, err
+            # exit 3: a worker names the sites it gave up (the test web's robots.txt 5xx)
+            assert rc in (0, 3), err
+            assert rc == 0 or "robots.txt" in err, err
         rc, out, _ = await _cli("status", "--frontier", redis_url, "--crawl-id", crawl, "--json")
         st = json.loads(out)
         assert st["queued"] == 0 and st["leases_held"] == 0

@@ -311,6 +311,8 @@ async def test_crawl_replays_in_pywb_equal_to_live(tmp_path: Path) -> None:
     (tmp_path / "pywb").mkdir()
     with _wayback(tmp_path / "pywb", warcs) as port:
         for r in recs:
+            if r.path == "/robots.txt":  # archived as Heritrix does; the pages are compared
+                continue
             for mode in ("id_", "mp_"):
                 try:
                     replay = _get(port, f"/c/{r.timestamp}{mode}/{r.url}", f"127.0.0.1:{port}")

@@ -83,12 +83,15 @@ def reachable(port: int, *, refused_sites: bool) -> dict[str, tuple[str, ...]]:
 
 
 def warc_records(out: Path) -> list[tuple[str, str, str]]:
-    """(type, target URI, payload) of every record, read with warcio."""
+    """(type, target URI, payload) of every record of a page, read with warcio (robots.txt,
+    archived as Heritrix does, is not a page: a statement about use does not govern it)."""
     found = []
     for path in sorted((out / "warc").glob("*.warc.gz")):
         with path.open("rb") as fh:
             for rec in ArchiveIterator(fh):
                 uri = rec.rec_headers.get_header("WARC-Target-URI") or ""
+                if uri.endswith("/robots.txt"):
+                    continue
                 found.append((rec.rec_type, uri, rec.content_stream().read().decode()))
     return found
 
