@@ -44,6 +44,7 @@ import focus_sim
 from benchlib import cpu_s
 
 from politecrawl import CrawlConfig, Crawler, FetchConfig, PolitenessConfig
+from politecrawl.storage.logs import read_jsonl
 
 UA = "benchbot/1.0 (+http://bench.example/bot)"
 OUT = Path(__file__).with_name("out")
@@ -108,11 +109,9 @@ async def crawl(
     cpu = cpu_s() - c0
     WALL[(topic.name, strategy)] = time.perf_counter() - t0
     order = []
-    with (out / "log" / "requests.jsonl").open() as fh:
-        for line in fh:
-            r = json.loads(line)
-            if not r["url"].endswith("/robots.txt") and r["status"] is not None:
-                order.append(r["url"])
+    for r in read_jsonl(out / "log" / "requests.jsonl"):
+        if not r["url"].endswith("/robots.txt") and r["status"] is not None:
+            order.append(r["url"])
     return order, cpu
 
 

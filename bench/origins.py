@@ -29,6 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import docbed
 
+from politecrawl.storage.logs import read_jsonl
+
 UA = "benchbot/1.0 (+http://bot.example/info)"
 
 
@@ -77,10 +79,8 @@ async def run(out: Path, max_time_s: float) -> int:
     seconds = time.perf_counter() - t0
     for runner in runners:
         await runner.cleanup()
-    log = (out / "out" / "log" / "requests.jsonl").read_text().splitlines()
     stored: dict[int, int] = {}
-    for line in log:
-        row = json.loads(line)
+    for row in read_jsonl(out / "out" / "log" / "requests.jsonl"):
         if row.get("outcome") == "stored" and row["url"].endswith(".html"):
             port = int(row["url"].split("/")[2].rpartition(":")[2])
             stored[port] = stored.get(port, 0) + 1

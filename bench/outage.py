@@ -32,6 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from politecrawl.storage.logs import read_jsonl
+
 UA = "outagebench/1.0 (+http://bot.example/info)"
 
 
@@ -112,10 +114,7 @@ def run(args: argparse.Namespace, work: Path, outage: bool) -> dict[str, Any]:
     c = summary["counters"]
     into = 0
     if window:
-        for line in (out / "log" / "requests.jsonl").read_text().splitlines():
-            rec = json.loads(line)
-            if "url" not in rec:  # a run's header line
-                continue
+        for rec in read_jsonl(out / "log" / "requests.jsonl"):
             when = datetime.fromisoformat(rec["time"].replace("Z", "+00:00")).timestamp()
             if window["down"] <= when <= window.get("up", when) and rec.get("error"):
                 into += 1

@@ -39,6 +39,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dnsserver import DnsServer, in_netns, netns_possible
 
+from politecrawl.storage.logs import read_jsonl
+
 pytestmark = pytest.mark.e2e
 
 WEB, EVIL, META, PORT = "11.0.0.1", "10.0.0.5", "169.254.1.1", 8080
@@ -122,8 +124,7 @@ def _hostile() -> list[str]:
 def _jsonl(path: Path) -> list[dict[str, object]]:
     if not path.exists():
         return []
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [r for r in rows if r.get("record") != "header"]  # each run's header line
+    return read_jsonl(path)
 
 
 async def _inside(work: Path) -> None:

@@ -28,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 import docbed
 
+from politecrawl.storage.logs import read_jsonl
+
 pytestmark = pytest.mark.e2e
 
 UA = "bedbot/1.0 (+http://bench.example/bot)"
@@ -89,9 +91,7 @@ def crawl(tmp: Path, bed: tuple[int, int], strategy: str, topic: str) -> tuple[f
 
 
 def requests_of(out: Path) -> list[dict[str, object]]:
-    with (out / "log" / "requests.jsonl").open() as fh:
-        rows = [json.loads(line) for line in fh]
-    return [r for r in rows if r.get("record") != "header"]  # each run's header line
+    return read_jsonl(out / "log" / "requests.jsonl")
 
 
 def test_focused_crawl_keeps_pace_when_best_links_fail(

@@ -23,6 +23,7 @@ from redis_server import redis_url  # noqa: F401  (fixture)
 from politecrawl import ConfigError, Crawler
 from politecrawl.demo.accesslog import load_access_log
 from politecrawl.demo.web import TestWeb
+from politecrawl.storage.logs import read_jsonl
 
 pytestmark = pytest.mark.e2e
 
@@ -271,8 +272,7 @@ async def test_api_seeds_are_canonical_and_bad_ones_refused(tmp_path: Path) -> N
         await Crawler(cfg).run()
         with pytest.raises(ConfigError, match="not a crawlable URL"):
             Crawler(dataclasses.replace(cfg, seeds=("not a url",), out_dir=tmp_path / "o2"))
-    rows = [json.loads(line) for line in (tmp_path / "out/log/requests.jsonl").open()]
-    rows = [r for r in rows if r.get("record") != "header"]  # each run's header line
+    rows = read_jsonl(tmp_path / "out/log/requests.jsonl")
     assert {r["key"] for r in rows} == {host}
     assert rows[0]["url"] == f"http://{host}:{web.port}/robots.txt"
     entries = load_access_log(str(tmp_path / "access.jsonl"))
