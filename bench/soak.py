@@ -16,8 +16,8 @@ a leak shows as growth the frontier does not explain. Then the curve of memory a
 requests (RSS at each tenth of the requests, and bytes per request between them).
 ``--rich``: the all-HTML web (bench/throughput.py --rich). ``--tracemalloc N``: what holds the
 memory, by the profiler: the N allocation sites that grew most between the first sample after
-a minute and the end (tracemalloc, 1 frame; it costs CPU and its own memory, so a run with it
-gives the holders, a run without it the figures).
+a minute (a third of the run, if shorter) and the end (tracemalloc, 1 frame; it costs CPU
+and its own memory, so a run with it gives the holders, a run without it the figures).
 """
 
 from __future__ import annotations
@@ -86,7 +86,10 @@ def curve(rows: list[dict[str, Any]], points: int = 10) -> list[str]:
 _SNAPSHOTS: list[tracemalloc.Snapshot] = []
 
 
-async def sample(crawler: Crawler, every: float, rows: list[dict[str, Any]]) -> None:
+async def sample(
+    crawler: Crawler, every: float, rows: list[dict[str, Any]], baseline_s: float = 60.0
+) -> None:
+    """A row every ``every`` s; with tracemalloc, its baseline snapshot at ``baseline_s``."""
     t0 = time.monotonic()
     last_req, last_t = 0, t0
     rss0 = rss_mb()
@@ -111,7 +114,7 @@ async def sample(crawler: Crawler, every: float, rows: list[dict[str, Any]]) -> 
         rate = (row["requests"] - last_req) / (now - last_t)
         last_req, last_t = row["requests"], now
         rows.append(row)
-        if tracemalloc.is_tracing() and not _SNAPSHOTS and row["t_s"] >= 60:
+        if tracemalloc.is_tracing() and not _SNAPSHOTS and row["t_s"] >= baseline_s:
             _SNAPSHOTS.append(tracemalloc.take_snapshot())
         print(
             f"{row['t_s']:6.0f} {row['rss_mb']:8.1f} {row['rss_mb'] - rss0:+7.1f} "
@@ -134,14 +137,15 @@ async def soak(args: argparse.Namespace, port: int, out: Path) -> tuple[Any, lis
     )
     crawler = Crawler(cfg)
     rows: list[dict[str, Any]] = []
-    sampler = asyncio.get_running_loop().create_task(sample(crawler, args.every, rows))
+    baseline_s = min(60.0, args.minutes * 20)  # a minute in, or a third of a shorter run
+    sampler = asyncio.get_running_loop().create_task(sample(crawler, args.every, rows, baseline_s))
     try:
         summary = await crawler.run()
     finally:
         sampler.cancel()
     if tracemalloc.is_tracing() and _SNAPSHOTS:
         end = tracemalloc.take_snapshot()
-        print(f"tracemalloc: the {args.tracemalloc} sites that grew most after the first minute")
+        print(f"tracemalloc: the {args.tracemalloc} sites that grew most after the baseline")
         for stat in end.compare_to(_SNAPSHOTS[0], "lineno")[: args.tracemalloc]:
             print(f"  {stat.size_diff / 2**20:+8.2f} MiB {stat.count_diff:+9d} blocks  "
                   f"(now {stat.size / 2**20:7.2f} MiB)  {stat.traceback[0]}")  # fmt: skip
