@@ -41,7 +41,7 @@ T0 = 1000.0
 Opener = Callable[..., Awaitable[Any]]
 
 
-@pytest.fixture(params=["sqlite", "redis", "redis-bloom", "redis-cluster"])
+@pytest.fixture(params=["sqlite", "sqlite-exact", "redis", "redis-bloom", "redis-cluster"])
 async def open_frontier(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Opener]:
@@ -74,8 +74,9 @@ async def _openers(
         url = request.getfixturevalue("redis_url")
 
     async def opener(**kw: Any) -> Any:
-        if kind == "sqlite":
-            f: Any = SqliteFrontier.open(tmp_path / "state.sqlite", **kw)
+        if kind.startswith("sqlite"):  # the seen-set in the store (default), or in memory
+            seen = "exact" if kind == "sqlite-exact" else "disk"
+            f: Any = SqliteFrontier.open(tmp_path / "state.sqlite", seen_mode=seen, **kw)
         else:
             kw.setdefault("lease_ttl_s", 60.0)
             kw.setdefault("reclaim_delay_s", 1.0)
@@ -447,7 +448,9 @@ async def test_validators_round_trip(open_frontier: Opener) -> None:
     await f.store.save_validators("http://a.test/other", None, "Sun, 01 Nov 2026 10:00:00 GMT", T0)
     assert await f.store.validators(url) == ('"v1"', None, T0)
     await f.store.flush()  # (once a second in a crawl): now every worker sees them
-    if open_frontier.kind != "sqlite":  # (one process per SQLite crawl: the folder's lock)
+    if not open_frontier.kind.startswith(
+        "sqlite"
+    ):  # (one process per SQLite crawl: the folder's lock)
         other = await open_frontier()
         assert await other.store.validators(url) == ('"v1"', None, T0)
     await f.store.save_validators(url, '"v2"', "Mon, 02 Nov 2026 10:00:00 GMT", T0 + 60.5)
@@ -476,7 +479,7 @@ async def test_a_url_fetched_and_pushed_back_keeps_its_validators(open_frontier:
     got.not_before = T0 + 5
     await f.push_back(got)
     await f.release("a.test", state("a.test", T0 + 1, last_start=T0))
-    g = f if open_frontier.kind == "sqlite" else await open_frontier()
+    g = f if open_frontier.kind.startswith("sqlite") else await open_frontier()
     assert await lease(g, T0 + 5) == "a.test"
     again = await g.pop_url("a.test", T0 + 5)
     assert again is not None and again.url == got.url
@@ -527,8 +530,8 @@ async def test_stats(open_frontier: Opener) -> None:
     assert await f.pop_url(key, T0) is not None
     st = await f.store.stats()
     assert (st["queued"], st["hosts_waiting"], st["in_flight"]) == (2, 1, 1)
-    if open_frontier.kind == "redis-bloom":  # type: ignore[attr-defined]
-        assert st["seen_bytes"] > 0
+    if open_frontier.kind in ("redis-bloom", "sqlite"):  # type: ignore[attr-defined]
+        assert st["seen_bytes"] > 0  # the filter; the store's recent URLs in memory
     else:
         assert st["seen_bytes"] == 0
 

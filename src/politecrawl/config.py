@@ -223,7 +223,9 @@ class CrawlConfig:
     sitemaps: bool = False
     max_sitemaps_per_host: int = 20
     max_sitemap_bytes: int = 10 * 1024 * 1024
-    seen_mode: Literal["auto", "exact", "bloom"] = field(default="auto", metadata=option("seen"))
+    seen_mode: Literal["auto", "exact", "bloom", "disk"] = field(
+        default="auto", metadata=option("seen")
+    )
     expected_urls: int = 1_000_000
     seen_fp_rate: float = 0.01
     frontier_url: str | None = field(
@@ -290,8 +292,8 @@ class CrawlConfig:
         _positive("--exclude-check", self.exclude_check_s)
         if self.frontier_url is not None:
             check_shared_crawl(self.frontier_url, self.crawl_id)
-        if self.seen_mode not in ("auto", "exact", "bloom"):
-            raise ConfigError(f"--seen must be auto, exact or bloom, got {self.seen_mode!r}")
+        if self.seen_mode not in ("auto", "exact", "bloom", "disk"):
+            raise ConfigError(f"--seen must be auto, disk, exact or bloom, got {self.seen_mode!r}")
         if self.expected_urls < 1:
             raise ConfigError("--expected-urls must be >= 1")
         if not 0 < self.seen_fp_rate < 1:
@@ -334,10 +336,11 @@ class CrawlConfig:
         return DEFER_RATIO if strategy in ("keyword", "focused") else 0.0
 
     @property
-    def resolved_seen_mode(self) -> Literal["exact", "bloom"]:
-        """auto: exact up to 2 million expected URLs, a Bloom filter beyond."""
+    def resolved_seen_mode(self) -> Literal["exact", "bloom", "disk"]:
+        """auto: exact and held in the crawl's store (``disk``: memory flat however many URLs
+        a crawl sees); a Bloom filter past 2 million expected URLs, as before."""
         if self.seen_mode == "auto":
-            return "bloom" if self.expected_urls > 2_000_000 else "exact"
+            return "bloom" if self.expected_urls > 2_000_000 else "disk"
         return self.seen_mode
 
 

@@ -127,7 +127,12 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         "pages, per host, before it is named a trap; raised by links from other hosts; "
         "calendars are named sooner (5000; 0 = the guard off)",
     ),
-    ("seen", str, "seen-set: auto | exact | bloom (auto: Bloom filter past 2 million URLs)"),
+    (
+        "seen",
+        str,
+        "seen-set: auto | disk | exact | bloom (auto: disk, exact in the crawl's store; "
+        "Bloom filter past 2 million expected URLs; exact: a set in memory)",
+    ),
     ("expected-urls", int, "URLs the crawl may discover; sizes the Bloom filter (1000000)"),
     ("seen-fp-rate", float, "Bloom filter false-positive rate (0.01)"),
     (

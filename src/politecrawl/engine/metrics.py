@@ -182,4 +182,3 @@ def serve_partitions(address: str, folder: str) -> Any:
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=folder)  # type: ignore[no-untyped-call]
     return serve(address, registry)
-

@@ -1,8 +1,9 @@
 """The embedded frontier: queued URLs live in SQLite, a small window per leased key in memory.
 
 Memory grows with the number of politeness keys, not of URLs: per key a pending count and a
-best priority; URLs are read into a window (``WINDOW`` at a time, best first) only when the key
-is leased. The rest of the crawl's state (the seen-set, site states, robots.txt copies,
+best priority; URLs are read into a window (``WINDOW`` at a time, best first) when the key is
+leased, and between its turns a key keeps at most ``KEEP_BETWEEN_TURNS`` of them. The rest
+of the crawl's state (the seen-set, site states, robots.txt copies,
 validators, counters) is the ``SqliteStore`` (``frontier.sqlitestore``), whose connection and
 transaction the queues share.
 
@@ -42,10 +43,10 @@ from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError
 from politecrawl.frontier import Lease, Outbox, Refusals, UrlEntry
 from politecrawl.frontier.sqlitestore import SqliteStore
+from politecrawl.frontier.window import WINDOW, Window, between_turns, offer
 from politecrawl.polite import politeness
 from politecrawl.polite.politeness import HostState, IpGate, only_its_turn
 
-WINDOW = 32
 _COLS = "url, key, depth, hops, attempt, not_before, priority, kind, seq"
 _STORE_OPTIONS = ("seen_mode", "expected_urls", "seen_fp_rate", "robots_cache_size", "state_path")
 
@@ -78,7 +79,7 @@ class SqliteFrontier:
         self._best: dict[str, float] = {}
         self._best_heap: list[tuple[float, str]] = []  # (-best, key), lazy: the best anywhere
         self._deferring = False
-        self._window: dict[str, list[tuple[float, int, UrlEntry]]] = {}
+        self._window: dict[str, Window] = {}
         self._time_heap: list[tuple[float, str]] = []
         self._scheduled: dict[str, float] = {}
         self._ready: list[tuple[float, int, str]] = []
@@ -175,9 +176,8 @@ class SqliteFrontier:
         self._pending[key] = n + 1
         self._queued += 1
         win = self._window.get(key)
-        # the window holds all (keep it complete), or the URL beats its best (keep that exact)
-        if win is not None and (len(win) == n or (win and e.priority > -win[0][0])):
-            heapq.heappush(win, (-e.priority, seq, e))
+        if win is not None:
+            offer(win, n, (-e.priority, seq, e))
         if n == 0 or e.priority > self._best.get(key, e.priority):
             self._set_best(key, e.priority)
         if key in self._leased or key in self._waiting:
@@ -238,8 +238,8 @@ class SqliteFrontier:
         self._pending[key] = n + 1
         self._queued += 1
         win = self._window.get(key)
-        if win is not None and len(win) == n:
-            heapq.heappush(win, (-entry.priority, seq, entry))
+        if win is not None:
+            offer(win, n, (-entry.priority, seq, entry))
 
     async def pop_url(self, key: str, now: float) -> UrlEntry | None:
         """The best URL of a leased key that may be fetched now, marked in flight."""
@@ -285,7 +285,7 @@ class SqliteFrontier:
         url, k, depth, hops, attempt, nb, prio, kind, _seq, outcome = row
         return UrlEntry(url, k, depth, hops, attempt, nb, prio, kind, refetch=outcome == "refetch")
 
-    def _refill(self, key: str) -> list[tuple[float, int, UrlEntry]]:
+    def _refill(self, key: str) -> Window:
         rows = self._db.execute(
             f"SELECT {_COLS}, outcome FROM urls WHERE key=? AND state=0 "
             "ORDER BY priority DESC, seq LIMIT ?",
@@ -555,6 +555,9 @@ class SqliteFrontier:
         if self._pending.get(key):
             self._schedule(key, max(state.next_allowed, self._earliest_not_before(key)))
             self._rebench(key)
+            win = self._window.get(key)
+            if win is not None:
+                between_turns(win)
         else:
             self._pending.pop(key, None)
             self._window.pop(key, None)

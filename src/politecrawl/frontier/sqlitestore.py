@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS pages(
 CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS key_ips(key TEXT PRIMARY KEY, ip TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS outbox(seq INTEGER PRIMARY KEY, peer INT NOT NULL, batch BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS seen(url TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS refused(
     url TEXT PRIMARY KEY, reason TEXT NOT NULL, depth INT NOT NULL, hops INT NOT NULL,
     kind INT NOT NULL, priority REAL NOT NULL
@@ -123,7 +124,7 @@ class SqliteStore:
         self,
         path: Path,
         *,
-        seen_mode: SeenMode = "exact",
+        seen_mode: SeenMode = "disk",
         expected_urls: int = 1_000_000,
         seen_fp_rate: float = 0.01,
         robots_cache_size: int = 1_000_000,
@@ -166,6 +167,10 @@ class SqliteStore:
         top = int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0])
         self._seq = itertools.count(top + 1)
         self.last_seq = top
+        self.seen: SeenSet | StoredSeen
+        if seen_mode == "disk":
+            self.seen = StoredSeen(self.db)
+            return
         self.seen = SeenSet(seen_mode, expected_urls, seen_fp_rate)
         if self.seen.load(self._seen_path) != top:  # missing, or older than the store
             self.seen = SeenSet(seen_mode, expected_urls, seen_fp_rate)
@@ -192,12 +197,19 @@ class SqliteStore:
     # -- the seen-set -----------------------------------------------------------------
     async def unseen(self, urls: Sequence[str]) -> list[str]:
         seen = self.seen
+        if isinstance(seen, StoredSeen):
+            return seen.unseen(urls)
         return [u for u in urls if u not in seen]
 
     async def mark_seen(self, urls: Sequence[str]) -> None:
+        """URLs refused at the gate: seen, never queued (the disk seen-set files them)."""
+        seen = self.seen
+        if isinstance(seen, StoredSeen):
+            seen.add_refused(urls)
+            return
         for u in urls:
-            if u not in self.seen:
-                self.seen.add(u)
+            if u not in seen:
+                seen.add(u)
 
     # -- refusals an option can lift (scope, allow-list, never-crawl list): ``readmit`` --
     def note_refused(self, rows: Sequence[tuple[str, str, int, int, int, float]]) -> None:
@@ -287,7 +299,7 @@ class SqliteStore:
             **self.queue_stats(),
             "parked": sum(1 for h in self.hosts.values() if politeness.is_parked(h, now)),
             "seen": self.seen.count,
-            "seen_bytes": self.seen.bytes_used() if self.seen.mode == "bloom" else 0,
+            "seen_bytes": self.seen.bytes_used() if self.seen.mode != "exact" else 0,
         }
 
     # -- --processes N: links for other processes' sites, kept until their owner has them --
@@ -332,3 +344,81 @@ class SqliteStore:
             self._save_seen()
         finally:
             self.db.close()
+
+
+class StoredSeen:
+    """The exact seen-set held in the store itself (``--seen disk``, the default): a URL is
+    seen if it is a row of ``urls`` (queued, ever) or of ``seen`` (refused at the gate).
+
+    In memory only the last ``recent`` URLs answered or added, first in first out: links to a
+    site's navigation repeat on every page and are answered there. An exact set of the URLs
+    in memory held about 140 bytes per URL seen, and a long crawl sees 3-4 new URLs per
+    request (``bench/soak.py``); here memory is flat, at the cost of a primary-key lookup for
+    a URL not recent (one query per batch of links, ``unseen``).
+    """
+
+    mode = "disk"
+    _CHUNK = 500  # URLs per query (under SQLite's 999 bound variables of old builds)
+
+    def __init__(self, db: sqlite3.Connection, recent: int = 65_536) -> None:
+        self._db = db
+        self._recent: dict[str, None] = {}
+        self._cap = recent
+        row = db.execute("SELECT (SELECT COUNT(*) FROM urls) + (SELECT COUNT(*) FROM seen)")
+        self.count = int(row.fetchone()[0])
+
+    def _remember(self, url: str) -> None:
+        recent = self._recent
+        recent[url] = None
+        if len(recent) > self._cap:
+            del recent[next(iter(recent))]
+
+    def __contains__(self, url: str) -> bool:
+        if url in self._recent:
+            return True
+        if self._db.execute(
+            "SELECT 1 FROM urls WHERE url=? UNION ALL SELECT 1 FROM seen WHERE url=?", (url, url)
+        ).fetchone():
+            self._remember(url)
+            return True
+        return False
+
+    def add(self, url: str) -> None:
+        """A URL about to be queued (its row in ``urls`` follows in the same transaction)."""
+        self._remember(url)
+        self.count += 1
+
+    def add_refused(self, urls: Sequence[str]) -> None:
+        cur = self._db.executemany("INSERT OR IGNORE INTO seen VALUES (?)", ((u,) for u in urls))
+        self.count += max(cur.rowcount, 0)
+        for u in urls:
+            self._remember(u)
+
+    def unseen(self, urls: Sequence[str]) -> list[str]:
+        """The URLs of ``urls`` never seen: a query per ``_CHUNK`` for those not recent."""
+        recent = self._recent
+        ask = [u for u in urls if u not in recent]
+        if not ask:
+            return []
+        known: set[str] = set()
+        for i in range(0, len(ask), self._CHUNK):
+            part = ask[i : i + self._CHUNK]
+            marks = ",".join("?" * len(part))
+            known.update(
+                r[0]
+                for r in self._db.execute(
+                    f"SELECT url FROM urls WHERE url IN ({marks}) "
+                    f"UNION ALL SELECT url FROM seen WHERE url IN ({marks})",
+                    (*part, *part),
+                )
+            )
+        for u in known:
+            self._remember(u)
+        return [u for u in ask if u not in known]
+
+    def bytes_used(self) -> int:
+        """An estimate of the recent URLs' memory (the rest is on disk)."""
+        return sum(len(u) + 110 for u in self._recent)
+
+    def save(self, path: Path, tag: int = 0) -> None:
+        """Nothing to save: the store is the seen-set."""

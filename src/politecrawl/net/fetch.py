@@ -327,8 +327,10 @@ class Fetcher:
         rate, grace = self.cfg.min_rate_bytes, self.cfg.min_rate_time_s
         try:
             while not (more or (decoder is not None and decoder.overflow)):
-                chunk = await _read_some(resp) if not rate else await _read_by(
-                    resp, t0 + max(grace, got / rate), rate
+                chunk = (
+                    await _read_some(resp)
+                    if not rate
+                    else await _read_by(resp, t0 + max(grace, got / rate), rate)
                 )
                 if not chunk:
                     break

@@ -258,9 +258,7 @@ class UsageBook:
     purpose: Purpose
     product_token: str
     _tdm: OrderedDict[str, TdmFile] = field(default_factory=OrderedDict)
-    _robots: OrderedDict[str, tuple[RobotsRules, RobotsUsage]] = field(
-        default_factory=OrderedDict
-    )
+    _robots: OrderedDict[str, tuple[RobotsRules, RobotsUsage]] = field(default_factory=OrderedDict)
     bad_lines: int = 0
 
     @property

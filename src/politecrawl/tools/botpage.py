@@ -154,8 +154,12 @@ site, {t} fetches nothing more from it:</p>
 not search or archiving);</li>
 <li><code>noai</code> in <code>&lt;meta name="robots"&gt;</code> or <code>X-Robots-Tag</code>.</li>
 </ul>
-{_pre(f"User-agent: {token}{chr(10)}Content-Usage: train-ai=n{chr(10)}"
-      f"Content-Signal: search=yes, ai-input=no, ai-train=no")}
+{
+        _pre(
+            f"User-agent: {token}{chr(10)}Content-Usage: train-ai=n{chr(10)}"
+            f"Content-Signal: search=yes, ai-input=no, ai-train=no"
+        )
+    }
 
 <h2>Crawl-delay</h2>
 <p>{t} honours <code>Crawl-delay</code> (in seconds, fractions allowed). For example, at most

@@ -19,7 +19,7 @@ from typing import Literal
 
 from fastbloom_rs import BloomFilter, FilterBuilder
 
-SeenMode = Literal["exact", "bloom"]
+SeenMode = Literal["exact", "bloom", "disk"]  # disk: frontier.sqlitestore.StoredSeen
 
 
 class SeenSet:
