@@ -8,6 +8,7 @@ import asyncio
 import collections
 import gzip
 import json
+import sqlite3
 import sys
 import time
 from dataclasses import dataclass
@@ -147,3 +148,30 @@ async def test_max_wait_reaches_the_crawl_and_must_be_positive(tmp_path: Path) -
     assert json.loads((tmp_path / "ok" / "config.json").read_text())["max_wait_s"] == 7
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert "--max-wait" in bad.stderr
+
+
+async def test_the_default_seen_set_is_in_the_store_exact_across_a_resume(tmp_path: Path) -> None:
+    """``--seen auto`` keeps the seen-set in state.sqlite (``disk``): a crawl stopped by
+    --max-pages and resumed fetches every page once, URLs refused at the gate are filed in the
+    store's ``seen`` table, and it fetches what the in-memory set (``--seen exact``) fetches."""
+    async with TestWeb(n_hosts=3, pages_per_host=8, seed=9, plain=True) as web:
+        out = tmp_path / "disk"
+        cap = ("--max-urls-per-host", "5")  # the rest refused at the gate (a trap guard)
+        p = await crawl(web, out, *cap, "--max-pages", "6")
+        assert p.returncode in (0, 3), p.stderr
+        p = await crawl(web, out, *cap)
+        assert p.returncode in (0, 3), p.stderr
+        disk = collections.Counter(
+            (e.host, e.path) for e in web.access_log if e.path != "/robots.txt"
+        )
+        mark = len(web.access_log)
+        p = await crawl(web, tmp_path / "exact", *cap, "--seen", "exact")
+        assert p.returncode in (0, 3), p.stderr
+        exact = collections.Counter(
+            (e.host, e.path) for e in web.access_log[mark:] if e.path != "/robots.txt"
+        )
+    assert disk and max(disk.values()) == 1  # nothing twice across the resume
+    assert set(disk) == set(exact)
+    with sqlite3.connect(out / "state.sqlite") as db:
+        refused = db.execute("SELECT COUNT(*) FROM seen").fetchone()[0]
+    assert refused > 0  # the links past --max-urls-per-host
