@@ -2,7 +2,7 @@
 
     python bench/soak.py [--minutes 30] [--hosts 10000] [--pages 10] [--delay 10]
                          [--concurrency 500] [--every 10] [--json FILE] [--rich]
-                         [--plain] [--tracemalloc N]
+                         [--plain] [--tracemalloc N] [--tracemalloc-from S]
 
 The test web (``python -m politecrawl.demo.web``, its own process) serves ``--hosts`` x
 ``--pages`` pages (plus the special URLs every host links: about 35 URLs a host). This process
@@ -137,7 +137,9 @@ async def soak(args: argparse.Namespace, port: int, out: Path) -> tuple[Any, lis
     )
     crawler = Crawler(cfg)
     rows: list[dict[str, Any]] = []
-    baseline_s = min(60.0, args.minutes * 20)  # a minute in, or a third of a shorter run
+    baseline_s = args.tracemalloc_from
+    if baseline_s is None:
+        baseline_s = min(60.0, args.minutes * 20)  # a minute in, or a third of a shorter run
     sampler = asyncio.get_running_loop().create_task(sample(crawler, args.every, rows, baseline_s))
     try:
         summary = await crawler.run()
@@ -168,6 +170,13 @@ def main() -> int:
     ap.add_argument("--plain", action="store_true", help="normal pages only (no error pages)")
     ap.add_argument(
         "--tracemalloc", type=int, default=0, help="profile: the N sites that grew most (0: off)"
+    )
+    ap.add_argument(
+        "--tracemalloc-from",
+        type=float,
+        default=None,
+        help="seconds into the run of the baseline snapshot (default: 60, or a third of a "
+        "shorter run); later, once the bounded caches are full, it shows what keeps growing",
     )
     args = ap.parse_args()
     if args.tracemalloc:
