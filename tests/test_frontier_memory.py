@@ -88,3 +88,19 @@ async def test_the_stored_seen_set_is_exact_beyond_its_memory_and_across_a_resta
     assert await g.store.unseen(urls) == urls[700:]  # refused URLs too survive the restart
     assert (await g.store.stats())["seen"] == 700
     await g.store.close()
+
+
+async def test_the_ready_heap_keeps_no_pile_of_stale_entries(tmp_path: Path) -> None:
+    """Each better URL for a site already due pushes it again; the old entries go."""
+    f = SqliteFrontier.open(tmp_path / "state.sqlite")
+    await f.add([entry(0, 0.0, key=f"s{k}.test") for k in range(50)])
+    assert (await f.lease(T0)).key is not None  # the sites are found due: all ready
+    for n in range(1, 3001):
+        await f.add([entry(n, float(n), key=f"s{n % 50}.test")])
+    assert len(f._ready) <= 2 * len(f._ready_prio) + 1024
+    order = []
+    while (lease := await f.lease(T0)).key is not None:
+        order.append(lease.key)
+    best = {f"s{n % 50}.test": float(n) for n in range(1, 3001)}
+    assert order == sorted(set(order), key=lambda k: -best[k])  # still best first
+    await f.store.close()

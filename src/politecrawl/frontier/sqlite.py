@@ -409,7 +409,14 @@ class SqliteFrontier:
     def _push_ready(self, key: str) -> None:
         prio = self._best.get(key, 0.0)
         self._ready_prio[key] = prio
-        heapq.heappush(self._ready, (-prio, next(self._ready_seq), key))
+        ready = self._ready
+        heapq.heappush(ready, (-prio, next(self._ready_seq), key))
+        if len(ready) > 2 * len(self._ready_prio) + 1024:
+            # a ready key's better URLs leave stale entries until they reach the top: on a
+            # CPU-bound crawl with many sites due they piled up (bench/soak.py --tracemalloc)
+            live = self._ready_prio
+            self._ready = [item for item in ready if live.get(item[2]) == -item[0]]
+            heapq.heapify(self._ready)
 
     async def lease(self, now: float) -> Lease:
         """The ready key holding the best URL, unless one has waited ``max_wait_s``: then
