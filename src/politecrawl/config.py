@@ -57,7 +57,7 @@ def validate_user_agent(user_agent: str) -> str:
 
 MAX_WAIT_S = 300.0
 DEMO_UA = "politecrawl-demo/0.1 (+https://github.com/politecrawl/politecrawl)"  # demo, seed
-DEFER_RATIO = 0.5  # focused crawls: see CrawlConfig.defer_ratio
+DEFER_RATIO = 0.25  # focused crawls: see CrawlConfig.defer_ratio (docs/focus.md, issue 30 s. 4)
 """Default ``--max-wait``: long enough that priority order rules unless the crawl is
 overloaded (more sites due than it can serve) for minutes on end."""
 
