@@ -116,6 +116,7 @@ async def sample(
         rows.append(row)
         if tracemalloc.is_tracing() and not _SNAPSHOTS and row["t_s"] >= baseline_s:
             _SNAPSHOTS.append(tracemalloc.take_snapshot())
+            print(f"tracemalloc: baseline at {row['t_s']:.0f} s", flush=True)
         print(
             f"{row['t_s']:6.0f} {row['rss_mb']:8.1f} {row['rss_mb'] - rss0:+7.1f} "
             f"{row['seen']:8d} {row['queued']:8d} {row['waiting']:7d} {row['in_flight']:6d} "
@@ -145,6 +146,8 @@ async def soak(args: argparse.Namespace, port: int, out: Path) -> tuple[Any, lis
         summary = await crawler.run()
     finally:
         sampler.cancel()
+    if tracemalloc.is_tracing() and not _SNAPSHOTS:
+        print(f"tracemalloc: no baseline: the run ended before {baseline_s:.0f} s")
     if tracemalloc.is_tracing() and _SNAPSHOTS:
         end = tracemalloc.take_snapshot()
         print(f"tracemalloc: the {args.tracemalloc} sites that grew most after the baseline")

@@ -1,6 +1,7 @@
 """The README's bench commands that take options of their own, run as written on tiny inputs:
 ``bench/focus.py --save`` then ``--report`` (merging saved runs), and ``bench/soak.py
---tracemalloc N`` (what holds the memory). The figures are the benches' business; these check
+--tracemalloc N`` (what holds the memory) with ``--tracemalloc-from S`` (its baseline's
+time). The figures are the benches' business; these check
 that each option does what the README says."""
 
 from __future__ import annotations
@@ -60,6 +61,24 @@ def test_soak_tracemalloc_names_what_holds_the_memory(tmp_path: Path) -> None:
     held = lines.index("tracemalloc: the largest holders at the end")
     assert held - grew - 1 == 4, lines[grew:held]  # --tracemalloc N: N sites
     assert all("MiB" in line and "blocks" in line for line in lines[grew + 1 : held])
+    # the default baseline: a third of a run shorter than 3 minutes (18 s here: 6 s)
+    (base,) = [line for line in lines if line.startswith("tracemalloc: baseline at")]
+    assert float(base.split()[3]) >= 6, base
+    later = _bench(
+        str(BENCH / "soak.py"), "--minutes", "0.3", "--hosts", "20", "--pages", "3",
+        "--delay", "0.2", "--concurrency", "10", "--every", "2", "--tracemalloc", "2",
+        "--tracemalloc-from", "12",
+    )  # fmt: skip
+    assert later.returncode == 0, later.stderr[-3000:]
+    (base,) = [ln for ln in later.stdout.splitlines() if ln.startswith("tracemalloc: baseline")]
+    assert float(base.split()[3]) >= 12, base  # --tracemalloc-from: no earlier
+    too_late = _bench(
+        str(BENCH / "soak.py"), "--minutes", "0.1", "--hosts", "5", "--pages", "2",
+        "--delay", "0.2", "--concurrency", "5", "--every", "2", "--tracemalloc", "2",
+        "--tracemalloc-from", "600",
+    )  # fmt: skip
+    assert too_late.returncode == 0, too_late.stderr[-3000:]
+    assert "no baseline: the run ended before 600 s" in too_late.stdout
     without = _bench(
         str(BENCH / "soak.py"), "--minutes", "0.1", "--hosts", "5", "--pages", "2",
         "--delay", "0.2", "--concurrency", "5", "--every", "2",
