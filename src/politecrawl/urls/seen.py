@@ -13,7 +13,7 @@ missing or older than the state, it is rebuilt from the store's URLs at start.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -48,6 +48,16 @@ class SeenSet:
         else:
             self._set.add(url)
         self.count += 1
+
+    def unseen(self, urls: Sequence[str]) -> list[str]:
+        """The URLs of ``urls`` not in the set."""
+        return [u for u in urls if u not in self]
+
+    def add_refused(self, urls: Sequence[str]) -> None:
+        """URLs refused at the gate: seen, never queued."""
+        for u in urls:
+            if u not in self:
+                self.add(u)
 
     def update(self, urls: Iterable[str]) -> None:
         for u in urls:
