@@ -107,11 +107,28 @@ SITES: tuple[Site, ...] = (
     Site("cryptography", "python-cryptography-doc", "python-cryptography-doc/html",
          "index.html", "cryptography: cryptographic recipes and primitives (documentation)",
          "second"),
+    # -- the fourth bed (issue 30): system administration documentation, packages never
+    # crawled before its topics and rules were written (from the file lists, see TOPICS)
+    Site("apache", "apache2-doc", "apache2-doc/manual", "en/index.html",
+         "Apache HTTP Server 2.4 documentation", "admin"),
+    Site("handbook", "debian-handbook", "debian-handbook/html/en-US", "index.html",
+         "The Debian Administrator's Handbook", "admin"),
+    Site("postfix", "postfix-doc", "postfix/html", "index.html",
+         "Postfix documentation (mail transport agent)", "admin"),
+    Site("bind", "bind9-doc", "bind9-doc/arm", "index.html",
+         "BIND 9 Administrator Reference Manual", "admin"),
+    Site("debref", "debian-reference-en", "debian-reference-en/docs", "index.en.html",
+         "Debian Reference", "admin"),
+    Site("devref", "developers-reference", "developers-reference/docs", "index.html",
+         "Debian Developer's Reference", "admin"),
+    Site("maint", "maint-guide", "maint-guide/html", "index.en.html",
+         "Debian New Maintainers' Guide", "admin"),
 )  # fmt: skip
 BEDS = {
     "tune": tuple(s.name for s in SITES if s.half == "tune"),
     "heldout": tuple(s.name for s in SITES if s.half == "heldout"),
     "second": tuple(s.name for s in SITES if s.half == "second"),
+    "admin": tuple(s.name for s in SITES if s.half == "admin"),
     # the third bed (issue 30): sites of both halves, its own wide topics (10-30 % of its pages)
     "wide": ("python", "django", "sqlalchemy", "flask", "werkzeug", "aiohttp", "requests"),
     "slice": ("python", "flask", "jinja", "click", "requests"),
@@ -285,6 +302,40 @@ TOPICS: tuple[Topic, ...] = (
            "werkzeug": r"^_modules/",
            "aiohttp": r"^_modules/"},
           "wide"),
+    # -- the fourth bed (issue 30): system administration documentation, held out. Topics in
+    # a user's words and rules from the file lists, committed before any crawl of these sites.
+    # Apache's manual is served whole (every language, as on the web): only English pages
+    # are labelled.
+    Topic("mail-server", "mail server, email delivery, smtp relay, spam filtering",
+          {"postfix": r"^(?!index\.html$|postfix-manuals\.html$).",
+           "handbook": r"^network-services\.html$"},
+          "admin"),
+    Topic("access-control", "user authentication, passwords, access control, permissions",
+          {"apache": r"^en/(howto/(auth|access)\.html|mod/mod_(auth|authn|authz|authnz)[a-z_]*"
+                     r"\.html|mod/mod_access_compat\.html|programs/(htpasswd|htdigest|htdbm"
+                     r"|dbmmanage)\.html|misc/password_encryptions\.html|rewrite/access\.html)",
+           "postfix": r"^(SASL_README|SMTPD_ACCESS_README|RESTRICTION_CLASS_README|access\.5)"
+                      r"\.html$",
+           "handbook": r"^sect\.(user-group-databases|creating-accounts|rights-management"
+                       r"|ldap-directory|apparmor|selinux)\.html$"},
+          "admin"),
+    Topic("tls", "tls certificates, ssl encryption, https",
+          {"apache": r"^en/(ssl/|mod/mod_ssl[a-z_]*\.html)",
+           "postfix": r"^(TLS_README|TLS_LEGACY_README|FORWARD_SECRECY_README|postfix-tls\.1"
+                      r"|tlsmgr\.8|tlsproxy\.8|posttls-finger\.1)\.html$",
+           "handbook": r"^sect\.x509-cert\.html$"},
+          "admin"),
+    Topic("packaging", "building debian packages, package maintainers, uploading packages",
+          {"maint": r".",
+           "devref": r"^(?!search\.html$|genindex\.html$).",
+           "handbook": r"^(debian-packaging|sect\.(building-first-package"
+                       r"|becoming-package-maintainer|source-package-structure))\.html$"},
+          "admin"),
+    Topic("dns", "dns server, domain names, zone files, name resolution",
+          {"bind": r"^(?!search\.html$|genindex\.html$).",
+           "handbook": r"^sect\.(domain-name-servers|hostname-name-service)\.html$",
+           "apache": r"^en/dns-caveats\.html$"},
+          "admin"),
 )  # fmt: skip
 
 
