@@ -120,3 +120,104 @@ def test_focused_crawl_keeps_pace_when_best_links_fail(
     # a breadth-first pace: loosely (a busy machine), within 3x breadth-first's time
     assert took["focused"] <= 3 * took["bfs"] + 20, took
     assert found["focused"] > found["bfs"], found
+
+
+# -- the same, with outside names that do not resolve, asked of a DNS server of our own --------
+
+DNS_DELAY_S = 0.1  # every answer, NXDOMAIN or not, after 100 ms: the web's lookups are slow
+
+
+def test_focused_crawl_keeps_pace_when_outside_names_do_not_resolve(tmp_path: Path) -> None:
+    """The outside links keep their real host names (bugs.python.org, ...); inside a network
+    namespace (only ``lo``) our DNS server answers NXDOMAIN for each after 100 ms, as names
+    that are gone do on the web, and the bed's own names resolve through it too (no
+    ``--resolve``). Focused keeps breadth-first's pace and finds more."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from dnsserver import in_netns, netns_possible
+
+    if not netns_possible():
+        pytest.skip("unshare -n -m is not possible here (needs root and util-linux)")
+    gone = docbed.missing("slice")
+    assert not gone, f"documentation bed not installed: apt-get install {' '.join(gone)}"
+    cmd = in_netns([sys.executable, str(Path(__file__).resolve()), "inside", str(tmp_path)],
+                   work=tmp_path)  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=2 * MAX_TIME_S + 180)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    bfs, focused = report["bfs"], report["focused"]
+    for run in (bfs, focused):
+        assert run["stopped_by"] == "max_pages", run
+        assert run["pages"] == PAGES, run
+        # the outside names were followed and asked of the DNS server, and none resolved
+        assert run["nx_names_asked"] >= 10, run
+        assert run["outside_requests_answered"] == 0, run
+        # each dead name is a dead link, counted in the summary; no site of the bed was lost
+        assert run["no_such_host"] >= 10 and run["bed_sites_lost"] == 0, run
+    assert focused["took"] <= 3 * bfs["took"] + 20, (focused["took"], bfs["took"])
+    assert focused["relevant"] > bfs["relevant"], (focused["relevant"], bfs["relevant"])
+
+
+def _inside(work: Path) -> None:
+    """In the namespace: the bed (outside links as they are), the DNS server, two crawls."""
+    from dnsserver import DnsServer
+
+    dns = DnsServer({f"*.{docbed.TLD}": "127.0.0.1"}, delay_s=DNS_DELAY_S)
+    dns.start()
+    server = subprocess.Popen(
+        [sys.executable, str(Path(docbed.__file__)), "serve", "--bed", "slice"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    topic = next(t for t in docbed.TOPICS if t.name == "concurrency")
+    report: dict[str, object] = {}
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline().strip().rsplit(":", 1)[1])
+        for strategy in ("bfs", "focused"):
+            out = work / strategy
+            seeds = work / "seeds.txt"
+            seeds.write_text(f"http://portal.{docbed.TLD}:{port}/\n")
+            first = len(dns.log)
+            t0 = time.monotonic()
+            proc = subprocess.run(
+                [sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds),
+                 "--user-agent", UA, "--out", str(out), "--topic", topic.query,
+                 "--strategy", strategy, "--max-pages", str(PAGES),
+                 "--max-time", str(MAX_TIME_S), "--min-delay", "0.01", "--jitter", "0",
+                 "--delay-factor", "1", "--scope", "any", "--allow-private-addresses",
+                 "--no-progress", "--ip-min-delay", "off"],
+                capture_output=True, text=True, timeout=MAX_TIME_S + 60,
+            )  # fmt: skip
+            took = time.monotonic() - t0
+            summary = json.loads((out / "summary.json").read_text())
+            assert proc.returncode == (3 if summary["sites_lost"] else 0), proc.stderr[-2000:]
+            rows = requests_of(out)
+            pages = [
+                str(r["url"]) for r in rows
+                if r["status"] is not None and not str(r["url"]).endswith("/robots.txt")
+            ]  # fmt: skip
+            outside = [r for r in rows if not str(r["url"]).split("/")[2].split(":")[0]
+                       .endswith(f".{docbed.TLD}")]  # fmt: skip
+            asked = {q.name for q in dns.log[first:]}
+            report[strategy] = {
+                "took": took,
+                "stopped_by": summary["stopped_by"],
+                "pages": len(pages),
+                "relevant": sum(docbed.is_relevant(topic, u) for u in pages),
+                "nx_names_asked": len({n for n in asked if not n.endswith(f".{docbed.TLD}")}),
+                "outside_requests_answered": sum(1 for r in outside if r["status"] is not None),
+                "no_such_host": summary["errors"].get("no_such_host", 0),
+                "bed_sites_lost": sum(f".{docbed.TLD}" in str(s["site"])
+                                      for s in summary["sites_lost"]),
+                "reasons": sorted({str(s["reason"]) for s in summary["sites_lost"]})[:5],
+            }  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(10)
+        dns.stop()
+    (work / "report.json").write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["inside"]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    _inside(Path(sys.argv[2]))
