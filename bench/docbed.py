@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import re
 import sys
 from collections.abc import Iterator
@@ -369,8 +370,19 @@ def split_url(url: str) -> tuple[str, str]:
 
 
 def is_relevant(topic: Topic, url: str) -> bool:
+    """A page of the bed (an HTML file of the site: not a 404, not a PDF or source text the
+    site links) whose path the topic's rule matches."""
     site, path = split_url(url)
-    return topic.relevant(site, path)
+    return topic.relevant(site, path) and is_page(site, path)
+
+
+@functools.lru_cache(maxsize=65536)
+def is_page(site: str, path: str) -> bool:
+    try:
+        root = site_by_name(site).path
+    except KeyError:
+        return False
+    return path.endswith(".html") and (root / path).is_file()
 
 
 def pages(bed: str) -> Iterator[tuple[Site, str]]:

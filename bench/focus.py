@@ -225,9 +225,7 @@ def plot(results: list[tuple[docbed.Topic, dict[str, tuple[list[int], float]]]])
     except ImportError:
         print(f"curves: {OUT / 'focus.csv'} (matplotlib not installed: no PNG)")
         return
-    halves = [
-        h for h in ("tune", "heldout", "second", "wide") if any(t.half == h for t, _ in results)
-    ]
+    halves = list(dict.fromkeys(t.half for t, _ in results))  # each bed its own panel
     fig, axes = plt.subplots(1, len(halves), figsize=(6 * len(halves), 4.5), squeeze=False)
     for ax, half in zip(axes[0], halves, strict=True):
         chosen = [per for t, per in results if t.half == half]
