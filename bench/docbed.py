@@ -449,8 +449,12 @@ def portal(bed: str, port: int) -> bytes:
     ).encode()
 
 
-def app(bed: str, dead_port: int | None = None) -> object:
+def app(bed: str, dead_port: int | None = None, die: tuple[str, int] | None = None) -> object:
+    """The bed's server. ``die`` (site name, N): after N requests to that site every further
+    one has its connection dropped, as a server that went away mid-crawl."""
     from aiohttp import web
+
+    served: dict[str, int] = {}
 
     names = set(BEDS[bed])
     roots = {site_by_name(n).host: site_by_name(n) for n in names}
@@ -459,6 +463,11 @@ def app(bed: str, dead_port: int | None = None) -> object:
     async def handle(request: web.Request) -> web.StreamResponse:
         host = (request.host or "").split(":", 1)[0].lower()
         port = int(request.host.rsplit(":", 1)[1]) if ":" in request.host else 80
+        if die is not None and host == f"{die[0]}.{TLD}":
+            served[host] = served.get(host, 0) + 1
+            if served[host] > die[1] and request.transport is not None:
+                request.transport.abort()  # gone: the connection drops, no answer
+                raise web.HTTPServiceUnavailable()
         if request.path == "/robots.txt":
             return web.Response(text="User-agent: *\nAllow: /\n")
         if host == f"portal.{TLD}":
@@ -487,10 +496,12 @@ def app(bed: str, dead_port: int | None = None) -> object:
     return application
 
 
-async def _serve(bed: str, port: int, dead_port: int | None = None) -> None:
+async def _serve(
+    bed: str, port: int, dead_port: int | None = None, die: tuple[str, int] | None = None
+) -> None:
     from aiohttp import web
 
-    runner = web.AppRunner(app(bed, dead_port), access_log=None)  # type: ignore[arg-type]
+    runner = web.AppRunner(app(bed, dead_port, die), access_log=None)  # type: ignore[arg-type]
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
@@ -510,12 +521,22 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="keep outside links, moved to HOST.invalid:DEAD_PORT (pin it to a closed port)",
     )
+    ap.add_argument(
+        "--die",
+        default=None,
+        metavar="SITE:N",
+        help="after N requests to SITE, drop every further connection to it (a server gone)",
+    )
     args = ap.parse_args(argv)
+    die = None
+    if args.die:
+        name, _, n = args.die.partition(":")
+        die = (name, int(n))
     gone = missing(args.bed)
     if gone:
         print(f"not installed (apt-get install {' '.join(gone)})", file=sys.stderr)
     if args.command == "serve":
-        asyncio.run(_serve(args.bed, args.port, args.dead_port))
+        asyncio.run(_serve(args.bed, args.port, args.dead_port, die))
         return 0
     all_pages = list(pages(args.bed))
     print(f"{len(all_pages)} pages")

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -60,14 +61,21 @@ def bed() -> Iterator[tuple[int, int]]:
             server.wait(10)
 
 
-def crawl(tmp: Path, bed: tuple[int, int], strategy: str, topic: str) -> tuple[float, Path]:
+def crawl(
+    tmp: Path,
+    bed: tuple[int, int],
+    strategy: str,
+    topic: str,
+    may_lose: tuple[str, ...] = (),
+    pages: int = PAGES,
+) -> tuple[float, Path]:
     port, dead_port = bed
     seeds = tmp / "seeds.txt"
     seeds.write_text(f"http://portal.{docbed.TLD}:{port}/\n")
     out = tmp / strategy
     args = [
         "--seeds", str(seeds), "--user-agent", UA, "--out", str(out),
-        "--topic", topic, "--strategy", strategy, "--max-pages", str(PAGES),
+        "--topic", topic, "--strategy", strategy, "--max-pages", str(pages),
         "--max-time", str(MAX_TIME_S),
         "--min-delay", "0.01", "--jitter", "0", "--delay-factor", "1",
         "--scope", "any",  # no allow-list: the outside links are followed, and fail
@@ -86,7 +94,7 @@ def crawl(tmp: Path, bed: tuple[int, int], strategy: str, topic: str) -> tuple[f
     # exit 3 names the sites lost: only the dead outside hosts may be
     lost = json.loads((out / "summary.json").read_text())["sites_lost"]
     assert proc.returncode == (3 if lost else 0), proc.stderr[-2000:]
-    assert all(str(s["site"]).endswith(".invalid") for s in lost), lost
+    assert all(str(s["site"]).endswith((".invalid", *may_lose)) for s in lost), lost
     return took, out
 
 
@@ -120,6 +128,54 @@ def test_focused_crawl_keeps_pace_when_best_links_fail(
     # a breadth-first pace: loosely (a busy machine), within 3x breadth-first's time
     assert took["focused"] <= 3 * took["bfs"] + 20, took
     assert found["focused"] > found["bfs"], found
+
+
+@contextmanager
+def serving(*options: str) -> Iterator[tuple[int, int]]:
+    """The slice bed served with ``options``, outside links pointing at a closed port."""
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))
+        server = subprocess.Popen(
+            [sys.executable, str(Path(docbed.__file__)), "serve", "--bed", "slice",
+             "--dead-port", str(dead.getsockname()[1]), *options],
+            stdout=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        try:
+            assert server.stdout is not None
+            port = int(server.stdout.readline().strip().rsplit(":", 1)[1])
+            yield port, dead.getsockname()[1]
+        finally:
+            server.terminate()
+            server.wait(10)
+
+
+DIES_AFTER = 40  # requests to python.bed, the site of the topic's pages, before it goes away
+GONE_PAGES = 150  # the other sites have ~230 pages: the budget can be met without python.bed
+
+
+def test_focused_crawl_keeps_pace_when_its_best_site_goes_away(tmp_path: Path) -> None:
+    """python.bed, where the topic's pages are, answers 40 requests and then drops every
+    connection: the focused crawl, which was spending its budget there, must go on with the
+    other sites at a breadth-first pace, and name the site it lost."""
+    gone = docbed.missing("slice")
+    assert not gone, f"documentation bed not installed: apt-get install {' '.join(gone)}"
+    topic = next(t for t in docbed.TOPICS if t.name == "concurrency")
+    took: dict[str, float] = {}
+    for strategy in ("bfs", "focused"):
+        with serving("--die", f"python:{DIES_AFTER}") as bed:
+            took[strategy], out = crawl(
+                tmp_path, bed, strategy, topic.query, ("python.bed",), GONE_PAGES
+            )
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["stopped_by"] == "max_pages", (strategy, summary["pages_fetched"])
+    # the focused crawl went to python.bed first, saw it go away, and named it lost
+    python = [r for r in requests_of(out) if "//python.bed" in str(r["url"])]
+    assert len([r for r in python if r["status"] is not None]) <= DIES_AFTER
+    assert sum(1 for r in python if r["status"] is None and r["error"]) >= 1
+    lost = {str(s["site"]) for s in summary["sites_lost"]}
+    assert any(site.startswith("python.bed") for site in lost), lost
+    assert took["focused"] <= 3 * took["bfs"] + 20, took
 
 
 # -- the same, with outside names that do not resolve, asked of a DNS server of our own --------
