@@ -9,6 +9,12 @@ portal page with ``--scope any`` (the outside links are followed), once ``--stra
 --topic ...`` and once ``--strategy bfs``, to the same page budget. Many of the best-scored
 links (bugs.python.org, peps.python.org, ...) point at those failing hosts; the defer rule
 must not hold the bed's sites back for them.
+
+Two more unkind webs, each judged the same way: the site where the topic's pages are goes
+away mid-crawl (``docbed.py serve --die python:40``), and the outside links keep their real
+names, which a DNS server of the test's own answers NXDOMAIN for after 100 ms, in a network
+namespace with only ``lo`` (nothing can leave the machine). Each of the three failed before
+the defer rule learned to ignore failing sites: 36, 68 and 38 pages in 100 s.
 """
 
 from __future__ import annotations
