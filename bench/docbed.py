@@ -454,7 +454,8 @@ def app(bed: str, dead_port: int | None = None, die: tuple[str, int] | None = No
     one has its connection dropped, as a server that went away mid-crawl."""
     from aiohttp import web
 
-    served: dict[str, int] = {}
+    dying = f"{die[0]}.{TLD}" if die is not None else None
+    served = 0  # requests to the dying site so far
 
     names = set(BEDS[bed])
     roots = {site_by_name(n).host: site_by_name(n) for n in names}
@@ -463,9 +464,10 @@ def app(bed: str, dead_port: int | None = None, die: tuple[str, int] | None = No
     async def handle(request: web.Request) -> web.StreamResponse:
         host = (request.host or "").split(":", 1)[0].lower()
         port = int(request.host.rsplit(":", 1)[1]) if ":" in request.host else 80
-        if die is not None and host == f"{die[0]}.{TLD}":
-            served[host] = served.get(host, 0) + 1
-            if served[host] > die[1] and request.transport is not None:
+        if die is not None and host == dying:
+            nonlocal served
+            served += 1
+            if served > die[1] and request.transport is not None:
                 request.transport.abort()  # gone: the connection drops, no answer
                 raise web.HTTPServiceUnavailable()
         if request.path == "/robots.txt":

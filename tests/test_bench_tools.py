@@ -50,38 +50,35 @@ def test_focus_saves_runs_and_report_merges_them(tmp_path: Path) -> None:
     assert png.exists()
 
 
-def test_soak_tracemalloc_names_what_holds_the_memory(tmp_path: Path) -> None:
+def _soak(small: bool, *options: str) -> subprocess.CompletedProcess[str]:
+    """bench/soak.py on a tiny test web: 18 s of 20 sites, or (``small``) 6 s of 5."""
+    size = ("0.1", "5", "2", "5") if small else ("0.3", "20", "3", "10")
+    minutes, hosts, pages, concurrency = size
     run = _bench(
-        str(BENCH / "soak.py"), "--minutes", "0.3", "--hosts", "20", "--pages", "3",
-        "--delay", "0.2", "--concurrency", "10", "--every", "2", "--tracemalloc", "4",
+        str(BENCH / "soak.py"), "--minutes", minutes, "--hosts", hosts, "--pages", pages,
+        "--delay", "0.2", "--concurrency", concurrency, "--every", "2", *options,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
+def _baseline_s(run: subprocess.CompletedProcess[str]) -> float:
+    (base,) = [ln for ln in run.stdout.splitlines() if ln.startswith("tracemalloc: baseline at")]
+    return float(base.split()[3])
+
+
+def test_soak_tracemalloc_names_what_holds_the_memory(tmp_path: Path) -> None:
+    run = _soak(False, "--tracemalloc", "4")
     lines = run.stdout.splitlines()
     grew = lines.index("tracemalloc: the 4 sites that grew most after the baseline")
     held = lines.index("tracemalloc: the largest holders at the end")
     assert held - grew - 1 == 4, lines[grew:held]  # --tracemalloc N: N sites
     assert all("MiB" in line and "blocks" in line for line in lines[grew + 1 : held])
     # the default baseline: a third of a run shorter than 3 minutes (18 s here: 6 s)
-    (base,) = [line for line in lines if line.startswith("tracemalloc: baseline at")]
-    assert float(base.split()[3]) >= 6, base
-    later = _bench(
-        str(BENCH / "soak.py"), "--minutes", "0.3", "--hosts", "20", "--pages", "3",
-        "--delay", "0.2", "--concurrency", "10", "--every", "2", "--tracemalloc", "2",
-        "--tracemalloc-from", "12",
-    )  # fmt: skip
-    assert later.returncode == 0, later.stderr[-3000:]
-    (base,) = [ln for ln in later.stdout.splitlines() if ln.startswith("tracemalloc: baseline")]
-    assert float(base.split()[3]) >= 12, base  # --tracemalloc-from: no earlier
-    too_late = _bench(
-        str(BENCH / "soak.py"), "--minutes", "0.1", "--hosts", "5", "--pages", "2",
-        "--delay", "0.2", "--concurrency", "5", "--every", "2", "--tracemalloc", "2",
-        "--tracemalloc-from", "600",
-    )  # fmt: skip
-    assert too_late.returncode == 0, too_late.stderr[-3000:]
+    assert _baseline_s(run) >= 6, run.stdout
+    later = _soak(False, "--tracemalloc", "2", "--tracemalloc-from", "12")
+    assert _baseline_s(later) >= 12, later.stdout  # --tracemalloc-from: no earlier
+    too_late = _soak(True, "--tracemalloc", "2", "--tracemalloc-from", "600")
     assert "no baseline: the run ended before 600 s" in too_late.stdout
-    without = _bench(
-        str(BENCH / "soak.py"), "--minutes", "0.1", "--hosts", "5", "--pages", "2",
-        "--delay", "0.2", "--concurrency", "5", "--every", "2",
-    )  # fmt: skip
-    assert without.returncode == 0, without.stderr[-3000:]
+    without = _soak(True)
     assert "tracemalloc" not in without.stdout

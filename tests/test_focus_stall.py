@@ -44,18 +44,18 @@ PAGES = 200
 MAX_TIME_S = 100  # the focused crawl of the stall fetched ~40 pages in 120 s
 
 
-@pytest.fixture(scope="module")
-def bed() -> Iterator[tuple[int, int]]:
-    """(bed port, dead port): the slice served with its outside links pointing at a port
-    held closed for the module's lifetime."""
-    gone = docbed.missing("slice")
-    assert not gone, f"documentation bed not installed: apt-get install {' '.join(gone)}"
+@contextmanager
+def serving(*options: str, dead_links: bool = True) -> Iterator[tuple[int, int]]:
+    """(bed port, dead port): the slice served with ``options``. ``dead_links``: its outside
+    links point at a port held bound and never listening (connections refused); else they
+    keep their real names (the dead port is then 0)."""
     with socket.socket() as dead:
-        dead.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
-        dead_port = dead.getsockname()[1]
+        dead.bind(("127.0.0.1", 0))
+        dead_port = dead.getsockname()[1] if dead_links else 0
+        moved = ["--dead-port", str(dead_port)] if dead_links else []
         server = subprocess.Popen(
             [sys.executable, str(Path(docbed.__file__)), "serve", "--bed", "slice",
-             "--dead-port", str(dead_port)],
+             *moved, *options],
             stdout=subprocess.PIPE,
             text=True,
         )  # fmt: skip
@@ -67,15 +67,20 @@ def bed() -> Iterator[tuple[int, int]]:
             server.wait(10)
 
 
-def crawl(
-    tmp: Path,
-    bed: tuple[int, int],
-    strategy: str,
-    topic: str,
-    may_lose: tuple[str, ...] = (),
-    pages: int = PAGES,
-) -> tuple[float, Path]:
-    port, dead_port = bed
+@pytest.fixture(scope="module")
+def bed() -> Iterator[tuple[int, int]]:
+    """The slice with dead outside links, for the module's lifetime."""
+    gone = docbed.missing("slice")
+    assert not gone, f"documentation bed not installed: apt-get install {' '.join(gone)}"
+    with serving() as served:
+        yield served
+
+
+def run_crawl(
+    tmp: Path, port: int, strategy: str, topic: str, pages: int, *extra: str
+) -> tuple[float, Path, subprocess.CompletedProcess[str]]:
+    """The real command, from the portal, with ``--scope any`` (no allow-list: the outside
+    links are followed, and fail): (seconds, output folder, process)."""
     seeds = tmp / "seeds.txt"
     seeds.write_text(f"http://portal.{docbed.TLD}:{port}/\n")
     out = tmp / strategy
@@ -83,11 +88,8 @@ def crawl(
         "--seeds", str(seeds), "--user-agent", UA, "--out", str(out),
         "--topic", topic, "--strategy", strategy, "--max-pages", str(pages),
         "--max-time", str(MAX_TIME_S),
-        "--min-delay", "0.01", "--jitter", "0", "--delay-factor", "1",
-        "--scope", "any",  # no allow-list: the outside links are followed, and fail
-        "--resolve", f"*.{docbed.TLD}:{port}:127.0.0.1",
-        "--resolve", f"*.invalid:{dead_port}:127.0.0.1",
-        "--allow-private-addresses", "--no-progress", "--ip-min-delay", "off",
+        "--min-delay", "0.01", "--jitter", "0", "--delay-factor", "1", "--scope", "any",
+        "--allow-private-addresses", "--no-progress", "--ip-min-delay", "off", *extra,
     ]  # fmt: skip
     t0 = time.monotonic()
     proc = subprocess.run(
@@ -96,7 +98,24 @@ def crawl(
         text=True,
         timeout=MAX_TIME_S + 60,
     )
-    took = time.monotonic() - t0
+    return time.monotonic() - t0, out, proc
+
+
+def crawl(
+    tmp: Path,
+    bed: tuple[int, int],
+    strategy: str,
+    topic: str,
+    may_lose: tuple[str, ...] = (),
+    pages: int = PAGES,
+) -> tuple[float, Path]:
+    """A crawl of the bed with the outside hosts pinned to its dead port."""
+    port, dead_port = bed
+    took, out, proc = run_crawl(
+        tmp, port, strategy, topic, pages,
+        "--resolve", f"*.{docbed.TLD}:{port}:127.0.0.1",
+        "--resolve", f"*.invalid:{dead_port}:127.0.0.1",
+    )  # fmt: skip
     # exit 3 names the sites lost: only the dead outside hosts may be
     lost = json.loads((out / "summary.json").read_text())["sites_lost"]
     assert proc.returncode == (3 if lost else 0), proc.stderr[-2000:]
@@ -106,6 +125,14 @@ def crawl(
 
 def requests_of(out: Path) -> list[dict[str, object]]:
     return read_jsonl(out / "log" / "requests.jsonl")
+
+
+def pages_of(rows: list[dict[str, object]]) -> list[str]:
+    """The pages fetched: answered requests, robots.txt aside."""
+    return [
+        str(r["url"]) for r in rows
+        if r["status"] is not None and not str(r["url"]).endswith("/robots.txt")
+    ]  # fmt: skip
 
 
 def test_focused_crawl_keeps_pace_when_best_links_fail(
@@ -125,35 +152,12 @@ def test_focused_crawl_keeps_pace_when_best_links_fail(
         assert len({urlsplit(str(r["url"])).hostname for r in dead}) >= 10, strategy
         assert all(r["status"] is None and r["error"] for r in dead)  # each failed
         assert summary["stopped_by"] == "max_pages", (strategy, summary["pages_fetched"])
-        pages = [
-            str(r["url"]) for r in rows
-            if r["status"] is not None and not str(r["url"]).endswith("/robots.txt")
-        ]  # fmt: skip
+        pages = pages_of(rows)
         assert len(pages) == PAGES, (strategy, len(pages))
         found[strategy] = sum(docbed.is_relevant(topic, u) for u in pages)
     # a breadth-first pace: loosely (a busy machine), within 3x breadth-first's time
     assert took["focused"] <= 3 * took["bfs"] + 20, took
     assert found["focused"] > found["bfs"], found
-
-
-@contextmanager
-def serving(*options: str) -> Iterator[tuple[int, int]]:
-    """The slice bed served with ``options``, outside links pointing at a closed port."""
-    with socket.socket() as dead:
-        dead.bind(("127.0.0.1", 0))
-        server = subprocess.Popen(
-            [sys.executable, str(Path(docbed.__file__)), "serve", "--bed", "slice",
-             "--dead-port", str(dead.getsockname()[1]), *options],
-            stdout=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        try:
-            assert server.stdout is not None
-            port = int(server.stdout.readline().strip().rsplit(":", 1)[1])
-            yield port, dead.getsockname()[1]
-        finally:
-            server.terminate()
-            server.wait(10)
 
 
 DIES_AFTER = 40  # requests to python.bed, the site of the topic's pages, before it goes away
@@ -225,57 +229,33 @@ def _inside(work: Path) -> None:
 
     dns = DnsServer({f"*.{docbed.TLD}": "127.0.0.1"}, delay_s=DNS_DELAY_S)
     dns.start()
-    server = subprocess.Popen(
-        [sys.executable, str(Path(docbed.__file__)), "serve", "--bed", "slice"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
     topic = next(t for t in docbed.TOPICS if t.name == "concurrency")
     report: dict[str, object] = {}
     try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline().strip().rsplit(":", 1)[1])
-        for strategy in ("bfs", "focused"):
-            out = work / strategy
-            seeds = work / "seeds.txt"
-            seeds.write_text(f"http://portal.{docbed.TLD}:{port}/\n")
-            first = len(dns.log)
-            t0 = time.monotonic()
-            proc = subprocess.run(
-                [sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds),
-                 "--user-agent", UA, "--out", str(out), "--topic", topic.query,
-                 "--strategy", strategy, "--max-pages", str(PAGES),
-                 "--max-time", str(MAX_TIME_S), "--min-delay", "0.01", "--jitter", "0",
-                 "--delay-factor", "1", "--scope", "any", "--allow-private-addresses",
-                 "--no-progress", "--ip-min-delay", "off"],
-                capture_output=True, text=True, timeout=MAX_TIME_S + 60,
-            )  # fmt: skip
-            took = time.monotonic() - t0
-            summary = json.loads((out / "summary.json").read_text())
-            assert proc.returncode == (3 if summary["sites_lost"] else 0), proc.stderr[-2000:]
-            rows = requests_of(out)
-            pages = [
-                str(r["url"]) for r in rows
-                if r["status"] is not None and not str(r["url"]).endswith("/robots.txt")
-            ]  # fmt: skip
-            outside = [r for r in rows if not str(r["url"]).split("/")[2].split(":")[0]
-                       .endswith(f".{docbed.TLD}")]  # fmt: skip
-            asked = {q.name for q in dns.log[first:]}
-            report[strategy] = {
-                "took": took,
-                "stopped_by": summary["stopped_by"],
-                "pages": len(pages),
-                "relevant": sum(docbed.is_relevant(topic, u) for u in pages),
-                "nx_names_asked": len({n for n in asked if not n.endswith(f".{docbed.TLD}")}),
-                "outside_requests_answered": sum(1 for r in outside if r["status"] is not None),
-                "no_such_host": summary["errors"].get("no_such_host", 0),
-                "bed_sites_lost": sum(f".{docbed.TLD}" in str(s["site"])
-                                      for s in summary["sites_lost"]),
-                "reasons": sorted({str(s["reason"]) for s in summary["sites_lost"]})[:5],
-            }  # fmt: skip
+        with serving(dead_links=False) as (port, _):
+            for strategy in ("bfs", "focused"):
+                first = len(dns.log)
+                took, out, proc = run_crawl(work, port, strategy, topic.query, PAGES)
+                summary = json.loads((out / "summary.json").read_text())
+                assert proc.returncode == (3 if summary["sites_lost"] else 0), proc.stderr[-2000:]
+                rows = requests_of(out)
+                pages = pages_of(rows)
+                outside = [r for r in rows if not (urlsplit(str(r["url"])).hostname or "")
+                           .endswith(f".{docbed.TLD}")]  # fmt: skip
+                asked = {q.name for q in dns.log[first:]}
+                report[strategy] = {
+                    "took": took,
+                    "stopped_by": summary["stopped_by"],
+                    "pages": len(pages),
+                    "relevant": sum(docbed.is_relevant(topic, u) for u in pages),
+                    "nx_names_asked": len({n for n in asked if not n.endswith(f".{docbed.TLD}")}),
+                    "outside_requests_answered": sum(1 for r in outside if r["status"] is not None),
+                    "no_such_host": summary["errors"].get("no_such_host", 0),
+                    "bed_sites_lost": sum(f".{docbed.TLD}" in str(s["site"])
+                                          for s in summary["sites_lost"]),
+                    "reasons": sorted({str(s["reason"]) for s in summary["sites_lost"]})[:5],
+                }  # fmt: skip
     finally:
-        server.terminate()
-        server.wait(10)
         dns.stop()
     (work / "report.json").write_text(json.dumps(report, indent=1))
 
