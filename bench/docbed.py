@@ -134,6 +134,9 @@ BEDS = {
     "wide": ("python", "django", "sqlalchemy", "flask", "werkzeug", "aiohttp", "requests"),
     "slice": ("python", "flask", "jinja", "click", "requests"),
     "all": tuple(s.name for s in SITES if s.half in ("tune", "heldout")),
+    # the fifth bed (issue 30, session 11): all thirteen sites of the first bed under one
+    # portal, as the issue's hidden bed is built, with topics of its own (held out)
+    "fifth": tuple(s.name for s in SITES if s.half in ("tune", "heldout")),
 }
 SLICE_PACKAGES = tuple(s.package for s in SITES if s.name in BEDS["slice"])
 
@@ -337,6 +340,67 @@ TOPICS: tuple[Topic, ...] = (
            "handbook": r"^sect\.(domain-name-servers|hostname-name-service)\.html$",
            "apache": r"^en/dns-caveats\.html$"},
           "admin"),
+    # -- the fifth bed (issue 30, session 11): the thirteen sites of the first bed, six topics
+    # of their own in a user's words, spread over several sites each. Topics and rules written
+    # from the file lists and committed before any crawl with them; run once, settings frozen.
+    Topic("backup", "back up a database, restore from a dump, point in time recovery, "
+          "write ahead log",
+          {"postgresql": r"^(backup[a-z-]*|app-pg-dumpall|app-pgdump|app-pgrestore"
+                         r"|app-pgbasebackup|app-pgreceivewal|app-pgverifybackup|pgwaldump"
+                         r"|continuous-archiving|archive-modules?[a-z-]*|basic-archive"
+                         r"|pgarchivecleanup|basebackup-to-shell|wal|wal-[a-z-]*"
+                         r"|runtime-config-wal)\.html$",
+           "sqlite": r"^(backup|recovery|lang_vacuum|wal|walformat|c3ref/backup[a-z_]*)\.html$"},
+          "fifth"),
+    Topic("command-line", "parse command line arguments, command line options, cli tools",
+          {"python": r"^(library/(argparse|getopt|optparse|cmd|shlex)|howto/argparse"
+                     r"|using/cmdline)\.html$",
+           "click": r"^(?!(404|search|genindex|py-modindex|license|changes|contrib|upgrading"
+                    r"|index)\.html$).",
+           "django": r"^(howto/custom-management-commands|ref/django-admin)\.html$",
+           "flask": r"^cli\.html$",
+           "sqlite": r"^cli\.html$",
+           "git": r"^(gitcli|technical/api-parse-options)\.html$"},
+          "fifth"),
+    Topic("authentication", "log in users, password hashing, user roles and privileges",
+          {"django": r"^(topics/auth/|ref/contrib/auth\.html$|howto/auth-remote-user\.html$"
+                     r"|howto/deployment/wsgi/apache-auth\.html$)",
+           "postgresql": r"^(auth-[a-z-]*|client-authentication[a-z-]*|sasl-authentication"
+                         r"|gssapi-auth|sspi-auth|user-manag|database-roles|role-[a-z]*"
+                         r"|default-roles|predefined-roles|ddl-priv|sql-grant|sql-revoke"
+                         r"|sql-(create|alter|drop)(role|user)|sql-set-role"
+                         r"|sql-alterdefaultprivileges|passwordcheck|app-createuser"
+                         r"|app-dropuser)\.html$",
+           "python": r"^library/(getpass|hashlib|hmac|secrets)\.html$",
+           "requests": r"^user/authentication\.html$"},
+          "fifth"),
+    Topic("text-search", "full text search, search text for words, regular expressions, "
+          "pattern matching",
+          {"postgresql": r"^(textsearch[a-z-]*|datatype-textsearch|functions-textsearch"
+                         r"|functions-matching|pgtrgm|fuzzystrmatch|unaccent|dict-int"
+                         r"|dict-xsyn)\.html$",
+           "sqlite": r"^(fts3|fts5)\.html$",
+           "python": r"^(library/(re|fnmatch|glob)|howto/regex)\.html$",
+           "django": r"^(topics/db/search|ref/contrib/postgres/search)\.html$"},
+          "fifth"),
+    Topic("dates", "dates and times, time zones, timestamps, formatting dates",
+          {"python": r"^library/(datetime|time|zoneinfo|calendar)\.html$",
+           "postgresql": r"^(datatype-datetime|functions-datetime|datetime-[a-z-]*"
+                         r"|view-pg-timezone-(abbrevs|names))\.html$",
+           "sqlite": r"^lang_datefunc\.html$",
+           "django": r"^topics/i18n/timezones\.html$"},
+          "fifth"),
+    Topic("sql-statements", "sql statements, select queries, insert update and delete rows",
+          {"postgresql": r"^(sql-[a-z]*|queries[a-z-]*|dml[a-z-]*|tutorial-(select|join|agg"
+                         r"|update|delete|populate|table|sql))\.html$",
+           "sqlite": r"^(lang_[a-z_]*|syntax/[a-z-]*)\.html$",
+           "sqlalchemy": r"^(tutorial/(data|data_[a-z]*|orm_data_manipulation)"
+                         r"|core/(dml|selectable|sqlelement|expression_api|functions"
+                         r"|operators)|orm/queryguide/[a-z_]*)\.html$",
+           "django": r"^(topics/db/(sql|queries|aggregation)|ref/models/(querysets|expressions"
+                     r"|lookups))\.html$",
+           "python": r"^library/sqlite3\.html$"},
+          "fifth"),
 )  # fmt: skip
 
 
