@@ -391,7 +391,7 @@ TOPICS: tuple[Topic, ...] = (
            "django": r"^topics/i18n/timezones\.html$"},
           "fifth"),
     Topic("sql-statements", "sql statements, select queries, insert update and delete rows",
-          {"postgresql": r"^(sql-[a-z]*|queries[a-z-]*|dml[a-z-]*|tutorial-(select|join|agg"
+          {"postgresql": r"^(sql-[a-z-]*|queries[a-z-]*|dml[a-z-]*|tutorial-(select|join|agg"
                          r"|update|delete|populate|table|sql))\.html$",
            "sqlite": r"^(lang_[a-z_]*|syntax/[a-z-]*)\.html$",
            "sqlalchemy": r"^(tutorial/(data|data_[a-z]*|orm_data_manipulation)"

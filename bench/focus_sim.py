@@ -184,7 +184,7 @@ def show(topic: docbed.Topic, name: str, runs: list[Run]) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    ap.add_argument("--bed", choices=("tune", "heldout", "second", "slice"), default="tune")
+    ap.add_argument("--bed", choices=tuple(docbed.BEDS), default="tune")
     ap.add_argument("--topics", default="")
     ap.add_argument("--fetches", type=int, default=1000)
     ap.add_argument("--strategies", default="bfs,random,keyword,focused")
