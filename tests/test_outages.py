@@ -17,6 +17,7 @@ import pytest
 import trustme
 from conftest import UA
 from outageweb import SitesServer
+from redis_server import redis_url  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.e2e
 
@@ -254,3 +255,34 @@ def test_a_site_given_up_is_named_in_the_summary_and_the_exit_code_is_3(tmp_path
     assert lost[0]["state"] == "given_up" and "refused" in lost[0]["reason"], lost
     assert lost[0]["urls_left"] == 10 - 5, lost  # the 6th refusal and the 4 never asked
     assert "h1.test: given_up" in p.stdout and "sites lost" in p.stderr
+
+
+@pytest.mark.parametrize("frontier", ["sqlite", "redis"])
+def test_a_parked_site_is_named_with_the_urls_it_left(
+    tmp_path: Path, frontier: str, request: pytest.FixtureRequest
+) -> None:
+    """h1.test refuses every page (403): parked after 5 refusals, for longer than the crawl
+    may last. The summary names it parked, with the URLs it left queued, counted by the
+    frontier the crawl ran on (the shared one counts them before it disconnects)."""
+    server = SitesServer(hosts=2, pages=4, refusing=frozenset({"h1.test"}))
+    out = tmp_path / "out"
+    seeds = tmp_path / "seeds.txt"
+    refused = [f"http://h1.test:{server.port}/p/{j}.html" for j in range(1, 11)]
+    seeds.write_text("".join(f"{u}\n" for u in [server.seeds()[0], *refused]))
+    where = ["--frontier", request.getfixturevalue("redis_url")] if frontier == "redis" else []
+    cmd = [
+        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds), "--user-agent", UA,
+        "--out", str(out), *server.resolve_args(), "--allow-private-addresses",
+        "--ip-min-delay", "off", "--no-progress", "--min-delay", "0.05", "--park-time", "3600",
+        "--scope", "any", "--max-time", "8", *where,
+    ]  # fmt: skip
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    finally:
+        server.close()
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert server.fetched()["h0.test"] == server.page_paths()
+    lost = summary(out)["sites_lost"]
+    assert [(x["site"], x["state"]) for x in lost] == [("h1.test", "parked")], lost
+    assert lost[0]["urls_left"] == 10 - 5, lost  # the 5 refused are done, 5 never asked
+    assert "h1.test: parked" in p.stdout and "5 URLs left" in p.stdout, p.stdout

@@ -125,6 +125,7 @@ class CrawlContext:
         self.progress: Dashboard | None = None  # the live dashboard, on a terminal
         self.outage = OutageGuard()  # the crawler's own network, told from a site's
         self.losses = Losses()  # the sites parked or given up, for the summary
+        self._left: dict[str, int] = {}  # parked site -> URLs left (count_left)
         self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)
         self._ips: dict[str, str | None] = {}
         self.robots = RobotsCache(
@@ -302,8 +303,17 @@ class CrawlContext:
 
     def queued_of(self, key: str) -> int | None:
         """URLs of ``key`` still queued, when the frontier can say (None: it cannot)."""
+        if key in self._left:
+            return self._left[key]
         count = getattr(self.frontier, "queued_of", None)
         return int(count(key)) if callable(count) else None
+
+    async def count_left(self) -> None:
+        """Before the frontier closes: the URLs each parked site left, where only a round trip
+        can tell (the shared frontier); ``queued_of`` answers from them after the close."""
+        counts = getattr(self.frontier, "queued_counts", None)
+        if callable(counts):
+            self._left = dict(await counts(self.losses.parked_keys()))
 
     def remember_losses(self) -> None:
         """The sites given up in earlier runs too, when the frontier keeps them (SQLite)."""

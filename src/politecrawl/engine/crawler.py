@@ -312,6 +312,8 @@ class Crawler:
         with self._saving():
             ctx.remember_losses()
         with self._saving():
+            await ctx.count_left()
+        with self._saving():
             ctx.warc.close()
         with self._saving():
             await ctx.store.close()

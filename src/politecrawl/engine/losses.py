@@ -65,6 +65,10 @@ class Losses:
     def __len__(self) -> int:
         return len(self._by_key)
 
+    def parked_keys(self) -> list[str]:
+        """The sites parked now: the report counts the URLs each left queued."""
+        return [k for k, loss in self._by_key.items() if loss.state == PARKED]
+
     def remember(self, dropped: list[tuple[str, str, int]]) -> None:
         """Sites given up before this run (a resume, a crash): ``(key, outcome, URLs)`` as
         the frontier recorded them (``SqliteFrontier.dropped_sites``)."""

@@ -109,6 +109,11 @@ class RedisFrontier:
     def cluster(self) -> bool:
         return self.store.cluster
 
+    async def queued_counts(self, keys: Sequence[str]) -> dict[str, int]:
+        """URLs each key still has queued: a lost site's URLs left behind (``engine.losses``;
+        asked before the store closes, since the summary is written after)."""
+        return await self.store.queued_counts(keys)
+
     # -- queueing -----------------------------------------------------------------------------
     async def add(self, entries: Sequence[UrlEntry]) -> list[bool]:
         """Queue entries not seen before (test-and-set in one script per shard); True where

@@ -390,6 +390,21 @@ class RedisStore:
             "seen_bytes": self._bloom_m * self.shards // 8 if self.seen_mode == "bloom" else 0,
         }
 
+    async def queued_counts(self, keys: Sequence[str]) -> dict[str, int]:
+        """URLs each key has queued, due now or later (its ``q:`` and ``d:`` sets)."""
+        if not keys:
+            return {}
+        shards = await self.shards_of(keys)
+        got = await self.gather(
+            "queued_counts",
+            [
+                self.batch.command("ZCARD", f"{self.sp[shards[k]]}{part}:{k}")
+                for k in keys
+                for part in ("q", "d")
+            ],
+        )
+        return {k: int(got[2 * i]) + int(got[2 * i + 1]) for i, k in enumerate(keys)}
+
     async def flush(self) -> None:
         """The validators saved since the last flush; every other call is already applied
         (durability is the server's)."""
