@@ -95,6 +95,17 @@ def test_phrases_count_more_than_scattered_words() -> None:
     assert together > apart
 
 
+def test_a_phrases_words_near_each_other_count_as_part_of_the_phrase() -> None:
+    """Users write phrases the page does not say word for word: "delete rows" is "deletes
+    the matching rows" there. Near, in any order, counts; far apart does not."""
+    k = KeywordScorer("sql statements, insert update and delete rows")
+    near = k(doc("this deletes the matching rows. " + FILLER * 3))
+    far = k(doc("this deletes. " + FILLER * 3 + " rows."))
+    verbatim = k(doc("insert update delete rows. " + FILLER * 3))
+    assert near > far
+    assert verbatim > near
+
+
 def test_topic_without_keywords_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
         KeywordScorer("the, of, and")

@@ -79,6 +79,7 @@ _STOP_TEXT = (
     "which who why when where this that these those"
 )
 _STOP = frozenset(_STOP_TEXT.split())
+_NEAR = 5  # words: a phrase's words this close count as half an occurrence of the phrase
 
 
 def tokens(text: str) -> list[str]:
@@ -125,10 +126,11 @@ class KeywordScorer:
     """Keyword/phrase relevance in [0, 1]; ``topic`` is comma-separated alternative phrases.
 
     ``"steam locomotive, heritage railway"`` has two phrases; a page scores by its best
-    phrase (mean term saturation) with a share for breadth across all terms, plus exact phrase
-    occurrences, plus phrase-term coverage of the title and of the h1-h3 headings. Saturation
-    (``tf (k1+1) / (tf + k1 (1-b + b len/avg_len))``) means a word repeated in boilerplate
-    buys little; a long page needs more mentions than a short one for the same score.
+    phrase (mean term saturation) with a share for breadth across all terms, plus phrase
+    occurrences (verbatim, or its words near each other), plus phrase-term coverage of the
+    title and of the h1-h3 headings. Saturation (``tf (k1+1) / (tf + k1 (1-b + b
+    len/avg_len))``) means a word repeated in boilerplate buys little; a long page needs more
+    mentions than a short one for the same score.
     """
 
     def __init__(
@@ -200,16 +202,31 @@ class KeywordScorer:
             return []
         return [(i, forms[w]) for i, w in enumerate(words) if w in forms]
 
-    def _phrase_count(self, hits: list[tuple[int, str]]) -> int:
-        """Occurrences of any multi-word phrase as consecutive (folded) words."""
+    def _phrase_count(self, hits: list[tuple[int, str]]) -> float:
+        """Occurrences of the multi-word phrases: half a point for each topic word with another
+        word of its phrase at most ``_NEAR`` words before it, in any order, and half a point
+        more for each whole phrase in its own order. A user's phrase is seldom on the page
+        word for word ("insert update and delete rows": "deletes the rows"). On the 30
+        topics of bench/docbed.py, nearness raised the share of labelled pages scored >= 0.5
+        from 43 % to 55 %, and F1 at 0.5 from 0.38 to 0.44 (docs/focus.md, section 7)."""
         at = dict(hits)
-        count = 0
+        exact = near = 0
+        far = -(_NEAR + 1)
         for phrase in self._multi:
             first = phrase[0]
+            terms = set(phrase)
+            last_i, last_t, other_i = far, "", far  # other_i: the last hit of another word
             for i, t in hits:
+                if t not in terms:
+                    continue
                 if t == first and all(at.get(i + k) == w for k, w in enumerate(phrase[1:], 1)):
-                    count += 1
-        return count
+                    exact += 1
+                if i - (last_i if t != last_t else other_i) <= _NEAR:
+                    near += 1
+                if t != last_t:
+                    other_i, last_t = last_i, t
+                last_i = i
+        return 0.5 * (exact + near)
 
     def _coverage(self, text: str) -> float:
         """Best share of one phrase's terms present in ``text`` (title, headings)."""
