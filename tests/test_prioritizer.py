@@ -11,6 +11,7 @@ from topicweb import TopicWeb
 
 from politecrawl.content.parse import parse_page
 from politecrawl.focus.prioritizer import (
+    TRANSLATION_SHARE,
     LinkFeatures,
     Prioritizer,
     link_features,
@@ -206,3 +207,27 @@ def test_topic_prior_and_no_learning() -> None:
     p.learn(feats("http://d.test/c", "x"), 1.0)
     p.observe("d.test", "d.test", 1.0)
     assert p.updates == 0 and p.hosts == {} and p.score(feats("http://d.test/c", "x")) == off
+
+
+def test_a_link_to_the_page_in_another_language_is_a_translation() -> None:
+    """``hreflang`` naming a language other than the page's own marks a translation; a region
+    of the same language (en-GB on an en-US page) does not, nor does a page without ``lang``."""
+    body = (
+        b'<html lang="en-US"><body><a href="/fr/a.html" hreflang="fr">fr</a>'
+        b'<a href="/gb/a.html" hreflang="en-GB">en</a><a href="/b.html">b</a></body></html>'
+    )
+    links = {k.url.rsplit("/", 2)[-2:][0]: k.translation for k in parse_page(
+        body, "http://x.test/en/a.html", "testbot").links}  # fmt: skip
+    assert links == {"fr": True, "gb": False, "x.test": False}
+    bare = body.replace(b' lang="en-US"', b"")
+    assert not any(k.translation for k in parse_page(bare, "http://x.test/", "testbot").links)
+
+
+def test_a_translation_is_queued_at_a_small_share_of_its_priority() -> None:
+    model = Prioritizer()
+    same = link_features("http://x.test/fr/ssl.html", "ssl", anchor_match=1.0)
+    other = link_features("http://x.test/fr/ssl.html", "ssl", anchor_match=1.0, translation=True)
+    # the estimate itself is the same (the same words): only the priority is scaled
+    assert model.probability(other) == model.probability(same)
+    assert model.score(other) == pytest.approx(model.probability(same) * TRANSLATION_SHARE)
+    assert model.score(other) < model.score(same) * 0.1

@@ -125,14 +125,14 @@ class Page:
 
     def __getstate__(self) -> tuple[object, ...]:
         """For a worker process (``workpool``): every field in order but the tree, the
-        headers as pairs, the links as three columns (plain lists pickle in C, a link at a
+        headers as pairs, the links as four columns (plain lists pickle in C, a link at a
         time does not): this crosses processes once per page."""
         state = [getattr(self, name) for name in _PAGE_FIELDS]
         state[_TREE] = None
         state[_HEADERS] = list(self.headers.items())
         links = self.links
         state[_LINKS] = ([k.url for k in links], [k.anchor for k in links],
-                         [k.nofollow for k in links])  # fmt: skip
+                         [k.nofollow for k in links], [k.translation for k in links])  # fmt: skip
         return tuple(state)
 
     def __setstate__(self, state: tuple[object, ...]) -> None:
@@ -168,8 +168,8 @@ class Page:
 
 
 _PAGE_FIELDS: tuple[str, ...] = tuple(Page.__dataclass_fields__)
-# a Link from a (url, anchor, nofollow) tuple in C: ``Link._make`` is a Python call per link
-# (50 links: 6.9 us against 10.4, and a page's result is unpickled once per page)
+# a Link from a (url, anchor, nofollow, translation) tuple in C: ``Link._make`` is a Python
+# call per link (50 links: 6.9 us against 10.4, and a page's result is unpickled once per page)
 _new_link = functools.partial(tuple.__new__, Link)
 _TREE, _HEADERS, _LINKS = (_PAGE_FIELDS.index(name) for name in ("tree", "headers", "links"))
 

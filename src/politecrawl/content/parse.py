@@ -36,7 +36,9 @@ _UNICODE_CODECS = ("utf-8", "utf-16-le", "utf-16-be")
 
 
 class Link(NamedTuple):
-    """A link of a page: its absolute canonical URL, its anchor text, ``rel=nofollow``.
+    """A link of a page: its absolute canonical URL, its anchor text, ``rel=nofollow``, and
+    whether it is the page in another language (``hreflang`` names a language other than the
+    page's own ``<html lang>``: a language switcher's link, the same text translated).
 
     A named tuple, not a dataclass: a page's links are made and, with ``--processes``,
     pickled and unpickled by the hundred; a tuple does each in about half the time."""
@@ -44,9 +46,11 @@ class Link(NamedTuple):
     url: str
     anchor: str
     nofollow: bool
+    translation: bool = False
 
-    def __reduce__(self) -> tuple[type[Link], tuple[str, str, bool]]:
-        return Link, (self.url, self.anchor, self.nofollow)  # not the slower default path
+    def __reduce__(self) -> tuple[type[Link], tuple[str, str, bool, bool]]:
+        # not the slower default path
+        return Link, (self.url, self.anchor, self.nofollow, self.translation)
 
 
 @dataclass(slots=True)
@@ -120,6 +124,8 @@ def _links(tree: LexborHTMLParser, page: ParsedPage, codec: str) -> None:
     links = page.links
     base = page.base
     legacy = codec not in _UNICODE_CODECS
+    root = tree.root
+    lang = _primary_language((root.attributes.get("lang") or "") if root is not None else "")
     nodes = tree.css("a[href], area[href]")
     for i, node in enumerate(nodes):
         # caps before the join: the rest costs nothing (unique links, and anchors examined,
@@ -138,7 +144,13 @@ def _links(tree: LexborHTMLParser, page: ParsedPage, codec: str) -> None:
         rel = attrs.get("rel")
         nofollow = rel is not None and "nofollow" in rel.lower()
         anchor = node.text(deep=True, strip=True)[:_MAX_ANCHOR] if node.tag == "a" else ""
-        links.append(Link(target, anchor, nofollow))
+        other = _primary_language(attrs.get("hreflang") or "")
+        links.append(Link(target, anchor, nofollow, bool(lang and other and other != lang)))
+
+
+def _primary_language(tag: str) -> str:
+    """``en`` of ``en-US``, ``EN``, ``en_GB``: the language, without region or script."""
+    return tag.strip().lower().replace("_", "-").split("-", 1)[0]
 
 
 def encode_query(href: str, codec: str) -> str:

@@ -170,6 +170,7 @@ class Focus:
                 distance=score.distance,
                 anchor_match=a_match,
                 url_match=u_match,
+                translation=link.translation,
             )
             items.append((link.url, model.score(f)))
             self._remember(link.url, f)

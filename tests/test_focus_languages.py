@@ -1,0 +1,117 @@
+"""A focused crawl keeps to the language it came in, through the real command.
+
+A manual served in five languages, as the Apache HTTP Server's is: every page links its
+translations (``hreflang``, a language switcher), and the translations keep the technical
+words of the English page (directive names, protocol names), so the nugget function scores
+them on topic as well. They hold the same text translated: a crawl that wants the topic's
+pages must spend its budget on the pages, not on their translations. Judged by what the
+server answered.
+"""
+
+from __future__ import annotations
+
+import http.server
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import UA
+
+pytestmark = pytest.mark.e2e
+
+LANGS = ("en", "fr", "de", "ja", "es")
+ON_TOPIC = ("ssl-intro", "ssl-howto", "ssl-faq", "ssl-compat", "mod-ssl", "tls-certificates")
+OTHER = tuple(f"chapter-{i}" for i in range(14))
+NAMES = ON_TOPIC + OTHER
+TOPIC = "tls certificates, ssl encryption, https"
+BUDGET = 18  # pages; the English manual has 21
+
+
+def page(lang: str, name: str) -> bytes:
+    switcher = "".join(
+        f'<a href="/{other}/{name}.html" hreflang="{other}" rel="alternate">{other}</a> '
+        for other in LANGS
+        if other != lang
+    )
+    if name in ON_TOPIC:
+        words = "SSL encryption with TLS certificates for https: SSLCertificateFile, TLS 1.3. " * 4
+    else:
+        words = "Logging, caching and the configuration files of the server. " * 4
+    if lang != "en":  # translated prose, the technical words kept
+        words = f"[{lang}] " + words
+    nav = "".join(f'<a href="/{lang}/{n}.html">{n.replace("-", " ")}</a> ' for n in NAMES)
+    return (
+        f'<html lang="{lang}"><head><title>{name}</title></head><body>'
+        f"<p>{switcher}</p><h1>{name}</h1><p>{words}</p><p>{nav}</p></body></html>"
+    ).encode()
+
+
+class Manual(http.server.ThreadingHTTPServer):
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.lock = threading.Lock()
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                path = self.path
+                with owner.lock:
+                    owner.log.append(path)
+                parts = path.strip("/").removesuffix(".html").split("/")
+                if path == "/robots.txt":
+                    body, ctype = b"User-agent: *\nAllow: /\n", "text/plain"
+                elif len(parts) == 2 and parts[0] in LANGS and parts[1] in NAMES:
+                    body, ctype = page(parts[0], parts[1]), "text/html; charset=utf-8"
+                elif path == "/":
+                    body, ctype = page("en", "index"), "text/html; charset=utf-8"
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+@pytest.fixture
+def manual() -> Iterator[Manual]:
+    server = Manual()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_focused_crawl_takes_the_pages_not_their_translations(
+    manual: Manual, tmp_path: Path
+) -> None:
+    port = manual.server_address[1]
+    args = [
+        sys.executable, "-m", "politecrawl", "crawl", f"http://docs.test:{port}/",
+        "--resolve", f"docs.test:{port}:127.0.0.1", "--user-agent", UA,
+        "--out", str(tmp_path / "out"), "--topic", TOPIC, "--max-pages", str(BUDGET),
+        "--min-delay", "0.01", "--jitter", "0", "--allow-private-addresses",
+        "--no-progress", "--ip-min-delay", "off",
+    ]  # fmt: skip
+    p = subprocess.run(args, capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with manual.lock:
+        fetched = [path for path in manual.log if path != "/robots.txt"]
+    english = {path for path in fetched if path.startswith("/en/")}
+    translations = [path for path in fetched if path.split("/")[1] in LANGS[1:]]
+    # every on-topic page of the manual, in the language the crawl came in
+    assert {f"/en/{n}.html" for n in ON_TOPIC} <= english, fetched
+    # and the budget was not spent on their translations (before: 4 per on-topic page)
+    assert len(translations) <= 2, translations
