@@ -229,10 +229,11 @@ def test_max_time_cuts_the_requests_in_flight_and_a_resume_asks_again(tmp_path: 
 
 
 # -- losses named ----------------------------------------------------------------------------
-def test_a_site_given_up_is_named_in_the_summary_and_the_exit_code_is_3(tmp_path: Path) -> None:
-    """h1.test refuses every page (403): paused after 5 refusals, given up after one more.
-    The crawl of the other site finishes, and the command says what it lost: the printed
-    summary and summary.json name h1.test with its reason and the URLs it left, exit 3."""
+def _refused_site_crawl(
+    tmp_path: Path, *options: str
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """h0.test answers (and is crawled whole), h1.test refuses every page (403) and has 10
+    URLs queued: the real command with ``options``; the process and ``sites_lost``."""
     server = SitesServer(hosts=2, pages=4, refusing=frozenset({"h1.test"}))
     out = tmp_path / "out"
     seeds = tmp_path / "seeds.txt"
@@ -241,8 +242,8 @@ def test_a_site_given_up_is_named_in_the_summary_and_the_exit_code_is_3(tmp_path
     cmd = [
         sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds), "--user-agent", UA,
         "--out", str(out), *server.resolve_args(), "--allow-private-addresses",
-        "--ip-min-delay", "off", "--no-progress", "--min-delay", "0.05", "--park-time", "0.5",
-        "--scope", "any",
+        "--ip-min-delay", "off", "--no-progress", "--min-delay", "0.05", "--scope", "any",
+        *options,
     ]  # fmt: skip
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -250,7 +251,14 @@ def test_a_site_given_up_is_named_in_the_summary_and_the_exit_code_is_3(tmp_path
         server.close()
     assert p.returncode == 3, p.stdout + p.stderr
     assert server.fetched()["h0.test"] == server.page_paths()
-    lost = summary(out)["sites_lost"]
+    return p, summary(out)["sites_lost"]
+
+
+def test_a_site_given_up_is_named_in_the_summary_and_the_exit_code_is_3(tmp_path: Path) -> None:
+    """h1.test refuses every page (403): paused after 5 refusals, given up after one more.
+    The crawl of the other site finishes, and the command says what it lost: the printed
+    summary and summary.json name h1.test with its reason and the URLs it left, exit 3."""
+    p, lost = _refused_site_crawl(tmp_path, "--park-time", "0.5")
     assert [x["site"] for x in lost] == ["h1.test"], lost
     assert lost[0]["state"] == "given_up" and "refused" in lost[0]["reason"], lost
     assert lost[0]["urls_left"] == 10 - 5, lost  # the 6th refusal and the 4 never asked
@@ -264,25 +272,8 @@ def test_a_parked_site_is_named_with_the_urls_it_left(
     """h1.test refuses every page (403): parked after 5 refusals, for longer than the crawl
     may last. The summary names it parked, with the URLs it left queued, counted by the
     frontier the crawl ran on (the shared one counts them before it disconnects)."""
-    server = SitesServer(hosts=2, pages=4, refusing=frozenset({"h1.test"}))
-    out = tmp_path / "out"
-    seeds = tmp_path / "seeds.txt"
-    refused = [f"http://h1.test:{server.port}/p/{j}.html" for j in range(1, 11)]
-    seeds.write_text("".join(f"{u}\n" for u in [server.seeds()[0], *refused]))
     where = ["--frontier", request.getfixturevalue("redis_url")] if frontier == "redis" else []
-    cmd = [
-        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds), "--user-agent", UA,
-        "--out", str(out), *server.resolve_args(), "--allow-private-addresses",
-        "--ip-min-delay", "off", "--no-progress", "--min-delay", "0.05", "--park-time", "3600",
-        "--scope", "any", "--max-time", "8", *where,
-    ]  # fmt: skip
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    finally:
-        server.close()
-    assert p.returncode == 3, p.stdout + p.stderr
-    assert server.fetched()["h0.test"] == server.page_paths()
-    lost = summary(out)["sites_lost"]
+    p, lost = _refused_site_crawl(tmp_path, "--park-time", "3600", "--max-time", "8", *where)
     assert [(x["site"], x["state"]) for x in lost] == [("h1.test", "parked")], lost
     assert lost[0]["urls_left"] == 10 - 5, lost  # the 5 refused are done, 5 never asked
     assert "h1.test: parked" in p.stdout and "5 URLs left" in p.stdout, p.stdout
