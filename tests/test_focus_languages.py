@@ -10,15 +10,13 @@ must spend its budget on the pages, not on their translations.
 
 from __future__ import annotations
 
-import http.server
-import subprocess
+import asyncio
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import UA
+from originweb import SiteServer
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +28,7 @@ TOPIC = "tls certificates, ssl encryption, https"
 BUDGET = 18  # pages; the English manual has 21
 
 
-def page(lang: str, name: str) -> bytes:
+def page(lang: str, name: str) -> str:
     switcher = "".join(
         f'<a href="/{other}/{name}.html" hreflang="{other}" rel="alternate">{other}</a> '
         for other in LANGS
@@ -46,75 +44,33 @@ def page(lang: str, name: str) -> bytes:
     return (
         f'<html lang="{lang}"><head><title>{name}</title></head><body>'
         f"<p>{switcher}</p><h1>{name}</h1><p>{words}</p><p>{nav}</p></body></html>"
-    ).encode()
+    )
 
 
-class Manual(http.server.ThreadingHTTPServer):
-    def __init__(self) -> None:
-        self.log: list[str] = []
-        self.lock = threading.Lock()
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                path = self.path
-                with owner.lock:
-                    owner.log.append(path)
-                parts = path.strip("/").removesuffix(".html").split("/")
-                html = "text/html; charset=utf-8"
-                if path == "/robots.txt":
-                    body, ctype = b"User-agent: *\nAllow: /\n", "text/plain"
-                elif len(parts) == 2 and parts[0] in LANGS and parts[1] in NAMES:
-                    body, ctype = page(parts[0], parts[1]), html
-                elif path == "/":
-                    body, ctype = page("en", "index"), html
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        super().__init__(("127.0.0.1", 0), Handler)
+def manual(path: str) -> str | None:
+    """The manual's pages: ``/`` and ``/LANG/NAME.html``."""
+    if path == "/":
+        return page("en", "index")
+    parts = path.strip("/").removesuffix(".html").split("/")
+    if len(parts) == 2 and parts[0] in LANGS and parts[1] in NAMES:
+        return page(parts[0], parts[1])
+    return None
 
 
-@pytest.fixture
-def serve() -> Iterator[list[Manual]]:
-    servers: list[Manual] = []
-    yield servers
-    for server in servers:
-        server.shutdown()
-        server.server_close()
-
-
-def crawl(servers: list[Manual], tmp_path: Path) -> list[str]:
-    """The real command from the manual's start page; the pages the server answered."""
-    server = Manual()
-    servers.append(server)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = server.server_address[1]
-    args = [
-        sys.executable, "-m", "politecrawl", "crawl", f"http://docs.test:{port}/",
-        "--resolve", f"docs.test:{port}:127.0.0.1", "--user-agent", UA,
-        "--out", str(tmp_path / "out"), "--topic", TOPIC, "--max-pages", str(BUDGET),
-        "--min-delay", "0.01", "--jitter", "0", "--allow-private-addresses",
-        "--no-progress", "--ip-min-delay", "off",
-    ]  # fmt: skip
-    p = subprocess.run(args, capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, p.stdout + p.stderr
-    with server.lock:
-        return [path for path in server.log if path != "/robots.txt"]
-
-
-def test_a_focused_crawl_takes_the_pages_not_their_translations(
-    serve: list[Manual], tmp_path: Path
-) -> None:
-    fetched = crawl(serve, tmp_path)
+async def test_a_focused_crawl_takes_the_pages_not_their_translations(tmp_path: Path) -> None:
+    async with SiteServer(manual) as server:
+        port = server.port
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "politecrawl", "crawl", f"http://docs.test:{port}/",
+            "--resolve", f"docs.test:{port}:127.0.0.1", "--user-agent", UA,
+            "--out", str(tmp_path / "out"), "--topic", TOPIC, "--max-pages", str(BUDGET),
+            "--min-delay", "0.01", "--jitter", "0", "--allow-private-addresses",
+            "--no-progress", "--ip-min-delay", "off",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(), 180)
+        fetched = server.paths()
+    assert proc.returncode == 0, (out + err).decode()
     english = {path for path in fetched if path.startswith("/en/")}
     translations = [path for path in fetched if path.split("/")[1] in LANGS[1:]]
     # every on-topic page of the manual, in the language the crawl came in
@@ -122,4 +78,3 @@ def test_a_focused_crawl_takes_the_pages_not_their_translations(
     # and the budget was not spent on their translations (before: it went to /fr/ after its
     # first page)
     assert len(translations) <= 2, translations
-
