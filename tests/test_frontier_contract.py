@@ -392,6 +392,23 @@ async def test_drop_queued(open_frontier: Opener) -> None:
 
 
 @pytest.mark.e2e
+async def test_queued_counts_take_the_urls_due_later_too(open_frontier: Opener) -> None:
+    """What a lost site left behind: its queued URLs, those set aside for later included,
+    not those done; a key never queued has none."""
+    f = await open_frontier()
+    await f.add([e("1"), e("2"), e("3"), e("x", "b.test")])
+    assert await lease(f, T0) == "a.test"
+    later = await f.pop_url("a.test", T0)
+    done = await f.pop_url("a.test", T0)
+    assert later is not None and done is not None
+    later.not_before = T0 + 60
+    await f.push_back(later)
+    await f.finish(done.url, "stored")
+    counts = await f.queued_counts(["a.test", "b.test", "c.test"])
+    assert counts == {"a.test": 2, "b.test": 1, "c.test": 0}
+
+
+@pytest.mark.e2e
 async def test_finish_is_final(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1"), e("2")])

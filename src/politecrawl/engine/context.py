@@ -302,18 +302,13 @@ class CrawlContext:
         return ip
 
     def queued_of(self, key: str) -> int | None:
-        """URLs of ``key`` still queued, when the frontier can say (None: it cannot)."""
-        if key in self._left:
-            return self._left[key]
-        count = getattr(self.frontier, "queued_of", None)
-        return int(count(key)) if callable(count) else None
+        """URLs a parked site left queued, as ``count_left`` found them (None: not counted)."""
+        return self._left.get(key)
 
     async def count_left(self) -> None:
-        """Before the frontier closes: the URLs each parked site left, where only a round trip
-        can tell (the shared frontier); ``queued_of`` answers from them after the close."""
-        counts = getattr(self.frontier, "queued_counts", None)
-        if callable(counts):
-            self._left = dict(await counts(self.losses.parked_keys()))
+        """Before the frontier closes (the summary is written after): the URLs each parked
+        site left queued, for ``queued_of``."""
+        self._left = await self.frontier.queued_counts(self.losses.parked_keys())
 
     def remember_losses(self) -> None:
         """The sites given up in earlier runs too, when the frontier keeps them (SQLite)."""

@@ -130,6 +130,11 @@ class QueueUpkeep(Protocol):
         """Drop the lowest-priority queued URLs beyond ``max_queued``; how many."""
         ...
 
+    async def queued_counts(self, keys: Sequence[str]) -> dict[str, int]:
+        """URLs each key still has queued, due now or later: what a site lost left behind
+        (``engine.losses``; asked before the frontier closes)."""
+        ...
+
 
 class CrawlStore(Protocol):
     """The rest of the crawl's state: seen-set, site states, robots.txt copies, validators,

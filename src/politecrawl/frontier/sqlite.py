@@ -594,6 +594,6 @@ class SqliteFrontier:
         ).fetchall()
         return [(str(k), str(o), int(n)) for k, o, n in rows]
 
-    def queued_of(self, key: str) -> int:
-        """URLs of ``key`` still queued (a lost site's URLs left behind: ``engine.losses``)."""
-        return self._pending.get(key, 0)
+    async def queued_counts(self, keys: Sequence[str]) -> dict[str, int]:
+        """URLs each key still has queued (a lost site's URLs left behind: ``engine.losses``)."""
+        return {key: self._pending.get(key, 0) for key in keys}

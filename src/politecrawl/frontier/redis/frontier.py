@@ -110,8 +110,7 @@ class RedisFrontier:
         return self.store.cluster
 
     async def queued_counts(self, keys: Sequence[str]) -> dict[str, int]:
-        """URLs each key still has queued: a lost site's URLs left behind (``engine.losses``;
-        asked before the store closes, since the summary is written after)."""
+        """URLs each key still has queued (its ``q:`` and ``d:`` sets, one round trip)."""
         return await self.store.queued_counts(keys)
 
     # -- queueing -----------------------------------------------------------------------------
