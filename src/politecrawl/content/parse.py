@@ -144,8 +144,10 @@ def _links(tree: LexborHTMLParser, page: ParsedPage, codec: str) -> None:
         rel = attrs.get("rel")
         nofollow = rel is not None and "nofollow" in rel.lower()
         anchor = node.text(deep=True, strip=True)[:_MAX_ANCHOR] if node.tag == "a" else ""
-        other = _primary_language(attrs.get("hreflang") or "")
-        links.append(Link(target, anchor, nofollow, bool(lang and other and other != lang)))
+        translation = False  # most links have no hreflang: no work for them
+        if lang and (hreflang := attrs.get("hreflang")):
+            translation = _primary_language(hreflang) not in ("", lang)
+        links.append(Link(target, anchor, nofollow, translation))
 
 
 def _primary_language(tag: str) -> str:

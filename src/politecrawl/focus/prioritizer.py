@@ -182,7 +182,7 @@ class LinkFeatures:
     section: str = ""  # section_of(url)
     anchor_match: float = 0.0  # share of the topic the anchor text covers, 0..1
     url_match: float = 0.0  # share of the topic the URL's words cover, 0..1
-    translation: bool = False  # the source page in another language (hreflang)
+    translation: bool = False  # it leads to its source page in another language (hreflang)
 
 
 def link_features(
