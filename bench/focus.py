@@ -51,6 +51,7 @@ OUT = Path(__file__).with_name("out")
 STRATEGIES = ("bfs", "random", "keyword", "focused")
 CHECKPOINTS = (100, 300, 1000)
 WALL: dict[tuple[str, str], float] = {}  # (topic, strategy) -> seconds the crawl took
+COPIES: dict[tuple[str, str], int] = {}  # (topic, strategy) -> fetches of a page's very bytes again
 
 
 def start_server(bed: str, dead_port: int) -> tuple[subprocess.Popen[str], int]:
@@ -109,9 +110,12 @@ async def crawl(
     cpu = cpu_s() - c0
     WALL[(topic.name, strategy)] = time.perf_counter() - t0
     order = []
+    copies = 0
     for r in read_jsonl(out / "log" / "requests.jsonl"):
         if not r["url"].endswith("/robots.txt") and r["status"] is not None:
             order.append(r["url"])
+            copies += str(r.get("outcome") or "").startswith("duplicate")
+    COPIES[(topic.name, strategy)] = copies
     return order, cpu
 
 
@@ -166,8 +170,10 @@ def report_topic(topic: docbed.Topic, per: dict[str, tuple[list[int], float]]) -
         cells = " ".join(f"{harvest(hits, n):6.3f}" for n in CHECKPOINTS)
         cpu_ms = f"{cpu / max(1, len(hits)) * 1000:11.2f}" if name != "oracle" else " " * 11
         wall = WALL.get((topic.name, name))
-        took = f"{wall:7.1f}" if wall is not None else ""
-        print(f"{topic.half:8} {topic.name:18} {name:8} {cells} {cpu_ms} {took}", flush=True)
+        took = f"{wall:7.1f}" if wall is not None else " " * 7
+        copies = COPIES.get((topic.name, name))
+        dup = f"{copies:7d}" if copies is not None else ""
+        print(f"{topic.half:8} {topic.name:18} {name:8} {cells} {cpu_ms} {took} {dup}", flush=True)
 
 
 Results = list[tuple[docbed.Topic, dict[str, tuple[list[int], float]]]]
@@ -248,7 +254,8 @@ def save(path: Path, results: Results) -> None:
     """The runs' hits and CPU, to merge several runs (each under a few minutes) later."""
     rows = [
         {"topic": t.name, "per": {k: [hits, cpu] for k, (hits, cpu) in per.items()},
-         "wall": {k: WALL.get((t.name, k)) for k in per}}
+         "wall": {k: WALL.get((t.name, k)) for k in per},
+         "copies": {k: COPIES.get((t.name, k)) for k in per}}
         for t, per in results
     ]  # fmt: skip
     old = json.loads(path.read_text()) if path.exists() else []
@@ -266,6 +273,9 @@ def load_saved(paths: list[Path]) -> Results:
             for k, w in r.get("wall", {}).items():
                 if w is not None:
                     WALL[(topic.name, k)] = w
+            for k, n in r.get("copies", {}).items():
+                if n is not None:
+                    COPIES[(topic.name, k)] = n
             results.append((topic, per))
     return results
 
@@ -304,7 +314,7 @@ def main() -> int:
     wanted = set(args.topics.split(",")) - {""}
     t0 = time.perf_counter()
     print(f"{'half':8} {'topic':18} {'strategy':8} {'@100':>6} {'@300':>6} {'@1000':>6} "
-          f"{'CPU ms/page':>11} {'wall s':>7}")  # fmt: skip
+          f"{'CPU ms/page':>11} {'wall s':>7} {'copies':>7}")  # fmt: skip
     all_results = []
     for bed in beds:
         strategies = tuple(args.strategies.split(","))

@@ -93,6 +93,7 @@ def crawl(
     focus = Focus.from_options(strategy, topic.query, None, seed=seed)
     heap: list[tuple[float, int, str, int]] = []
     seen = {bed.portal}
+    stored: dict[bytes, str] = {}  # payload -> the URL it was first fetched at
     tick = 0
     heapq.heappush(heap, (-1e9, 0, bed.portal, 0))
     rng = random.Random(seed)
@@ -110,6 +111,10 @@ def crawl(
         if body is None:
             continue  # a 404 on the bed: a fetch that found nothing
         score = focus.score_page(url, bed.docs[url])
+        first = stored.setdefault(body, url)
+        if first != url:  # the bytes of a page taken before: a duplicate, links not followed
+            focus.saw_copy(url, first)
+            continue
         page = bed.parsed[url]
         fresh = [lk for lk in page.links if lk.url not in seen]
         if url == bed.portal and seed:  # replays differ by the order the sites are listed in

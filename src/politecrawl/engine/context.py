@@ -219,7 +219,10 @@ class CrawlContext:
 
     async def rescore(self) -> None:
         """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""
-        items = self.focus.rescore()
+        await self.reprioritize(self.focus.rescore())
+
+    async def reprioritize(self, items: list[tuple[str, float]]) -> None:
+        """New priorities for queued ``(url, priority)``."""
         mode = self.cfg.politeness.key_mode
         for i in range(0, len(items), 2000):
             chunk = [(u, politeness_key(u, mode), p) for u, p in items[i : i + 2000]]

@@ -90,6 +90,9 @@ async def store_page(
         # the very bytes of a page already stored: a revisit record, links not followed
         counters["duplicates"] += 1
         counters[f"duplicates:{host_of(entry.url)}"] += 1
+        lowered = focus.saw_copy(entry.url, seen.duplicate_of)  # a folder of copies: last
+        if lowered:
+            await ctx.reprioritize(lowered)
         if not (page.directives.noindex or page.directives.noarchive):
             record_id = archive(ctx, entry.url, res, seen.original, packed, digest, page.usage)
         page.follow([])

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from politecrawl.content.parse import Link
+from politecrawl.focus.copies import COPY_SHARE, CopyFolders
 from politecrawl.focus.prioritizer import LinkFeatures, Prioritizer, link_features, section_of
 from politecrawl.focus.relevance import Document, KeywordScorer, NuggetFunction, tokens
 from politecrawl.focus.relevance import load_callable as load_nugget
@@ -80,6 +81,7 @@ class Focus:
         self.relevant_pages = 0
         self.scored_pages = 0
         self.learned_since_rescore = 0
+        self.copies = CopyFolders()
 
     @classmethod
     def from_options(
@@ -132,6 +134,17 @@ class Focus:
         distance = 0 if relevant else parent_distance + 1
         return PageScore(rel, doc.charset, relevant, distance)
 
+    def saw_copy(self, url: str, original: str) -> list[tuple[str, float]]:
+        """The page fetched at ``url`` was the very page of ``original`` (a duplicate): its
+        folder may be a copy of another (``copies``). When this made it one, the new
+        priorities of the URLs queued in it (at once: a fast site would serve the rest of the
+        folder before the next re-scoring)."""
+        model = self.model
+        if model is None or not self.copies.observe(url, original):
+            return []
+        covers = self.copies.covers
+        return [(u, self._priority(model, f)) for u, f in self._features.items() if covers(u)]
+
     # -- links ----------------------------------------------------------------------------
     def link_items(
         self,
@@ -172,9 +185,13 @@ class Focus:
                 url_match=u_match,
                 translation=link.translation,
             )
-            items.append((link.url, model.score(f)))
+            items.append((link.url, self._priority(model, f)))
             self._remember(link.url, f)
         return items
+
+    def _priority(self, model: Prioritizer, f: LinkFeatures) -> float:
+        p = model.score(f)
+        return p * COPY_SHARE if self.copies.covers(f.url) else p
 
     def default_priority(self, depth: int) -> float:
         """Priority of a URL no link features describe (sitemap entries)."""
@@ -202,10 +219,10 @@ class Focus:
     def rescore(self) -> list[tuple[str, float]]:
         """New priorities of every queued link with features, as the model has changed."""
         self.learned_since_rescore = 0
-        if self.model is None:
+        model = self.model
+        if model is None:
             return []
-        score = self.model.score
-        return [(u, score(f)) for u, f in self._features.items()]
+        return [(u, self._priority(model, f)) for u, f in self._features.items()]
 
     def harvest_rate(self) -> float:
         return self.relevant_pages / self.scored_pages if self.scored_pages else 0.0
@@ -217,6 +234,7 @@ class Focus:
             "relevant_pages": self.relevant_pages,
             "scored_pages": self.scored_pages,
             "model": self.model.state_dict() if self.model is not None else None,
+            "copies": self.copies.state_dict(),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -224,6 +242,8 @@ class Focus:
         self.scored_pages = int(state.get("scored_pages", 0))
         if self.model is not None and state.get("model"):
             self.model.load_state(state["model"])
+        if isinstance(state.get("copies"), dict):
+            self.copies.load_state(state["copies"])
 
     def save(self, path: Path) -> None:
         import json

@@ -26,6 +26,7 @@ __all__ = [
     "UrlParts",
     "differences",
     "folded_path",
+    "folder_swap",
     "group_key",
     "rewrite",
     "section_of",
@@ -160,6 +161,22 @@ def differences(a: UrlParts, b: UrlParts) -> frozenset[str] | None:
             if qa.get(name) != qb.get(name):
                 dims.add(PARAM + name)
     return frozenset(dims)
+
+
+def folder_swap(copy: UrlParts, original: UrlParts) -> tuple[str, str] | None:
+    """The folders two URLs of one site differ by, when that is their only difference:
+    ``/pt-br/mod/ssl.html`` and ``/en/mod/ssl.html`` -> (``/pt-br/``, ``/en/``). One folder
+    segment (not the file name), the paths otherwise equal; None for any other pair."""
+    if (copy.prefix, copy.host, copy.port) != (original.prefix, original.host, original.port):
+        return None
+    a, b = copy.path.split("/"), original.path.split("/")
+    if len(a) != len(b) or len(a) < 3:  # "", folder, ..., file
+        return None
+    diff = [i for i in range(len(a) - 1) if a[i] != b[i]]
+    if len(diff) != 1 or a[-1] != b[-1]:
+        return None
+    i = diff[0]
+    return "/".join(a[: i + 1]) + "/", "/".join(b[: i + 1]) + "/"
 
 
 @dataclass(slots=True)
