@@ -112,8 +112,8 @@ def crawl(
             continue  # a 404 on the bed: a fetch that found nothing
         score = focus.score_page(url, bed.docs[url])
         first = stored.setdefault(body, url)
+        focus.saw_stored(url, first if first != url else None)
         if first != url:  # the bytes of a page taken before: a duplicate, links not followed
-            focus.saw_copy(url, first)
             continue
         page = bed.parsed[url]
         fresh = [lk for lk in page.links if lk.url not in seen]

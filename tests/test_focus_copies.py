@@ -65,13 +65,44 @@ def test_a_folder_is_a_copy_after_two_pages_and_only_the_later_one() -> None:
 
 
 @pytest.mark.unit
+def test_a_folder_of_its_own_pages_is_no_copy_for_a_few_copies_in_it() -> None:
+    copies = CopyFolders()
+    for i in range(3):  # the French folder: translations, and a few English pages copied
+        copies.observe_own(f"{H}/fr/mod/t{i}.html")
+    copies.observe(f"{H}/fr/a.html", f"{H}/en/a.html")
+    copies.observe(f"{H}/fr/b.html", f"{H}/en/b.html")
+    assert not copies.covers(f"{H}/fr/z.html")
+    copies.observe(f"{H}/fr/c.html", f"{H}/en/c.html")
+    copies.observe(f"{H}/fr/d.html", f"{H}/en/d.html")
+    assert copies.covers(f"{H}/fr/z.html")  # copies are now most of what it held
+    copies.observe_own(f"{H}/fr/e.html")
+    copies.observe_own(f"{H}/fr/f.html")
+    assert not copies.covers(f"{H}/fr/z.html")  # and then no longer
+
+
+@pytest.mark.unit
+def test_copy_folders_remember_the_sites_stored_to_last() -> None:
+    copies = CopyFolders(max_sites=2)
+    for host in ("a", "b", "c"):
+        for name in ("x", "y"):
+            copies.observe(f"http://{host}.test/pt/{name}.html", f"http://{host}.test/en/{name}.html")
+    assert not copies.covers("http://a.test/pt/z.html")  # forgotten: learned again if need be
+    assert copies.covers("http://b.test/pt/z.html") and copies.covers("http://c.test/pt/z.html")
+
+
+@pytest.mark.unit
 def test_copy_folders_are_saved_with_the_crawl() -> None:
     copies = CopyFolders()
     for name in ("a", "b"):
         copies.observe(f"{H}/pt/{name}.html", f"{H}/en/{name}.html")
+    copies.observe_own(f"{H}/de/x.html")
+    for name in ("a", "b"):
+        copies.observe(f"{H}/de/{name}.html", f"{H}/en/{name}.html")
+    copies.observe_own(f"{H}/de/y.html")
     again = CopyFolders()
     again.load_state(copies.state_dict())
     assert again.covers(f"{H}/pt/z.html") and not again.covers(f"{H}/en/z.html")
+    assert not again.covers(f"{H}/de/z.html")  # as many pages of its own as copies
 
 
 @pytest.mark.unit
@@ -82,8 +113,8 @@ def test_focus_queues_copies_last_and_rescores_what_is_queued() -> None:
     links = [Link(f"{H}/{lang}/ssl.html", "tls certificates", False) for lang in ("en", "pt")]
     first = dict(focus.link_items(doc.url, links, 1, score))
     assert first[f"{H}/pt/ssl.html"] == pytest.approx(first[f"{H}/en/ssl.html"])
-    assert focus.saw_copy(f"{H}/pt/a.html", f"{H}/en/a.html") == []
-    lowered = dict(focus.saw_copy(f"{H}/pt/b.html", f"{H}/en/b.html"))
+    assert focus.saw_stored(f"{H}/pt/a.html", f"{H}/en/a.html") == []
+    lowered = dict(focus.saw_stored(f"{H}/pt/b.html", f"{H}/en/b.html"))
     assert list(lowered) == [f"{H}/pt/ssl.html"]  # the folder's queued URLs, at once
     again = dict(focus.rescore())  # and every re-scoring after
     assert again[f"{H}/pt/ssl.html"] == pytest.approx(again[f"{H}/en/ssl.html"] * COPY_SHARE)

@@ -90,9 +90,6 @@ async def store_page(
         # the very bytes of a page already stored: a revisit record, links not followed
         counters["duplicates"] += 1
         counters[f"duplicates:{host_of(entry.url)}"] += 1
-        lowered = focus.saw_copy(entry.url, seen.duplicate_of)  # a folder of copies: last
-        if lowered:
-            await ctx.reprioritize(lowered)
         if not (page.directives.noindex or page.directives.noarchive):
             record_id = archive(ctx, entry.url, res, seen.original, packed, digest, page.usage)
         page.follow([])
@@ -109,6 +106,9 @@ async def store_page(
         counters["stored"] += 1
         if etag or modified:
             await ctx.store.save_validators(entry.url, etag, modified, res.started)
+    lowered = focus.saw_stored(entry.url, seen.duplicate_of)  # a folder of copies goes last
+    if lowered:
+        await ctx.reprioritize(lowered)
     items: list[dict[str, Any]] = []
     if ctx.on_page is not None and kept in ("stored", "noarchive"):
         items, error = await run_handler(ctx.on_page, page, record_id)

@@ -8,19 +8,26 @@ payload as a page stored before: a duplicate, its links not followed, ``continui
 so each one is a request the site did not need and a fetch that found nothing new. A replayed
 focused crawl of the admin bed's tls topic spent 112 of its 300 fetches on them.
 
-``CopyFolders`` reads the duplicates as they come: a pair of URLs of one site that differ in
-one folder only (``urls.variants.folder_swap``) is evidence that the copy's folder mirrors the
-original's. Once a folder held the copy ``min_support`` times, and more often than it held the
-original (whichever folder the crawl reached first is the one it keeps), every URL under it is
-queued at ``COPY_SHARE`` (1 %) of its priority. Not dropped: the folder holds the site's few real
-translations too, so a rewrite rule (``continuity.duprules``, which needs no counter-example)
-would lose them; they are fetched when little else is left. This is the DUST idea (Bar-Yossef,
-Keidar and Schonfeld, "Do not crawl in the DUST", 2007), learned softly.
+``CopyFolders`` reads the pages as they are stored: a duplicate whose URL differs from its
+original's in one folder only (``urls.variants.folder_swap``) is evidence that the copy's
+folder mirrors the original's; a page that is no duplicate is evidence against every folder it
+lies in. Once a folder held the copy ``min_support`` times, more often than it held the
+original (whichever folder the crawl reached first is the one it keeps), and more often than it
+held a page of its own (the French folder of that manual has 230 translations and 14 copies:
+not a copy), every URL under it is queued at ``COPY_SHARE`` (1 %) of its priority. Not
+dropped: the folder holds the site's few real translations too, so a rewrite rule
+(``continuity.duprules``, which needs no counter-example) would lose them; they are fetched
+when little else is left. This is the DUST idea (Bar-Yossef, Keidar and Schonfeld, "Do not
+crawl in the DUST", 2007), learned softly.
+
+Memory: the evidence of the ``max_sites`` sites stored to most recently, at most
+``max_folders`` folders each; a site forgotten learns its folders again from two copies.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 from politecrawl.urls.variants import folder_swap, split_url
@@ -32,17 +39,60 @@ __all__ = ["COPY_SHARE", "CopyFolders"]
 # pages the model thinks off the topic (a test manual's FAQ, learned at 0.03, came after the
 # copies at 0.05), since a copy most likely holds nothing new at all.
 COPY_SHARE = 0.01
+MAX_DEPTH = 4  # folder levels counted for a page of its own: /a/, /a/b/, /a/b/c/, /a/b/c/d/
+
+
+@dataclass(slots=True)
+class _Site:
+    """One site's evidence, by folder (``/pt-br/``)."""
+
+    held_copy: Counter[str] = field(default_factory=Counter)
+    held_original: Counter[str] = field(default_factory=Counter)
+    held_own: Counter[str] = field(default_factory=Counter)  # pages of its own (no duplicate)
+    active: set[str] = field(default_factory=set)  # the copy folders
 
 
 class CopyFolders:
     """Per site, the folders found to mirror another folder, and the evidence for them."""
 
-    def __init__(self, min_support: int = 2, max_folders: int = 100_000) -> None:
+    def __init__(
+        self, min_support: int = 2, max_sites: int = 10_000, max_folders: int = 2_000
+    ) -> None:
         self.min_support = min_support
-        self.max_folders = max_folders  # folders with evidence kept; more are not counted
-        self._held_copy: Counter[str] = Counter()  # "site folder" -> pairs it held the copy in
-        self._held_original: Counter[str] = Counter()
-        self._active: dict[str, set[str]] = {}  # site -> copy folders
+        self.max_sites, self.max_folders = max_sites, max_folders
+        self._sites: OrderedDict[str, _Site] = OrderedDict()
+        self._active_sites = 0  # sites with a copy folder: the test is skipped while none has
+
+    def _site(self, site: str) -> _Site:
+        state = self._sites.get(site)
+        if state is None:
+            state = self._sites[site] = _Site()
+            if len(self._sites) > self.max_sites:
+                _, gone = self._sites.popitem(last=False)
+                self._active_sites -= bool(gone.active)
+        else:
+            self._sites.move_to_end(site)
+        return state
+
+    def observe_own(self, url: str) -> None:
+        """A page stored at ``url`` was no duplicate: one more for each folder it lies in
+        (``MAX_DEPTH`` levels)."""
+        parts = split_url(url)
+        if parts is None:
+            return
+        site, path = parts.prefix + parts.host + parts.port, parts.path
+        state = self._site(site)
+        own = state.held_own
+        end = 0
+        for _ in range(MAX_DEPTH):
+            end = path.find("/", end + 1)
+            if end < 0:
+                break
+            folder = path[: end + 1]
+            if folder in own or len(own) < self.max_folders:
+                own[folder] += 1
+                if folder in state.active:
+                    self._judge(state, folder)
 
     def observe(self, copy_url: str, original_url: str) -> bool:
         """A page fetched at ``copy_url`` was the very page of ``original_url``. True when
@@ -53,61 +103,64 @@ class CopyFolders:
         swap = folder_swap(a, b)
         if swap is None:
             return False
-        site = a.prefix + a.host + a.port
-        copy_key, original_key = f"{site} {swap[0]}", f"{site} {swap[1]}"
-        if len(self._held_copy) + len(self._held_original) >= self.max_folders and not (
-            copy_key in self._held_copy and original_key in self._held_original
-        ):
+        copy, original = swap
+        state = self._site(a.prefix + a.host + a.port)
+        if len(state.held_copy) >= self.max_folders and copy not in state.held_copy:
             return False
-        self._held_copy[copy_key] += 1
-        self._held_original[original_key] += 1
-        was = self.is_copy_folder(site, swap[0])
-        self._judge(site, swap[0])
-        self._judge(site, swap[1])
-        return not was and self.is_copy_folder(site, swap[0])
+        state.held_copy[copy] += 1
+        state.held_original[original] += 1
+        was = copy in state.active
+        self._judge(state, copy)
+        self._judge(state, original)
+        return not was and copy in state.active
 
-    def _judge(self, site: str, folder: str) -> None:
-        key = f"{site} {folder}"
-        copies, originals = self._held_copy[key], self._held_original[key]
-        folders = self._active.setdefault(site, set())
-        if copies >= self.min_support and copies > originals:
-            folders.add(folder)
+    def _judge(self, state: _Site, folder: str) -> None:
+        copies = state.held_copy[folder]
+        against = max(state.held_original[folder], state.held_own[folder])
+        had = bool(state.active)
+        if copies >= self.min_support and copies > against:
+            state.active.add(folder)
         else:
-            folders.discard(folder)
-        if not folders:
-            del self._active[site]
-
-    def is_copy_folder(self, site: str, folder: str) -> bool:
-        return folder in self._active.get(site, ())
+            state.active.discard(folder)
+        self._active_sites += bool(state.active) - had
 
     def covers(self, url: str) -> bool:
         """Whether ``url`` lies in a folder found to be a copy (microseconds: most sites have
         none, and the test is skipped while no site has any)."""
-        if not self._active:
+        if not self._active_sites:
             return False
         parts = split_url(url)
         if parts is None:
             return False
-        folders = self._active.get(parts.prefix + parts.host + parts.port)
-        if not folders:
+        state = self._sites.get(parts.prefix + parts.host + parts.port)
+        if state is None or not state.active:
             return False
-        return any(parts.path.startswith(f) for f in folders)
+        return any(parts.path.startswith(f) for f in state.active)
 
     @property
     def folders(self) -> list[str]:
         """Every copy folder, as ``site folder``."""
-        return sorted(f"{site} {f}" for site, fs in self._active.items() for f in fs)
+        return sorted(f"{site} {f}" for site, st in self._sites.items() for f in st.active)
 
     # -- persistence --------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"copy": dict(self._held_copy), "original": dict(self._held_original)}
+        return {
+            site: {"copy": st.held_copy, "original": st.held_original, "own": st.held_own}
+            for site, st in self._sites.items()
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
-        self._held_copy = Counter({str(k): int(v) for k, v in state.get("copy", {}).items()})
-        self._held_original = Counter(
-            {str(k): int(v) for k, v in state.get("original", {}).items()}
-        )
-        self._active = {}
-        for key in self._held_copy:
-            site, _, folder = key.rpartition(" ")
-            self._judge(site, folder)
+        self._sites.clear()
+        self._active_sites = 0
+        for site, saved in state.items():
+            if not isinstance(saved, dict):
+                continue
+            st = self._site(str(site))
+            for name, table in (
+                ("copy", st.held_copy),
+                ("original", st.held_original),
+                ("own", st.held_own),
+            ):
+                table.update({str(k): int(v) for k, v in saved.get(name, {}).items()})
+            for folder in list(st.held_copy):
+                self._judge(st, folder)

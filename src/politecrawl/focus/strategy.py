@@ -134,13 +134,18 @@ class Focus:
         distance = 0 if relevant else parent_distance + 1
         return PageScore(rel, doc.charset, relevant, distance)
 
-    def saw_copy(self, url: str, original: str) -> list[tuple[str, float]]:
-        """The page fetched at ``url`` was the very page of ``original`` (a duplicate): its
-        folder may be a copy of another (``copies``). When this made it one, the new
-        priorities of the URLs queued in it (at once: a fast site would serve the rest of the
-        folder before the next re-scoring)."""
+    def saw_stored(self, url: str, duplicate_of: str | None) -> list[tuple[str, float]]:
+        """The page fetched at ``url`` was stored, as the very page of ``duplicate_of`` or as
+        a page of its own: evidence on whether its folder copies another (``copies``). When
+        this made the folder a copy, the new priorities of the URLs queued in it (at once: a
+        fast site would serve the rest of the folder before the next re-scoring)."""
         model = self.model
-        if model is None or not self.copies.observe(url, original):
+        if model is None:
+            return []
+        if duplicate_of is None:
+            self.copies.observe_own(url)
+            return []
+        if not self.copies.observe(url, duplicate_of):
             return []
         covers = self.copies.covers
         return [(u, self._priority(model, f)) for u, f in self._features.items() if covers(u)]
