@@ -8,15 +8,19 @@
 - ``numbered``: ``/p/N.html``, each page linking the next two and a few others of the site.
 
 ``SiteServer`` serves one of them (``pages(path) -> html | None``) over http, or https with a
-``tlsweb.LocalCA`` context, and keeps ``requests`` (host header, path) in order.
+``tlsweb.LocalCA`` context, and keeps ``requests`` (host header, path) in order;
+``focused_crawl`` runs the real command on one such site with a topic.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import random
 import ssl
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 
 from aiohttp import web
@@ -167,3 +171,24 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+async def focused_crawl(
+    site: Site, topic: str, budget: int, out: Path, user_agent: str, min_delay: float = 0.01
+) -> list[str]:
+    """``politecrawl crawl`` with ``--topic`` on ``site`` served as ``docs.test``, until
+    ``budget`` pages; the paths the server was asked, in order (the command must succeed)."""
+    async with SiteServer(site) as server:
+        port = server.port
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "politecrawl", "crawl", f"http://docs.test:{port}/",
+            "--resolve", f"docs.test:{port}:127.0.0.1", "--user-agent", user_agent,
+            "--out", str(out), "--topic", topic, "--max-pages", str(budget),
+            "--min-delay", str(min_delay), "--jitter", "0", "--allow-private-addresses",
+            "--no-progress", "--ip-min-delay", "off",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), 180)
+        fetched = server.paths()
+    assert proc.returncode == 0, (stdout + stderr).decode()
+    return fetched

@@ -8,13 +8,11 @@ language's index is a real translation that links all of its folder's pages.
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import UA
-from originweb import SiteServer
+from originweb import focused_crawl
 
 from politecrawl.content.parse import Link
 from politecrawl.focus.copies import COPY_SHARE, CopyFolders
@@ -180,19 +178,7 @@ def manual(path: str) -> str | None:
 
 @pytest.mark.e2e
 async def test_a_focused_crawl_takes_few_copies_of_a_folder(tmp_path: Path) -> None:
-    async with SiteServer(manual) as server:
-        port = server.port
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "politecrawl", "crawl", f"http://docs.test:{port}/",
-            "--resolve", f"docs.test:{port}:127.0.0.1", "--user-agent", UA,
-            "--out", str(tmp_path / "out"), "--topic", TOPIC, "--max-pages", str(BUDGET),
-            "--min-delay", "0.05", "--jitter", "0", "--allow-private-addresses",
-            "--no-progress", "--ip-min-delay", "off",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        out, err = await asyncio.wait_for(proc.communicate(), 180)
-        fetched = server.paths()
-    assert proc.returncode == 0, (out + err).decode()
+    fetched = await focused_crawl(manual, TOPIC, BUDGET, tmp_path / "out", UA, min_delay=0.05)
     pages = [p for p in fetched if p != "/robots.txt" and not p.endswith("/index.html")]
     copies = [p for p in pages if p.split("/")[1] in LANGS[1:]]
     by_folder = {lang: sum(p.startswith(f"/{lang}/") for p in copies) for lang in LANGS[1:]}

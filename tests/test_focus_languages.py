@@ -10,13 +10,11 @@ must spend its budget on the pages, not on their translations.
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import UA
-from originweb import SiteServer
+from originweb import focused_crawl
 
 pytestmark = pytest.mark.e2e
 
@@ -58,19 +56,7 @@ def manual(path: str) -> str | None:
 
 
 async def test_a_focused_crawl_takes_the_pages_not_their_translations(tmp_path: Path) -> None:
-    async with SiteServer(manual) as server:
-        port = server.port
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "politecrawl", "crawl", f"http://docs.test:{port}/",
-            "--resolve", f"docs.test:{port}:127.0.0.1", "--user-agent", UA,
-            "--out", str(tmp_path / "out"), "--topic", TOPIC, "--max-pages", str(BUDGET),
-            "--min-delay", "0.01", "--jitter", "0", "--allow-private-addresses",
-            "--no-progress", "--ip-min-delay", "off",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        out, err = await asyncio.wait_for(proc.communicate(), 180)
-        fetched = server.paths()
-    assert proc.returncode == 0, (out + err).decode()
+    fetched = await focused_crawl(manual, TOPIC, BUDGET, tmp_path / "out", UA)
     english = {path for path in fetched if path.startswith("/en/")}
     translations = [path for path in fetched if path.split("/")[1] in LANGS[1:]]
     # every on-topic page of the manual, in the language the crawl came in
