@@ -43,9 +43,9 @@ def test_folder_swap_names_the_one_folder_two_urls_differ_by() -> None:
 @pytest.mark.unit
 def test_a_folder_is_a_copy_after_two_pages_and_only_the_later_one() -> None:
     copies = CopyFolders()
-    assert not copies.observe(f"{H}/pt/a.html", f"{H}/en/a.html")
+    assert copies.observe(f"{H}/pt/a.html", f"{H}/en/a.html") is None
     assert not copies.covers(f"{H}/pt/z.html")  # one page is no folder
-    assert copies.observe(f"{H}/pt/b.html", f"{H}/en/b.html")
+    assert copies.observe(f"{H}/pt/b.html", f"{H}/en/b.html") == f"{H}/pt/"
     assert copies.covers(f"{H}/pt/z.html") and copies.covers(f"{H}/pt/deep/z.html")
     assert not copies.covers(f"{H}/en/z.html")  # the folder reached first is kept
     assert not copies.covers("http://other.test/pt/z.html")

@@ -94,25 +94,27 @@ class CopyFolders:
                 if folder in state.active:
                     self._judge(state, folder)
 
-    def observe(self, copy_url: str, original_url: str) -> bool:
-        """A page fetched at ``copy_url`` was the very page of ``original_url``. True when
-        this made a folder a copy folder (queued URLs are then worth re-scoring)."""
+    def observe(self, copy_url: str, original_url: str) -> str | None:
+        """A page fetched at ``copy_url`` was the very page of ``original_url``. When this
+        made a folder a copy folder, the folder as a URL prefix (``http://h/pt-br/``: the
+        URLs queued under it are worth re-scoring); else None."""
         a, b = split_url(copy_url), split_url(original_url)
         if a is None or b is None:
-            return False
+            return None
         swap = folder_swap(a, b)
         if swap is None:
-            return False
+            return None
         copy, original = swap
-        state = self._site(a.prefix + a.host + a.port)
+        site = a.prefix + a.host + a.port
+        state = self._site(site)
         if len(state.held_copy) >= self.max_folders and copy not in state.held_copy:
-            return False
+            return None
         state.held_copy[copy] += 1
         state.held_original[original] += 1
         was = copy in state.active
         self._judge(state, copy)
         self._judge(state, original)
-        return not was and copy in state.active
+        return site + copy if not was and copy in state.active else None
 
     def _judge(self, state: _Site, folder: str) -> None:
         copies = state.held_copy[folder]

@@ -145,10 +145,11 @@ class Focus:
         if duplicate_of is None:
             self.copies.observe_own(url)
             return []
-        if not self.copies.observe(url, duplicate_of):
+        folder = self.copies.observe(url, duplicate_of)
+        if folder is None:
             return []
-        covers = self.copies.covers
-        return [(u, self._priority(model, f)) for u, f in self._features.items() if covers(u)]
+        queued = self._features.items()  # up to 2 million: 0.2 s, once per folder found
+        return [(u, self._priority(model, f)) for u, f in queued if u.startswith(folder)]
 
     # -- links ----------------------------------------------------------------------------
     def link_items(
