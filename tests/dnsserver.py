@@ -2,7 +2,9 @@
 
 ``DnsServer``: UDP on 127.0.0.1:53, answering A queries from ``rules`` (``*.test`` wildcards)
 after ``delay_s``, NXDOMAIN for names no rule maps (or mapped to None), and AAAA with no data;
-every query is logged with its time (``log``), so a test can count what reached the server.
+with ``silent`` it never answers for the names no rule maps, as a dead name server does (the
+resolver times out). Every query is logged with its time (``log``), so a test can count what
+reached the server.
 Each answer is delayed without holding up the others, as a real recursive resolver's would.
 
 ``in_netns(cmd, ...)``: ``cmd`` wrapped in ``unshare -n -m``: a network namespace with only
@@ -43,9 +45,14 @@ class DnsServer:
     delay_s: float = 0.1
     ttl_s: int = 300
     port: int = 53
+    silent: bool = False  # names no rule maps get no answer at all, not NXDOMAIN
     log: list[Query] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
     _thread: threading.Thread | None = None
+
+    def mapped(self, name: str) -> bool:
+        name = name.rstrip(".").lower()
+        return name in self.rules or any(fnmatch.fnmatchcase(name, p) for p in self.rules)
 
     def answer(self, name: str) -> str | None:
         name = name.rstrip(".").lower()
@@ -56,12 +63,15 @@ class DnsServer:
                 return addr
         return None
 
-    def reply(self, data: bytes) -> bytes:
+    def reply(self, data: bytes) -> bytes | None:
+        """The answer to a query packet; None for none at all (``silent``)."""
         query = DNSRecord.parse(data)
         reply = query.reply()
         qname = str(query.q.qname)
         qtype = QTYPE[query.q.qtype]
         self.log.append(Query(time.time(), qname.rstrip(".").lower(), str(qtype)))
+        if self.silent and not self.mapped(qname):
+            return None
         addr = self.answer(qname)
         if addr is None:
             reply.header.rcode = RCODE.NXDOMAIN
@@ -88,6 +98,8 @@ class DnsServer:
                     try:
                         out = server.reply(data)
                     except Exception:  # a packet dnslib cannot read: no answer
+                        return
+                    if out is None:
                         return
                     loop.call_later(server.delay_s, self.out.sendto, out, addr)
 

@@ -12,9 +12,10 @@ must not hold the bed's sites back for them.
 
 Two more unkind webs, each judged the same way: the site where the topic's pages are goes
 away mid-crawl (``docbed.py serve --die python:40``), and the outside links keep their real
-names, which a DNS server of the test's own answers NXDOMAIN for after 100 ms, in a network
-namespace with only ``lo`` (nothing can leave the machine). Each of the three failed before
-the defer rule learned to ignore failing sites: 36, 68 and 38 pages in 100 s.
+names, which a DNS server of the test's own answers NXDOMAIN for after 100 ms, or never
+answers at all (a dead name server: every lookup times out), in a network namespace with only
+``lo`` (nothing can leave the machine). The first three failed before the defer rule learned
+to ignore failing sites: 36, 68 and 38 pages in 100 s.
 """
 
 from __future__ import annotations
@@ -193,11 +194,16 @@ def test_focused_crawl_keeps_pace_when_its_best_site_goes_away(tmp_path: Path) -
 DNS_DELAY_S = 0.1  # every answer, NXDOMAIN or not, after 100 ms: the web's lookups are slow
 
 
-def test_focused_crawl_keeps_pace_when_outside_names_do_not_resolve(tmp_path: Path) -> None:
+@pytest.mark.parametrize("dns_mode", ["nxdomain", "silent"])
+def test_focused_crawl_keeps_pace_when_outside_names_do_not_resolve(
+    tmp_path: Path, dns_mode: str
+) -> None:
     """The outside links keep their real host names (bugs.python.org, ...); inside a network
     namespace (only ``lo``) our DNS server answers NXDOMAIN for each after 100 ms, as names
-    that are gone do on the web, and the bed's own names resolve through it too (no
-    ``--resolve``). Focused keeps breadth-first's pace and finds more."""
+    that are gone do on the web (``nxdomain``), or never answers for them at all, as a dead
+    name server does: every lookup runs into the resolver's timeout (``silent``). The bed's
+    own names resolve through it too (no ``--resolve``). Focused keeps breadth-first's pace
+    and finds more."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from dnsserver import in_netns, netns_possible
 
@@ -205,8 +211,8 @@ def test_focused_crawl_keeps_pace_when_outside_names_do_not_resolve(tmp_path: Pa
         pytest.skip("unshare -n -m is not possible here (needs root and util-linux)")
     gone = docbed.missing("slice")
     assert not gone, f"documentation bed not installed: apt-get install {' '.join(gone)}"
-    cmd = in_netns([sys.executable, str(Path(__file__).resolve()), "inside", str(tmp_path)],
-                   work=tmp_path)  # fmt: skip
+    cmd = in_netns([sys.executable, str(Path(__file__).resolve()), "inside", str(tmp_path),
+                    dns_mode], work=tmp_path)  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=2 * MAX_TIME_S + 180)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     report = json.loads((tmp_path / "report.json").read_text())
@@ -217,17 +223,19 @@ def test_focused_crawl_keeps_pace_when_outside_names_do_not_resolve(tmp_path: Pa
         # the outside names were followed and asked of the DNS server, and none resolved
         assert run["nx_names_asked"] >= 10, run
         assert run["outside_requests_answered"] == 0, run
-        # each dead name is a dead link, counted in the summary; no site of the bed was lost
-        assert run["no_such_host"] >= 10 and run["bed_sites_lost"] == 0, run
+        # each dead name is a dead link, counted in the summary (a name that does not exist,
+        # or a lookup that failed); no site of the bed was lost
+        assert run[dns_mode] >= 10 and run["bed_sites_lost"] == 0, run
     assert focused["took"] <= 3 * bfs["took"] + 20, (focused["took"], bfs["took"])
     assert focused["relevant"] > bfs["relevant"], (focused["relevant"], bfs["relevant"])
 
 
-def _inside(work: Path) -> None:
+def _inside(work: Path, dns_mode: str) -> None:
     """In the namespace: the bed (outside links as they are), the DNS server, two crawls."""
     from dnsserver import DnsServer
 
-    dns = DnsServer({f"*.{docbed.TLD}": "127.0.0.1"}, delay_s=DNS_DELAY_S)
+    rules: dict[str, str | None] = {f"*.{docbed.TLD}": "127.0.0.1"}
+    dns = DnsServer(rules, delay_s=DNS_DELAY_S, silent=dns_mode == "silent")
     dns.start()
     topic = next(t for t in docbed.TOPICS if t.name == "concurrency")
     report: dict[str, object] = {}
@@ -250,7 +258,8 @@ def _inside(work: Path) -> None:
                     "relevant": sum(docbed.is_relevant(topic, u) for u in pages),
                     "nx_names_asked": len({n for n in asked if not n.endswith(f".{docbed.TLD}")}),
                     "outside_requests_answered": sum(1 for r in outside if r["status"] is not None),
-                    "no_such_host": summary["errors"].get("no_such_host", 0),
+                    "nxdomain": summary["errors"].get("no_such_host", 0),
+                    "silent": summary["errors"].get("dns", 0),
                     "bed_sites_lost": sum(f".{docbed.TLD}" in str(s["site"])
                                           for s in summary["sites_lost"]),
                     "reasons": sorted({str(s["reason"]) for s in summary["sites_lost"]})[:5],
@@ -262,4 +271,4 @@ def _inside(work: Path) -> None:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["inside"]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    _inside(Path(sys.argv[2]))
+    _inside(Path(sys.argv[2]), sys.argv[3])
