@@ -178,7 +178,7 @@ def manual(path: str) -> str | None:
 
 @pytest.mark.e2e
 async def test_a_focused_crawl_takes_few_copies_of_a_folder(tmp_path: Path) -> None:
-    fetched = await focused_crawl(manual, TOPIC, BUDGET, tmp_path / "out", UA, min_delay=0.05)
+    fetched = await focused_crawl(manual, TOPIC, BUDGET, tmp_path / "out", UA, min_delay=0.1)
     pages = [p for p in fetched if p != "/robots.txt" and not p.endswith("/index.html")]
     copies = [p for p in pages if p.split("/")[1] in LANGS[1:]]
     by_folder = {lang: sum(p.startswith(f"/{lang}/") for p in copies) for lang in LANGS[1:]}
