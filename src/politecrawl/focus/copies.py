@@ -20,8 +20,8 @@ dropped: the folder holds the site's few real translations too, so a rewrite rul
 when little else is left. This is the DUST idea (Bar-Yossef, Keidar and Schonfeld, "Do not
 crawl in the DUST", 2007), learned softly.
 
-Memory: the evidence of the ``max_sites`` sites stored to most recently, at most
-``max_folders`` folders each; a site forgotten learns its folders again from two copies.
+Memory: the evidence of the ``max_sites`` (2,000) sites stored to most recently, at most
+``max_folders`` (500) folders each; a site forgotten learns its folders again from two copies.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class CopyFolders:
     """Per site, the folders found to mirror another folder, and the evidence for them."""
 
     def __init__(
-        self, min_support: int = 2, max_sites: int = 10_000, max_folders: int = 2_000
+        self, min_support: int = 2, max_sites: int = 2_000, max_folders: int = 500
     ) -> None:
         self.min_support = min_support
         self.max_sites, self.max_folders = max_sites, max_folders
