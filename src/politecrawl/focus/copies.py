@@ -46,6 +46,8 @@ MAX_DEPTH = 4  # folder levels counted for a page of its own: /a/, /a/b/, /a/b/c
 class _Site:
     """One site's evidence, by folder (``/pt-br/``)."""
 
+    site: str  # "http://h:8080"
+    host: str  # "h", as ``LinkFeatures.host``
     held_copy: Counter[str] = field(default_factory=Counter)
     held_original: Counter[str] = field(default_factory=Counter)
     held_own: Counter[str] = field(default_factory=Counter)  # pages of its own (no duplicate)
@@ -61,15 +63,18 @@ class CopyFolders:
         self.min_support = min_support
         self.max_sites, self.max_folders = max_sites, max_folders
         self._sites: OrderedDict[str, _Site] = OrderedDict()
-        self._active_sites = 0  # sites with a copy folder: the test is skipped while none has
+        # host -> its copy folders as URL prefixes ("http://h:8080/pt-br/"): what ``covers``
+        # asks for every link scored, a dict lookup for hosts without any
+        self._prefixes: dict[str, set[str]] = {}
 
-    def _site(self, site: str) -> _Site:
+    def _site(self, site: str, host: str) -> _Site:
         state = self._sites.get(site)
         if state is None:
-            state = self._sites[site] = _Site()
+            state = self._sites[site] = _Site(site, host)
             if len(self._sites) > self.max_sites:
                 _, gone = self._sites.popitem(last=False)
-                self._active_sites -= bool(gone.active)
+                for folder in list(gone.active):
+                    self._deactivate(gone, folder)
         else:
             self._sites.move_to_end(site)
         return state
@@ -80,8 +85,8 @@ class CopyFolders:
         parts = split_url(url)
         if parts is None:
             return
-        site, path = parts.prefix + parts.host + parts.port, parts.path
-        state = self._site(site)
+        path = parts.path
+        state = self._site(parts.prefix + parts.host + parts.port, parts.host)
         own = state.held_own
         end = 0
         for _ in range(MAX_DEPTH):
@@ -105,8 +110,7 @@ class CopyFolders:
         if swap is None:
             return None
         copy, original = swap
-        site = a.prefix + a.host + a.port
-        state = self._site(site)
+        state = self._site(a.prefix + a.host + a.port, a.host)
         if len(state.held_copy) >= self.max_folders and copy not in state.held_copy:
             return None
         state.held_copy[copy] += 1
@@ -114,30 +118,37 @@ class CopyFolders:
         was = copy in state.active
         self._judge(state, copy)
         self._judge(state, original)
-        return site + copy if not was and copy in state.active else None
+        return state.site + copy if not was and copy in state.active else None
 
     def _judge(self, state: _Site, folder: str) -> None:
         copies = state.held_copy[folder]
         against = max(state.held_original[folder], state.held_own[folder])
-        had = bool(state.active)
         if copies >= self.min_support and copies > against:
             state.active.add(folder)
-        else:
-            state.active.discard(folder)
-        self._active_sites += bool(state.active) - had
+            self._prefixes.setdefault(state.host, set()).add(state.site + folder)
+        elif folder in state.active:
+            self._deactivate(state, folder)
 
-    def covers(self, url: str) -> bool:
-        """Whether ``url`` lies in a folder found to be a copy (microseconds: most sites have
-        none, and the test is skipped while no site has any)."""
-        if not self._active_sites:
+    def _deactivate(self, state: _Site, folder: str) -> None:
+        state.active.discard(folder)
+        prefixes = self._prefixes.get(state.host)
+        if prefixes is not None:
+            prefixes.discard(state.site + folder)
+            if not prefixes:
+                del self._prefixes[state.host]
+
+    def covers(self, url: str, host: str | None = None) -> bool:
+        """Whether ``url`` lies in a folder found to be a copy. ``host``: the URL's host when
+        the caller has it (``LinkFeatures.host``): then a dict lookup for most links."""
+        if not self._prefixes:
             return False
-        parts = split_url(url)
-        if parts is None:
-            return False
-        state = self._sites.get(parts.prefix + parts.host + parts.port)
-        if state is None or not state.active:
-            return False
-        return any(parts.path.startswith(f) for f in state.active)
+        if host is None:
+            parts = split_url(url)
+            if parts is None:
+                return False
+            host = parts.host
+        prefixes = self._prefixes.get(host)
+        return prefixes is not None and any(url.startswith(p) for p in prefixes)
 
     @property
     def folders(self) -> list[str]:
@@ -153,11 +164,12 @@ class CopyFolders:
 
     def load_state(self, state: dict[str, Any]) -> None:
         self._sites.clear()
-        self._active_sites = 0
+        self._prefixes.clear()
         for site, saved in state.items():
-            if not isinstance(saved, dict):
+            parts = split_url(f"{site}/")
+            if not isinstance(saved, dict) or parts is None:
                 continue
-            st = self._site(str(site))
+            st = self._site(str(site), parts.host)
             for name, table in (
                 ("copy", st.held_copy),
                 ("original", st.held_original),

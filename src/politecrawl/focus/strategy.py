@@ -197,7 +197,7 @@ class Focus:
 
     def _priority(self, model: Prioritizer, f: LinkFeatures) -> float:
         p = model.score(f)
-        return p * COPY_SHARE if self.copies.covers(f.url) else p
+        return p * COPY_SHARE if self.copies.covers(f.url, f.host) else p
 
     def default_priority(self, depth: int) -> float:
         """Priority of a URL no link features describe (sitemap entries)."""
