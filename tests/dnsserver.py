@@ -50,18 +50,15 @@ class DnsServer:
     _loop: asyncio.AbstractEventLoop | None = None
     _thread: threading.Thread | None = None
 
-    def mapped(self, name: str) -> bool:
-        name = name.rstrip(".").lower()
-        return name in self.rules or any(fnmatch.fnmatchcase(name, p) for p in self.rules)
-
-    def answer(self, name: str) -> str | None:
+    def rule(self, name: str) -> tuple[bool, str | None]:
+        """(whether a rule maps ``name``, its address: None for NXDOMAIN)."""
         name = name.rstrip(".").lower()
         if name in self.rules:
-            return self.rules[name]
+            return True, self.rules[name]
         for pattern, addr in self.rules.items():
             if fnmatch.fnmatchcase(name, pattern):
-                return addr
-        return None
+                return True, addr
+        return False, None
 
     def reply(self, data: bytes) -> bytes | None:
         """The answer to a query packet; None for none at all (``silent``)."""
@@ -70,9 +67,9 @@ class DnsServer:
         qname = str(query.q.qname)
         qtype = QTYPE[query.q.qtype]
         self.log.append(Query(time.time(), qname.rstrip(".").lower(), str(qtype)))
-        if self.silent and not self.mapped(qname):
+        mapped, addr = self.rule(qname)
+        if self.silent and not mapped:
             return None
-        addr = self.answer(qname)
         if addr is None:
             reply.header.rcode = RCODE.NXDOMAIN
         elif query.q.qtype == QTYPE.A:
