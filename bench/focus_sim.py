@@ -92,27 +92,42 @@ def crawl(
     run = Run(strategy)
     focus = Focus.from_options(strategy, topic.query, None, seed=seed)
     heap: list[tuple[float, int, str, int]] = []
+    queued: dict[str, float] = {}  # URL -> its priority now; heap entries of another are stale
     seen = {bed.portal}
     stored: dict[bytes, str] = {}  # payload -> the URL it was first fetched at
     tick = 0
     heapq.heappush(heap, (-1e9, 0, bed.portal, 0))
+    queued[bed.portal] = 1e9
     rng = random.Random(seed)
     t0 = time.process_time()
+
+    def requeue(items: list[tuple[str, float]], depths: dict[str, int]) -> None:
+        nonlocal tick
+        for u, prio in items:
+            if u in queued:
+                queued[u] = prio
+                tick += 1
+                heapq.heappush(heap, (-prio, tick, u, depths.get(u, 0)))
+
+    depths: dict[str, int] = {}
     while heap and len(run.order) < budget:
         if strategy == "random":
             i = rng.randrange(len(heap))
             heap[i], heap[-1] = heap[-1], heap[i]
-            _, _, url, depth = heap.pop()
+            neg, _, url, depth = heap.pop()
             heapq.heapify(heap) if i < len(heap) else None
         else:
-            _, _, url, depth = heapq.heappop(heap)
+            neg, _, url, depth = heapq.heappop(heap)
+        if queued.get(url) != -neg:
+            continue  # fetched already, or queued since at another priority
+        del queued[url]
         run.order.append(url)
         body = bed.bodies.get(url)
         if body is None:
             continue  # a 404 on the bed: a fetch that found nothing
         score = focus.score_page(url, bed.docs[url])
         first = stored.setdefault(body, url)
-        focus.saw_stored(url, first if first != url else None)
+        requeue(focus.saw_stored(url, first if first != url else None, score.relevant), depths)
         if first != url:  # the bytes of a page taken before: a duplicate, links not followed
             continue
         page = bed.parsed[url]
@@ -126,11 +141,11 @@ def crawl(
                 continue
             seen.add(u)
             tick += 1
+            queued[u] = prio
+            depths[u] = depth + 1
             heapq.heappush(heap, (-prio, tick, u, depth + 1))
         if focus.rescore_due():
-            new = dict(focus.rescore())
-            heap = [(-new.get(u, -p), t, u, d) for p, t, u, d in heap]
-            heapq.heapify(heap)
+            requeue(focus.rescore(), depths)
     run.cpu_s = time.process_time() - t0
     return run
 

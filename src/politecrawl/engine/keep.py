@@ -106,9 +106,10 @@ async def store_page(
         counters["stored"] += 1
         if etag or modified:
             await ctx.store.save_validators(entry.url, etag, modified, res.started)
-    lowered = focus.saw_stored(entry.url, seen.duplicate_of)  # a folder of copies goes last
-    if lowered:
-        await ctx.reprioritize(lowered)
+    # a folder of copies goes last; a relevant page's section is re-scored with what it taught
+    changed = focus.saw_stored(entry.url, seen.duplicate_of, score.relevant)
+    if changed:
+        await ctx.reprioritize(changed)
     items: list[dict[str, Any]] = []
     if ctx.on_page is not None and kept in ("stored", "noarchive"):
         items, error = await run_handler(ctx.on_page, page, record_id)

@@ -30,6 +30,7 @@ from politecrawl.focus.copies import COPY_SHARE, CopyFolders
 from politecrawl.focus.prioritizer import LinkFeatures, Prioritizer, link_features, section_of
 from politecrawl.focus.relevance import Document, KeywordScorer, NuggetFunction, tokens
 from politecrawl.focus.relevance import load_callable as load_nugget
+from politecrawl.focus.siblings import SectionIndex
 from politecrawl.urls.canonical import host_of, registered_domain
 
 _MAX_FEATURES = 2_000_000  # queued links whose features are kept for learning/re-scoring
@@ -82,6 +83,7 @@ class Focus:
         self.scored_pages = 0
         self.learned_since_rescore = 0
         self.copies = CopyFolders()
+        self.sections = SectionIndex()
 
     @classmethod
     def from_options(
@@ -134,17 +136,25 @@ class Focus:
         distance = 0 if relevant else parent_distance + 1
         return PageScore(rel, doc.charset, relevant, distance)
 
-    def saw_stored(self, url: str, duplicate_of: str | None) -> list[tuple[str, float]]:
+    def saw_stored(
+        self, url: str, duplicate_of: str | None, relevant: bool = False
+    ) -> list[tuple[str, float]]:
         """The page fetched at ``url`` was stored, as the very page of ``duplicate_of`` or as
-        a page of its own: evidence on whether its folder copies another (``copies``). When
-        this made the folder a copy, the new priorities of the URLs queued in it (at once: a
-        fast site would serve the rest of the folder before the next re-scoring)."""
+        a page of its own (``relevant``: as ``score_page`` judged it). New priorities of
+        queued URLs, to apply at once: those of a folder this page showed to be a copy of
+        another (``copies``; a fast site would serve the rest of the folder before the next
+        re-scoring), or, after a relevant page of its own, those of its section
+        (``siblings``), re-scored with what the page taught."""
         model = self.model
         if model is None:
             return []
         if duplicate_of is None:
             self.copies.observe_own(url)
-            return []
+            if not (relevant and model.learning):
+                return []
+            features = self._features
+            siblings = self.sections.queued(section_of(url), features.__contains__)
+            return [(u, self._priority(model, features[u])) for u in siblings]
         folder = self.copies.observe(url, duplicate_of)
         if folder is None:
             return []
@@ -211,9 +221,14 @@ class Focus:
             self._features.pop(u, None)
 
     def _remember(self, url: str, f: LinkFeatures) -> None:
-        self._features[url] = f
-        if len(self._features) > self._max:
-            self._features.popitem(last=False)
+        features = self._features
+        features[url] = f
+        if len(features) > self._max:
+            features.popitem(last=False)
+        if self.model is not None and self.model.learning:
+            self.sections.add(f.section, url)
+            if len(self.sections) > 2 * len(features) + 1_000:
+                self.sections.rebuild((u, g.section) for u, g in features.items())
 
     def rescore_due(self) -> bool:
         """Whether the model learned enough since the last ``rescore`` to re-rank the queue."""
