@@ -7,14 +7,15 @@ siblings of a relevant page kept the priority they were queued with until the ne
 of the whole queue (after a quarter of the pages learned so far): a page at a time, the crawl
 went on with what it believed before. Replayed (``bench/focus_sim.py``, four portal orders,
 harvest at 300 fetches): fifth bed 0.118 -> 0.124, tune 0.082 -> 0.087, wide 0.441 -> 0.449,
-second and admin unchanged (docs/focus.md, section 9).
+second and admin unchanged; real crawls, 300 fetches: fifth 0.117 -> 0.134 (four runs a topic),
+second 0.088 -> 0.099, admin 0.142 -> 0.140 (two) (docs/focus.md, section 9).
 
 Raising only the first three hits of a section, or only when the section's harvest moved by
-0.05, lost the gain: the tail of a big relevant chapter is where it pays. The cost is bounded
-instead: a section with more than ``max_queued`` URLs queued (a forum's ``view?id=``, all one
-section) is left to the periodic re-scoring, and the index, which only grows as links are
-queued (a stale entry is dropped when its section is next read), is rebuilt from the live URLs
-once it holds twice as many entries as there are.
+0.05, lost the gain on ``fifth``: the tail of a big relevant chapter is where it pays. The cost
+is bounded instead: a section with more than ``max_queued`` URLs queued (a forum's
+``view?id=``, all one section) is left to the periodic re-scoring, and the index, which only
+grows as links are queued (a stale entry is dropped when its section is next read), is rebuilt
+from the live URLs once it holds twice as many entries as there are.
 """
 
 from __future__ import annotations
