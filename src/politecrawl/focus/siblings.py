@@ -31,7 +31,7 @@ class SectionIndex:
 
     def __init__(self, max_queued: int = 1_000) -> None:
         self.max_queued = max_queued
-        self._urls: dict[str, list[str]] = {}
+        self._urls: dict[str, str | list[str]] = {}  # a lone URL as itself
         self._entries = 0
 
     def __len__(self) -> int:
@@ -39,8 +39,10 @@ class SectionIndex:
 
     def add(self, section: str, url: str) -> None:
         urls = self._urls.get(section)
-        if urls is None:
-            self._urls[section] = [url]
+        if urls is None:  # a lone URL as itself (a numbered site: a stem a page): 38 B, not 102
+            self._urls[section] = url
+        elif isinstance(urls, str):
+            self._urls[section] = [urls, url]
         else:
             urls.append(url)
         self._entries += 1
@@ -49,12 +51,14 @@ class SectionIndex:
         """The URLs of ``section`` for which ``alive`` holds (stale ones are dropped); none if
         more than ``max_queued`` are alive."""
         urls = self._urls.get(section)
-        if not urls:
+        if urls is None:
             return []
+        if isinstance(urls, str):
+            urls = [urls]
         live = [u for u in dict.fromkeys(urls) if alive(u)]
         self._entries -= len(urls) - len(live)
         if live:
-            self._urls[section] = live
+            self._urls[section] = live if len(live) > 1 else live[0]
         else:
             del self._urls[section]
         return live if len(live) <= self.max_queued else []
