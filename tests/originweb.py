@@ -174,10 +174,17 @@ def closed_port() -> int:
 
 
 async def focused_crawl(
-    site: Site, topic: str, budget: int, out: Path, user_agent: str, min_delay: float = 0.01
+    site: Site,
+    topic: str,
+    budget: int,
+    out: Path,
+    user_agent: str,
+    min_delay: float = 0.01,
+    extra: tuple[str, ...] = (),
 ) -> list[str]:
     """``politecrawl crawl`` with ``--topic`` on ``site`` served as ``docs.test``, until
-    ``budget`` pages; the paths the server was asked, in order (the command must succeed)."""
+    ``budget`` pages; the paths the server was asked, in order (the command must succeed).
+    ``extra``: more options (``--frontier redis://...``)."""
     async with SiteServer(site) as server:
         port = server.port
         proc = await asyncio.create_subprocess_exec(
@@ -185,7 +192,7 @@ async def focused_crawl(
             "--resolve", f"docs.test:{port}:127.0.0.1", "--user-agent", user_agent,
             "--out", str(out), "--topic", topic, "--max-pages", str(budget),
             "--min-delay", str(min_delay), "--jitter", "0", "--allow-private-addresses",
-            "--no-progress", "--ip-min-delay", "off",
+            "--no-progress", "--ip-min-delay", "off", *extra,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 180)

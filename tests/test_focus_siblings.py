@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import UA
 from originweb import focused_crawl
+from redis_server import redis_url  # noqa: F401  (fixture)
 
 from politecrawl.content.parse import Link
 from politecrawl.focus.relevance import Document
@@ -113,4 +114,16 @@ async def test_a_focused_crawl_follows_a_relevant_page_into_its_chapter(tmp_path
     # cmd-1 alone: the notes in the order found, and the re-scoring after 20 pages learned
     # from them that the links of the start page are poor)
     assert len(pages) == BUDGET - 1, fetched
+    assert len(chapter) >= 15, (len(chapter), fetched)
+
+
+@pytest.mark.e2e
+async def test_the_shared_redis_frontier_takes_the_new_priorities_too(
+    tmp_path: Path,
+    redis_url: str,  # noqa: F811
+) -> None:
+    crawl_id = f"siblings-{tmp_path.name}"
+    extra = ("--frontier", redis_url, "--crawl-id", crawl_id)
+    fetched = await focused_crawl(reference, TOPIC, BUDGET, tmp_path / "out", UA, 0.05, extra)
+    chapter = [p for p in fetched if p.startswith("/ref/cmd-")]
     assert len(chapter) >= 15, (len(chapter), fetched)
