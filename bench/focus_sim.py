@@ -99,9 +99,11 @@ def crawl(
     heapq.heappush(heap, (-1e9, 0, bed.portal, 0))
     queued[bed.portal] = 1e9
     rng = random.Random(seed)
+    depths: dict[str, int] = {}  # URL -> its depth when found
     t0 = time.process_time()
 
-    def requeue(items: list[tuple[str, float]], depths: dict[str, int]) -> None:
+    def requeue(items: list[tuple[str, float]]) -> None:
+        """New priorities for URLs still queued (an entry pushed again; the old one is stale)."""
         nonlocal tick
         for u, prio in items:
             if u in queued:
@@ -109,7 +111,6 @@ def crawl(
                 tick += 1
                 heapq.heappush(heap, (-prio, tick, u, depths.get(u, 0)))
 
-    depths: dict[str, int] = {}
     while heap and len(run.order) < budget:
         if strategy == "random":
             i = rng.randrange(len(heap))
@@ -127,7 +128,7 @@ def crawl(
             continue  # a 404 on the bed: a fetch that found nothing
         score = focus.score_page(url, bed.docs[url])
         first = stored.setdefault(body, url)
-        requeue(focus.saw_stored(url, first if first != url else None, score.relevant), depths)
+        requeue(focus.saw_stored(url, first if first != url else None, score.relevant))
         if first != url:  # the bytes of a page taken before: a duplicate, links not followed
             continue
         page = bed.parsed[url]
@@ -145,7 +146,7 @@ def crawl(
             depths[u] = depth + 1
             heapq.heappush(heap, (-prio, tick, u, depth + 1))
         if focus.rescore_due():
-            requeue(focus.rescore(), depths)
+            requeue(focus.rescore())
     run.cpu_s = time.process_time() - t0
     return run
 
