@@ -117,8 +117,9 @@ def test_topic_prior_ranks_links_before_anything_is_learned() -> None:
 
 @pytest.mark.unit
 def test_text_around_a_link_is_learned_when_given() -> None:
-    """``contexts`` (bench/focus_sim.py gives them): the words around a link are features
-    of their own, so the model learns from them; without them only anchor and URL count."""
+    """``contexts`` (bench/focus_sim.py --contexts gives them): the words around a link are
+    features of their own, so the model learns from them; without them only anchor and URL
+    count."""
     root_url = "http://d.test/"
     ctx = "see the smtp client notes for sending mail"
     for contexts, grows in ((None, False), ({"http://d.test/a.html": ctx}, True)):
