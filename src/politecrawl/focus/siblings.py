@@ -5,14 +5,16 @@ A section is a folder and a file-name stem (``prioritizer.section_of``: ``sql-se
 together, and the prioritiser learns each section's harvest. Without this index the queued
 siblings of a relevant page kept the priority they were queued with until the next re-scoring
 of the whole queue (after a quarter of the pages learned so far): a page at a time, the crawl
-went on with what it believed before. Replayed (``bench/focus_sim.py``, four portal orders,
-harvest at 300 fetches): fifth bed 0.118 -> 0.124, tune 0.082 -> 0.087, wide 0.441 -> 0.449,
-second and admin unchanged; real crawls, 300 fetches: fifth 0.117 -> 0.134 (four runs a topic),
-second 0.088 -> 0.099, admin 0.142 -> 0.140 (two) (docs/focus.md, section 9).
+went on with what it believed before. Real crawls, harvest at 300 fetches, index off -> on:
+fifth 0.117 -> 0.134 (four runs a topic), second 0.088 -> 0.099, admin 0.142 -> 0.140 (two);
+measured again later, fifth 0.129 -> 0.132 (eight runs each, alternated). The replay
+(``bench/focus_sim.py``) that chose it gave the learner the text around links, which the
+crawl does not use; replaying the crawl's own learner, fifth 0.117 -> 0.110, second 0.093 ->
+0.097 (docs/focus.md, sections 9 and 10).
 
 Raising only the first three hits of a section, or only when the section's harvest moved by
-0.05, lost the gain on ``fifth``: the tail of a big relevant chapter is where it pays. The cost
-is bounded instead: a section with more than ``max_queued`` URLs queued (a forum's
+0.05, lost the gain on ``fifth`` in that replay: the tail of a big chapter is where it paid.
+The cost is bounded instead: a section with more than ``max_queued`` URLs queued (a forum's
 ``view?id=``, all one section) is left to the periodic re-scoring, and the index, which only
 grows as links are queued (a stale entry is dropped when its section is next read), is rebuilt
 from the live URLs once it holds twice as many entries as there are.
