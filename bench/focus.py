@@ -1,7 +1,7 @@
 """Does focused crawling find what the user wants faster, on real pages? Real crawls of the bed.
 
     python bench/focus.py [--bed tune,second] [--topics a,b] [--fetches 1000] [--delay 0.02]
-                          [--save FILE.json]
+                          [--save FILE.json] [--frontier redis://HOST:PORT/0]
     python bench/focus.py --report FILE.json [FILE.json ...]   # merge runs: tables, PNG
 
 The bed (bench/docbed.py: Debian's documentation packages, one site per loopback host, a
@@ -80,6 +80,7 @@ async def crawl(
     defer_ratio: float | None = None,
     dead_port: int = 0,
     closed: bool = False,
+    frontier: str | None = None,
 ) -> tuple[list[str], float]:
     cfg = CrawlConfig(
         seeds=(f"http://portal.{docbed.TLD}:{port}/",),
@@ -104,6 +105,8 @@ async def crawl(
         strategy=strategy,  # type: ignore[arg-type]
         topic=topic.query,
         defer_ratio=defer_ratio,
+        frontier_url=frontier,  # the shared frontier: a fresh crawl id per run
+        crawl_id=f"focus-{out.name}" if frontier else None,
     )
     c0, t0 = cpu_s(), time.perf_counter()
     await Crawler(cfg).run()
@@ -131,6 +134,7 @@ def run_bed(
     defer_ratio: float | None = None,
     strategies: tuple[str, ...] = STRATEGIES,
     closed: bool = False,
+    frontier: str | None = None,
 ) -> list[tuple[docbed.Topic, dict[str, tuple[list[int], float]]]]:
     topics = [t for t in docbed.topics_for(bed) if not wanted or t.name in wanted]
     graph = focus_sim.load(bed)
@@ -148,7 +152,7 @@ def run_bed(
                     order, cpu = asyncio.run(
                         crawl(
                             strategy, topic, bed, port, fetches, delay, out, defer_ratio,
-                            dead_port, closed,
+                            dead_port, closed, frontier,
                         )
                     )  # fmt: skip
                 finally:
@@ -300,6 +304,7 @@ def main() -> int:
     ap.add_argument("--defer-ratio", type=float, default=None, help="(default: the crawler's)")
     ap.add_argument("--strategies", default=",".join(STRATEGIES), help="a subset: no summary")
     ap.add_argument("--closed", action="store_true", help="scope: the bed's hosts only")
+    ap.add_argument("--frontier", help="a shared frontier (redis://...) instead of SQLite")
     ap.add_argument("--save", type=Path, help="add these topics' runs to a JSON file")
     ap.add_argument("--report", type=Path, nargs="+", help="merge saved runs: tables, PNG")
     args = ap.parse_args()
@@ -319,7 +324,14 @@ def main() -> int:
     for bed in beds:
         strategies = tuple(args.strategies.split(","))
         res = run_bed(
-            bed, wanted, args.fetches, args.delay, args.defer_ratio, strategies, args.closed
+            bed,
+            wanted,
+            args.fetches,
+            args.delay,
+            args.defer_ratio,
+            strategies,
+            args.closed,
+            args.frontier,
         )
         if args.save:
             save(args.save, res)

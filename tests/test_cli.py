@@ -384,15 +384,3 @@ def test_corrupt_store_is_one_line(tmp_path: Path, name: str) -> None:
     assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
     assert str(out / name) in lines[0] and "not a database" in lines[0], lines[0]
     assert not (out / "summary.json").exists()
-
-
-def test_defer_ratio_with_the_shared_frontier_is_refused(tmp_path: Path) -> None:
-    """The shared frontier has no budget policy: asking for one there is refused in one line,
-    before any request (the port is never dialled), not silently ignored."""
-    args = [
-        "crawl", "http://ok.example/", *PINNED, "--user-agent", UA, "--out",
-        str(tmp_path / "o"), "--topic", "trains", "--defer-ratio", "0.5",
-        "--frontier", "redis://127.0.0.1:1/0",
-    ]  # fmt: skip
-    err = one_line_error(run(*args))
-    assert "--defer-ratio" in err and "--frontier" in err

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections import deque
 from pathlib import Path
-from typing import Any
 
 import nuggets
 import pytest
@@ -20,7 +18,6 @@ from politecrawl.focus.relevance import Document, KeywordScorer
 from politecrawl.focus.strategy import Focus
 from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.sqlite import WINDOW, SqliteFrontier
-from politecrawl.polite.politeness import HostState
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 
@@ -160,86 +157,7 @@ def test_keyword_match_is_loose_on_word_forms_and_url_words() -> None:
 # -- --defer-ratio: a poor URL waits while a much better one waits on its delay -------------
 
 
-@pytest.mark.unit
-async def test_defer_ratio_keeps_poor_sites_waiting_for_a_better_one(tmp_path: Path) -> None:
-    t0 = 1000.0
-    for ratio, expected in ((0.0, "poor.test"), (0.5, None)):
-        f = SqliteFrontier.open(tmp_path / f"s{ratio}.sqlite", defer_ratio=ratio)
-        await f.add([
-            UrlEntry("http://good.test/a", "good.test", priority=0.9),
-            UrlEntry("http://good.test/b", "good.test", priority=0.8),
-            UrlEntry("http://poor.test/a", "poor.test", priority=0.1),
-        ])  # fmt: skip
-        assert (await f.lease(t0)).key == "good.test"
-        entry = await f.pop_url("good.test", t0)
-        assert entry is not None and entry.url.endswith("/a")
-        await f.finish(entry.url, "stored")
-        await f.release("good.test", answered("good.test", t0))
-        # good.test waits 5 s on its delay with a 0.8 URL; poor.test is free with 0.1
-        got = await f.lease(t0 + 1)
-        assert got.key == expected
-        if expected is None:
-            assert got.wake == t0 + 5  # no busy loop: woken when good.test is due
-            assert (await f.lease(t0 + 5)).key == "good.test"
-            assert await drain_one(f, "good.test", t0 + 5)
-            # nothing better left anywhere: the poor site is served
-            assert (await f.lease(t0 + 5)).key == "poor.test"
-        await f.store.close()
-
-
-async def drain_one(f: SqliteFrontier, key: str, now: float) -> bool:
-    entry = await f.pop_url(key, now)
-    if entry is None:
-        return False
-    await f.finish(entry.url, "stored")
-    await f.release(key, answered(key, now))
-    return True
-
-
-def answered(key: str, now: float, **state: Any) -> HostState:
-    """A site that answered a request started at ``now``; its next turn is 5 s later."""
-    host = HostState(key, last_start=now, next_allowed=now + 5, response_times_s=deque([0.01]))
-    for name, value in state.items():
-        setattr(host, name, value)
-    return host
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    "state",
-    [
-        {"consecutive_failures": 1},  # its last request failed (robots.txt out of reach)
-        {"backoff_factor": 2.0},  # backing off
-        {"parked_until": 1000.0 + 3600, "retry_after_until": 1000.0 + 3600},  # parked
-        {"consecutive_refusals": 1},  # it refused
-        {"response_times_s": deque()},  # never answered (a name that does not resolve)
-    ],
-)
-async def test_defer_ratio_ignores_sites_that_fail(tmp_path: Path, state: dict[str, Any]) -> None:
-    """The better URL is at a site that cannot be asked soon: the poor site is not held back
-    for it (a crawl whose best links point at failing hosts keeps its pace); once the
-    failing site answers normally again, it counts again."""
-    t0 = 1000.0
-    f = SqliteFrontier.open(tmp_path / "s.sqlite", defer_ratio=0.5)
-    await f.add([
-        UrlEntry("http://good.test/a", "good.test", priority=0.9),
-        UrlEntry("http://good.test/b", "good.test", priority=0.8),
-        UrlEntry("http://poor.test/a", "poor.test", priority=0.1),
-        UrlEntry("http://poor.test/b", "poor.test", priority=0.1),
-    ])  # fmt: skip
-    assert (await f.lease(t0)).key == "good.test"
-    entry = await f.pop_url("good.test", t0)
-    assert entry is not None
-    await f.push_back(entry)  # it failed: to try again later
-    await f.release("good.test", answered("good.test", t0, **state))
-    assert (await f.lease(t0 + 1)).key == "poor.test"
-    assert await drain_one(f, "poor.test", t0 + 1)
-    # good.test's turn comes, and it answers normally: the poor site waits for it again
-    assert (await f.lease(t0 + 3600)).key == "good.test"
-    assert await drain_one(f, "good.test", t0 + 3600)
-    got = await f.lease(t0 + 3601)
-    assert got.key is None and got.wake == t0 + 3605
-    await f.store.close()
+# (the policy itself, on every frontier backend: tests/test_frontier_contract.py)
 
 
 @pytest.mark.unit

@@ -15,6 +15,7 @@ import itertools
 import random
 import time
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -1008,3 +1009,100 @@ async def test_a_crawl_of_the_one_slot_layout_is_refused_not_lost(redis_url: str
     with pytest.raises(FrontierError, match="older politecrawl"):
         await lease(f, T0)
     await f.store.close()
+
+
+# -- the budget policy (--defer-ratio): a poor URL waits while a much better one waits ---------
+
+
+def answered(key: str, now: float, **fields: Any) -> HostState:
+    """A site that answered a request started at ``now``; its next turn is 5 s later."""
+    host = HostState(key, last_start=now, next_allowed=now + 5, response_times_s=deque([0.01]))
+    for name, value in fields.items():
+        setattr(host, name, value)
+    return host
+
+
+async def turn(f: Frontier, key: str, now: float, **fields: Any) -> list[str]:
+    """One turn of ``key`` leased at ``now``: every URL due fetched, then released."""
+    got = await drain(f, key, now)
+    await f.release(key, answered(key, now, **fields))
+    return got
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("ratio", [0.0, 0.5])
+async def test_a_poor_site_waits_while_a_better_one_waits_on_its_delay(
+    open_frontier: Opener, ratio: float
+) -> None:
+    """Every backend keeps the budget policy (the shared frontier across its shards too):
+    with ``defer_ratio`` 0.5 a site whose best URL is 0.1 is not asked while a site with a
+    0.8 URL waits on its delay; woken by then (no busy loop), and served once nothing better
+    is left anywhere. With 0 it is served at once."""
+    f = await open_frontier(defer_ratio=ratio)
+    await f.add([e("a", "good.test", 0.9), e("b", "good.test", 0.8), e("a", "poor.test", 0.1)])
+    assert await lease(f, T0) == "good.test"
+    entry = await f.pop_url("good.test", T0)
+    assert entry is not None and entry.url.endswith("/a")
+    await f.finish(entry.url, "stored")
+    await f.release("good.test", answered("good.test", T0))
+    if not ratio:
+        assert await lease(f, T0 + 1) == "poor.test"
+        return
+    woken = await wake(f, T0 + 1)
+    assert woken is not None and T0 + 1 < woken <= T0 + 5
+    assert await lease(f, T0 + 5) == "good.test"
+    assert await turn(f, "good.test", T0 + 5) == ["b"]
+    assert await lease(f, T0 + 5) == "poor.test"  # nothing better left anywhere
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"consecutive_failures": 1},  # its last request failed (robots.txt out of reach)
+        {"backoff_factor": 2.0},  # backing off
+        {"parked_until": T0 + 3600, "retry_after_until": T0 + 3600},  # parked
+        {"consecutive_refusals": 1},  # it refused
+        {"response_times_s": deque()},  # never answered (a name that does not resolve)
+    ],
+)
+async def test_the_budget_policy_ignores_sites_that_fail(
+    open_frontier: Opener, fields: dict[str, Any]
+) -> None:
+    """The better URL is at a site that cannot be asked soon: the poor site is not held back
+    for it (a crawl whose best links point at failing hosts keeps its pace); once the
+    failing site answers normally again, it counts again."""
+    f = await open_frontier(defer_ratio=0.5)
+    await f.add([
+        e("a", "good.test", 0.9), e("b", "good.test", 0.8),
+        e("a", "poor.test", 0.1), e("b", "poor.test", 0.1),
+    ])  # fmt: skip
+    assert await lease(f, T0) == "good.test"
+    entry = await f.pop_url("good.test", T0)
+    assert entry is not None
+    await f.push_back(entry)  # it failed: to try again later
+    await f.release("good.test", answered("good.test", T0, **fields))
+    assert await lease(f, T0 + 1) == "poor.test"
+    assert await turn(f, "poor.test", T0 + 1) == ["a", "b"]
+    await f.add([e("c", "poor.test", 0.1)])
+    # good.test's turn comes, and it answers normally: the poor site waits for it again
+    assert await lease(f, T0 + 3600) == "good.test"
+    assert await f.pop_url("good.test", T0 + 3600) is not None
+    await f.release("good.test", answered("good.test", T0 + 3600))
+    assert await lease(f, T0 + 3601) is None
+    assert await lease(f, T0 + 3605) == "good.test"
+
+
+@pytest.mark.e2e
+async def test_the_budget_policy_holds_between_workers(open_shared: Opener) -> None:
+    """Two workers of one shared crawl: a site one worker holds, with a better URL left, is
+    the other's reference too; when its queue empties it is no longer."""
+    f, g = await open_shared(defer_ratio=0.5), await open_shared(defer_ratio=0.5)
+    await f.add([e("a", "good.test", 0.9), e("b", "good.test", 0.8), e("a", "poor.test", 0.1)])
+    assert await lease(f, T0) == "good.test"
+    assert await turn(f, "good.test", T0) == ["a", "b"]  # its queue emptied meanwhile
+    await f.add([e("c", "good.test", 0.7)])
+    assert await lease(g, T0 + 1) is None  # good.test, released clean, waits on its delay
+    assert await lease(f, T0 + 5) == "good.test"
+    assert await turn(f, "good.test", T0 + 5) == ["c"]
+    assert await lease(g, T0 + 6) == "poor.test"  # good.test has nothing left

@@ -313,11 +313,6 @@ class CrawlConfig:
         _positive("--max-wait", self.max_wait_s)
         if self.defer_ratio is not None and not 0.0 <= self.defer_ratio <= 1.0:
             raise ConfigError(f"--defer-ratio must be in [0, 1], got {self.defer_ratio}")
-        if self.frontier_url is not None and self.defer_ratio:
-            raise ConfigError(
-                "--defer-ratio is not implemented by the shared (--frontier) frontier: it serves "
-                "every ready site in priority order; leave --defer-ratio out"
-            )
         if self.purpose not in ("search", "ai-input", "ai-train", "archive"):
             raise ConfigError(
                 f"--purpose must be search, ai-input, ai-train or archive, got {self.purpose!r}"

@@ -147,7 +147,7 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         "focused: a site whose best URL scores below this share of the best queued at a "
         "site that can be asked now or soon (not one that fails, backs off or is parked) "
         "waits while that one waits on its delay (0.25; 0 = any free site; the shared "
-        "--frontier has no such rule and refuses it)",
+        "--frontier keeps it across its shards and workers)",
     ),
     ("topic", str, "what the crawl looks for, e.g. 'steam locomotives, steam trains'"),
     ("relevance", str, "your nugget function 'package.module:function' (Document -> 0..1)"),

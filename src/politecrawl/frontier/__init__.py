@@ -27,7 +27,10 @@ contract suite (tests/test_frontier_contract.py):
   (the largest ``HostState.ip_next`` a release of one of its keys gave); keys kept waiting
   by their IP take turns in the order they were found waiting;
 - a URL is queued at most once (the seen-set), and every queued URL ends ``finish``-ed or is
-  still queued: none is lost, across restarts too.
+  still queued: none is lost, across restarts too;
+- the budget policy (``defer_ratio``, ``not_worth_it``): a due key whose best URL is below
+  that share of the best queued at a key that can be asked now or soon is not leased while
+  that better key waits on its own delay or turn (unless it is due for ``max_wait_s``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,19 @@ from typing import Protocol
 from politecrawl.polite.politeness import HostState
 
 PAGE, SITEMAP = 0, 1
+
+
+def not_worth_it(prio: float, best: float | None, ratio: float) -> bool:
+    """The budget policy (``--defer-ratio``): a due key whose best URL (``prio``) is below
+    ``ratio`` of ``best``, the best queued at a key that can be asked now or soon (ready, in
+    flight or waiting for its ordinary turn: ``politeness.only_its_turn``), waits while that
+    better URL waits on its own site's delay or turn, as links from unproductive sites "aren't
+    crawled unless there's nothing else to do" (../shared/seeds/004). A page budget is then
+    spent on the best URLs known, at the cost of time; ``max_wait_s`` still bounds every
+    site's wait. Sites that fail, back off or are parked are no reference: the crawl keeps
+    its pace when its best links point at hosts that fail. Only for priorities >= 0 (the
+    focused strategies' scores)."""
+    return bool(ratio) and best is not None and 0.0 <= prio < ratio * best
 
 
 @dataclass(slots=True)

@@ -104,6 +104,7 @@ def make_frontier(
             # resolving with --politeness-key ip: then ``add`` alone decides)
             key_of=None if mode == "ip" else functools.partial(politeness_key, mode=mode),
             peek_cache_s=0.05,
+            defer_ratio=config.resolved_defer_ratio,
         )
     return SqliteFrontier.open(
         config.out_dir / name,

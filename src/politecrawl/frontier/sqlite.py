@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError
-from politecrawl.frontier import Lease, Outbox, Refusals, UrlEntry
+from politecrawl.frontier import Lease, Outbox, Refusals, UrlEntry, not_worth_it
 from politecrawl.frontier.sqlitestore import SqliteStore
 from politecrawl.frontier.window import WINDOW, Window, between_turns, offer
 from politecrawl.polite import politeness
@@ -393,18 +393,11 @@ class SqliteFrontier:
             heapq.heappush(self._best_heap, (-self._best[key], key))
 
     def _not_worth_it(self, prio: float, now: float) -> bool:
-        """``defer_ratio`` (``--defer-ratio``): a ready key whose best URL is below this share
-        of the best queued at a site that can be asked now or soon waits while that better
-        URL waits on its own site's delay or turn, as links from unproductive sites "aren't
-        crawled unless there's nothing else to do" (../shared/seeds/004). A page budget is
-        then spent on the best URLs known, at the cost of time; ``max_wait_s`` still bounds
-        every site's wait. Sites that fail, back off or are parked are no reference: the
-        crawl keeps its pace when its best links point at hosts that fail. Only for
-        priorities >= 0 (the focused strategies' scores)."""
+        """``not_worth_it`` (``--defer-ratio``) against the best key that can be asked now
+        or soon (looked up only for a priority the rule applies to)."""
         if not self.defer_ratio or prio < 0:
             return False
-        best = self._best_anywhere(now)
-        return best is not None and prio < self.defer_ratio * best
+        return not_worth_it(prio, self._best_anywhere(now), self.defer_ratio)
 
     def _push_ready(self, key: str) -> None:
         prio = self._best.get(key, 0.0)

@@ -17,6 +17,7 @@ if n > 0 then
   redis.call('HINCRBY', P .. 'outcome_counts', ARGV[3], n)
 end
 redis.call('ZREM', P .. 'box', key)
+soon_leave(key)
 unready(key)
 if not redis.call('ZSCORE', P .. 'leases', key) then orphan(key) end
 return n

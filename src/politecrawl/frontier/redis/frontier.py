@@ -22,6 +22,7 @@ from politecrawl.errors import FrontierError, LeaseLost
 from politecrawl.frontier import Lease, Outbox, Refusals, UrlEntry
 from politecrawl.frontier.redis.keys import BATCH, entry_from, entry_json, fnum, text
 from politecrawl.frontier.redis.store import RedisStore, host_of_stored
+from politecrawl.frontier.redis.views import ShardViews, View
 from politecrawl.frontier.sqlitestore import host_to_json
 from politecrawl.polite import politeness
 from politecrawl.polite.politeness import HostState
@@ -30,8 +31,9 @@ log = logging.getLogger("politecrawl.frontier.redis")
 
 _FRONTIER_OPTIONS = (
     "lease_ttl_s", "reclaim_delay_s", "outcome_log_size", "heartbeat", "worker_id",
-    "max_wait_s", "peek_cache_s",
+    "max_wait_s", "peek_cache_s", "defer_ratio",
 )  # fmt: skip
+_DEFER_POLL_S = 0.05  # deferring to a key another worker holds: how soon to look again
 
 
 class RedisFrontier:
@@ -49,6 +51,7 @@ class RedisFrontier:
         worker_id: str | None = None,
         max_wait_s: float = MAX_WAIT_S,
         peek_cache_s: float = 0.0,
+        defer_ratio: float = 0.0,
     ) -> None:
         if lease_ttl_s <= 0:
             raise FrontierError("lease_ttl_s must be > 0")
@@ -72,7 +75,7 @@ class RedisFrontier:
         self._last_now = 0.0
         self._beat: asyncio.Task[None] | None = None
         self._peek_cache_s = peek_cache_s
-        self._peeks: dict[int, tuple[float, int, Any]] = {}  # shard -> (at, touch, view)
+        self._views = ShardViews(store, peek_cache_s, max_wait_s, defer_ratio)
         self._wake: tuple[float, int, float | None] | None = None  # (at, calls, wake)
         self._reclaimed = 0  # URLs this worker found to re-fetch (expired leases)
         self.lost_leases = 0  # leases this worker held that expired under it
@@ -293,21 +296,22 @@ class RedisFrontier:
         self._last_now = max(self._last_now, now)
         common = [fnum(now), fnum(now + self.lease_ttl_s)]
         rest = [fnum(self.max_wait_s)]
-        views = await self._views(now, common, rest)
-        ranked: list[tuple[int, float, float, str, int]] = []
-        for s, (key, score, oldest, _) in views.items():
-            if key is not None:
-                overdue = oldest is not None and oldest <= now - self.max_wait_s
-                first = oldest if overdue and oldest is not None else 0.0
-                ranked.append((0 if overdue else 1, first, score, key, s))
-        for *_, s in sorted(ranked):
+        views = await self._peek(now, common, rest)
+        best = self._views.best(views.values())
+        order, deferred = self._views.ranked(views, now, best)
+        for s in order:
             token = f"{self.worker_id}/{next(self._tokens)}"
-            taken = await self._lease_script(s, [*common, token, *rest, "take"], now)
-            views[s] = self._remember(s, taken[3])
+            args = [*common, token, *rest, "take", self._views.floor(best)]
+            taken = await self._lease_script(s, args, now)
+            views[s] = self._views.remember(s, taken[3])
             got = self._adopt(s, token, taken)
             if got is not None:
                 return got
+            deferred = deferred or bool(self._views.ranked({s: views[s]}, now, best)[1])
         times = [v[3] for v in views.values() if v[3] is not None]
+        if deferred:  # no busy loop: the better key's next time, or a look again soon
+            times = [t for t in times if t > now] + [now + _DEFER_POLL_S]
+            return Lease(None, min(times))
         self._wake = (time.monotonic(), self.store.calls, min(times) if times else None)
         return Lease(None, await self._next_wake())
 
@@ -328,65 +332,16 @@ class RedisFrontier:
         self._states[key] = host  # (as the turn updates it: for a give-back at close)
         return Lease(host)
 
-    def _take_after(self, shard: int, now: float) -> bool:
-        """Whether a release on ``shard`` should lease that shard's best key in the same
-        script: only while every shard's view is fresh (as ``lease`` would reuse it) and none
-        ranks before this shard's (longest-overdue, then best URL; the key name, which only
-        breaks ties, is not weighed: so a tie goes to the shard at hand)."""
-        if self._peek_cache_s <= 0:
-            return False
-        mono = time.monotonic()
-        best: tuple[int, float, float] | None = None
-        mine: tuple[int, float, float] | None = None
-        touch = self.store.touch
-        for s in range(self.store.shards):
-            c = self._peeks.get(s)
-            if c is None or c[1] != touch[s] or mono - c[0] >= self._peek_cache_s:
-                return False
-            key, score, oldest, nxt = c[2]
-            if key is None:
-                if nxt is not None and nxt <= now:
-                    return False  # its next time has come: lease would ask it
-                continue
-            overdue = oldest is not None and oldest <= now - self.max_wait_s
-            rank = (0, oldest or 0.0, score) if overdue else (1, 0.0, score)
-            if best is None or rank < best:
-                best = rank
-            if s == shard:
-                mine = rank
-        return mine is not None and mine == best
-
-    def _remember(
-        self, s: int, peek: Sequence[Any]
-    ) -> tuple[str | None, float, float | None, float | None]:
-        """A shard's view as a peek (or the end of a take) reported it; cached."""
-        _, key, score, oldest, box, leases = peek
-        times = [float(t) for t in (box, leases) if t is not None]
-        view = (
-            None if key is None else text(key),
-            0.0 if score is None else float(score),
-            None if oldest is None else float(oldest),
-            min(times) if times else None,
-        )
-        self._peeks[s] = (time.monotonic(), self.store.touch[s], view)
-        return view
-
-    async def _views(
-        self, now: float, common: list[str], rest: list[str]
-    ) -> dict[int, tuple[str | None, float, float | None, float | None]]:
-        """Per shard: (best due key or None, its score, oldest due-since, next time)."""
+    async def _peek(self, now: float, common: list[str], rest: list[str]) -> dict[int, View]:
+        """Every shard's view: reused while fresh (and its next time has not come), else
+        asked of the shard."""
         mono = time.monotonic()
         views = {}
         stale = []
         for s in range(self.store.shards):
-            c = self._peeks.get(s)
-            if (
-                c is not None
-                and c[1] == self.store.touch[s]
-                and mono - c[0] < self._peek_cache_s
-                and (c[2][0] is not None or c[2][3] is None or c[2][3] > now)
-            ):
-                views[s] = c[2]
+            v = self._views.fresh(s, mono)
+            if v is not None and (v[0] is not None or v[3] is None or v[3] > now):
+                views[s] = v
             else:
                 stale.append(s)
         args = [*common, "", *rest, "peek"]
@@ -396,7 +351,7 @@ class RedisFrontier:
                 await self._reclaim(s, peeks[i][1], now)
                 peeks[i] = await self._lease_script(s, args, now)
         for s, peek in zip(stale, peeks, strict=True):
-            views[s] = self._remember(s, peek)
+            views[s] = self._views.remember(s, peek)
         return views
 
     async def _lease_script(self, shard: int, args: list[Any], now: float) -> Any:
@@ -442,6 +397,7 @@ class RedisFrontier:
         self._states.pop(key, None)
         self._first.pop(key, None)
         token, shard = held if held is not None else ("", await self.store.shard_of_key(key))
+        now = self._clock()
         args = [
             key,
             token,
@@ -450,21 +406,24 @@ class RedisFrontier:
             fnum(state.last_start),
             fnum(state.ip_next),
             self._outcome_cap,
+            # a reference for the budget policy (``_floor``), judged on the crawl's own clock
+            "1" if politeness.only_its_turn(state, max(self._last_now, state.last_start)) else "0",
             *self._done.pop(key, ()),
         ]
-        now = self._clock()
-        if held is not None and self._take_after(shard, now):
+        if held is not None and self._views.take_after(shard, now):
             # this shard holds the next key the crawl would lease: leased by the same script,
             # given by the next ``lease`` (one round trip instead of two)
             token = f"{self.worker_id}/{next(self._tokens)}"
             lease_args = [fnum(now), fnum(now + self.lease_ttl_s), token, fnum(self.max_wait_s)]
+            fresh = self._views.all_fresh() or []
+            lease_args += ["take", self._views.floor(self._views.best(fresh))]
             ok, taken = await self.store.run(
-                "release_take", shard, [len(args), *args, *lease_args, "take"], touch=False
+                "release_take", shard, [len(args), *args, *lease_args], touch=False
             )
             if taken[0] == -1:  # expired leases there: the next lease reclaims them
                 self.store.touch[shard] += 1
             else:
-                self._remember(shard, taken[3])
+                self._views.remember(shard, taken[3])
                 got = self._adopt(shard, token, taken)
                 if got is not None:
                     self._last_now = max(self._last_now, now)
@@ -473,12 +432,7 @@ class RedisFrontier:
             return
         ok = await self.store.run("release", shard, args, touch=False)
         self._released(ok, held, key)
-        cached = self._peeks.get(shard)
-        if cached is not None:  # the key (or the next one of its IP) is back in the box
-            at, touch, (top, score, oldest, nxt) = cached
-            soon = politeness.released_soonest(state)
-            nxt = soon if nxt is None else min(nxt, soon)
-            self._peeks[shard] = (at, touch, (top, score, oldest, nxt))
+        self._views.released(shard, politeness.released_soonest(state))
 
     def _released(self, ok: Any, held: tuple[str, int] | None, key: str) -> None:
         if not int(ok) and held is not None:
@@ -539,13 +493,8 @@ class RedisFrontier:
             and cached[2] is not None  # "nothing left" is always asked of the shards
         ):
             return cached[2]
-        mono = time.monotonic()
-        views = [self._peeks.get(s) for s in range(self.store.shards)]
-        if self._peek_cache_s > 0 and all(
-            c is not None and c[1] == self.store.touch[s] and mono - c[0] < self._peek_cache_s
-            for s, c in enumerate(views)
-        ):  # every shard peeked just now: no round trip
-            fresh = [c[2] for c in views if c is not None]
+        fresh = self._views.all_fresh()
+        if fresh is not None:  # every shard peeked just now: no round trip
             if any(v[0] is not None for v in fresh):
                 return 0.0
             soon = [v[3] for v in fresh if v[3] is not None]

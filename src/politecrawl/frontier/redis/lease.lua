@@ -1,12 +1,16 @@
--- ARGV: P, now, expiry, token, max wait, mode ('peek' | 'take').
+-- ARGV: P, now, expiry, token, max wait, mode ('peek' | 'take'), and for a take the floor
+-- (the budget policy, ``--defer-ratio``: a ready key whose score is above it, and not above 0,
+-- is not worth a request now unless it is overdue; '' for none).
 -- Expired leases first: if there are any, they are returned as {-1, {key, its HostState JSON
 -- or false, ...}} (up to 100) and nothing else is done; the worker computes when each may be
 -- asked again and reclaims them (reclaim.lua), then asks again. Otherwise both modes move due
 -- keys from the box to the ready set; peek returns the shard's view {0, best key, its score,
--- oldest due-since, first box time, first lease expiry} (false where absent) without
--- leasing; take returns {key or false, 0, the key's HostState JSON or false, the view after
--- the lease, and the key's first URL popped (as pop.lua gives it: one round trip less)}.
+-- oldest due-since, first box time, first lease expiry, best score in `soon`} (false where
+-- absent) without leasing; take returns {key or false, 0, the key's HostState JSON or false,
+-- the view after the lease, and the key's first URL popped (as pop.lua gives it: one round
+-- trip less)}.
 local now = tonumber(ARGV[2])
+local floor = tonumber(ARGV[7] or '')
 local reclaimed = 0
 local expired = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', ARGV[2], 'LIMIT', 0, 100)
 if #expired > 0 then
@@ -36,7 +40,7 @@ local function view()
   local box = redis.call('ZRANGE', P .. 'box', 0, 0, 'WITHSCORES')
   local leases = redis.call('ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
   return {reclaimed, top[1] or false, top[2] or false, oldest[2] or false, box[2] or false,
-    leases[2] or false}
+    leases[2] or false, soon_top()}
 end
 if ARGV[6] == 'peek' then return view() end
 while true do
@@ -45,8 +49,10 @@ while true do
   if #oldest > 0 and tonumber(oldest[2]) <= now - tonumber(ARGV[5]) then
     key = oldest[1]
   else
-    local top = redis.call('ZRANGE', P .. 'ready', 0, 0)
+    local top = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
     if #top == 0 then return {false, reclaimed, false, view()} end
+    local score = tonumber(top[2])
+    if floor and score > floor and score <= 0 then return {false, reclaimed, false, view()} end
     key = top[1]
   end
   unready(key)

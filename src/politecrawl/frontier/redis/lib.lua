@@ -23,6 +23,34 @@ local function earliest(key)
   if #d == 0 then return nil end
   return tonumber(d[2])
 end
+-- `soon` (the budget policy's reference, ``--defer-ratio``): the keys in `clean` (their last
+-- turn ended with nothing wrong, politeness.only_its_turn as the worker judged it at release:
+-- they can be asked again now or soon) that have URLs queued, scored by their best URL as
+-- `ready` is. `clean` changes at release, reclaim and drop; the score follows the key's queue
+-- (soon_follow), and an entry gone stale is mended where it is read (soon_top).
+local function soon_rank(key)
+  local top = redis.call('ZRANGE', P .. 'q:' .. key, 0, 0, 'WITHSCORES')
+  if #top > 0 then redis.call('ZADD', P .. 'soon', top[2], key)
+  else redis.call('ZREM', P .. 'soon', key) end
+end
+local function soon_follow(key)
+  if redis.call('SISMEMBER', P .. 'clean', key) == 1 then soon_rank(key) end
+end
+local function soon_leave(key)
+  redis.call('SREM', P .. 'clean', key)
+  redis.call('ZREM', P .. 'soon', key)
+end
+-- the best score in `soon` (false if none), entries whose queue moved since mended on the way
+local function soon_top()
+  for _ = 1, 100 do
+    local t = redis.call('ZRANGE', P .. 'soon', 0, 0, 'WITHSCORES')
+    if #t == 0 then return false end
+    local q = redis.call('ZRANGE', P .. 'q:' .. t[1], 0, 0, 'WITHSCORES')
+    if #q > 0 and tonumber(q[2]) == tonumber(t[2]) then return t[2] end
+    soon_rank(t[1])
+  end
+  return false
+end
 -- out of the ready set (and its due-since index)
 local function unready(key)
   redis.call('ZREM', P .. 'ready', key)
@@ -137,6 +165,7 @@ end
 -- (politeness.reclaim_times: a full delay, since a request may have been in flight)
 local function reclaim(key, when, ip_when)
   redis.call('ZREM', P .. 'leases', key)
+  soon_leave(key)  -- it waits a full delay: no reference meanwhile
   redis.call('HDEL', P .. 'owner', key)
   free_ip(key, ip_when)
   local n = requeue_flight(key)
@@ -172,5 +201,6 @@ local function pop_best(key, now)
   redis.call('ZREM', P .. 'worst', url)
   redis.call('SADD', P .. 'f:' .. key, url)
   redis.call('HINCRBY', P .. 'stat', 'queued', -1)
+  soon_follow(key)
   return {url, redis.call('HGET', P .. 'meta', url), redis.call('SISMEMBER', P .. 'rf', url)}
 end

@@ -8,6 +8,7 @@ if old then  -- a reclaim may have queued it again: keep one copy
 end
 redis.call('SREM', P .. 'f:' .. key, url)
 enqueue(url, key, ARGV[4], ARGV[5], ARGV[6], ARGV[7] == '1')
+soon_follow(key)
 local e = earliest(key)
 schedule(key, math.max(host_times(key), e or 0))  -- a no-op while the key is leased
 return 1

@@ -1,9 +1,10 @@
--- ARGV: P, key, token, host json, next_allowed, last_start, ip_next, stream cap, then pairs
+-- ARGV: P, key, token, host json, next_allowed, last_start, ip_next, stream cap, '1' if the
+-- site waits for nothing but its ordinary turn (politeness.only_its_turn) else '0', then pairs
 -- (url, outcome) of the key's URLs finished this turn (finished first, whoever holds the
 -- lease: they were fetched). Returns 1, or 0 if the lease was lost (then nothing is
 -- scheduled twice).
 local key, na, ls = ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[6])
-for i = 9, #ARGV, 2 do finish_url(ARGV[i], ARGV[i + 1], ARGV[8]) end
+for i = 10, #ARGV, 2 do finish_url(ARGV[i], ARGV[i + 1], ARGV[8]) end
 local owner = redis.call('HGET', P .. 'owner', key)
 if owner == ARGV[3] then
   save_host(key, ARGV[4])
@@ -13,6 +14,12 @@ if owner == ARGV[3] then
   requeue_flight(key)
   local e = earliest(key)
   if e then schedule(key, math.max(na, e)) end
+  if ARGV[9] == '1' then
+    redis.call('SADD', P .. 'clean', key)
+    soon_rank(key)
+  else
+    soon_leave(key)
+  end
   return 1
 end
 local ip = redis.call('HGET', P .. 'ipof', key)

@@ -19,6 +19,7 @@ for i = 2, #ARGV, 3 do
   end
 end
 for key in pairs(touched) do  -- a waiting key's rank is its best URL's
+  soon_follow(key)
   if redis.call('ZSCORE', P .. 'ready', key) then
     local top = redis.call('ZRANGE', P .. 'q:' .. key, 0, 0, 'WITHSCORES')
     if #top > 0 then redis.call('ZADD', P .. 'ready', top[2], key) end
