@@ -35,6 +35,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 import docbed
+from redis_server import redis_url  # noqa: F401  (fixture)
 
 from politecrawl.storage.logs import read_jsonl
 
@@ -109,13 +110,14 @@ def crawl(
     topic: str,
     may_lose: tuple[str, ...] = (),
     pages: int = PAGES,
+    extra: tuple[str, ...] = (),
 ) -> tuple[float, Path]:
     """A crawl of the bed with the outside hosts pinned to its dead port."""
     port, dead_port = bed
     took, out, proc = run_crawl(
         tmp, port, strategy, topic, pages,
         "--resolve", f"*.{docbed.TLD}:{port}:127.0.0.1",
-        "--resolve", f"*.invalid:{dead_port}:127.0.0.1",
+        "--resolve", f"*.invalid:{dead_port}:127.0.0.1", *extra,
     )  # fmt: skip
     # exit 3 names the sites lost: only the dead outside hosts may be
     lost = json.loads((out / "summary.json").read_text())["sites_lost"]
@@ -136,14 +138,21 @@ def pages_of(rows: list[dict[str, object]]) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("frontier", ["sqlite", "redis"])
 def test_focused_crawl_keeps_pace_when_best_links_fail(
-    tmp_path: Path, bed: tuple[int, int]
+    tmp_path: Path, bed: tuple[int, int], frontier: str, request: pytest.FixtureRequest
 ) -> None:
+    """``redis``: the focused crawl on the shared frontier, which keeps the budget policy
+    across its shards (breadth-first runs on SQLite either way)."""
     topic = next(t for t in docbed.TOPICS if t.name == "concurrency")
     took: dict[str, float] = {}
     found: dict[str, int] = {}
     for strategy in ("bfs", "focused"):
-        took[strategy], out = crawl(tmp_path, bed, strategy, topic.query)
+        extra: tuple[str, ...] = ()
+        if frontier == "redis" and strategy == "focused":
+            url = request.getfixturevalue("redis_url")
+            extra = ("--frontier", url, "--crawl-id", f"stall-{tmp_path.name}")
+        took[strategy], out = crawl(tmp_path, bed, strategy, topic.query, extra=extra)
         summary = json.loads((out / "summary.json").read_text())
         rows = requests_of(out)
         hosts = {urlsplit(str(r["url"])).hostname or "" for r in rows}
