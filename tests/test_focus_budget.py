@@ -7,11 +7,20 @@ poor site waits while the rail pages wait on their site's delay, so the budget i
 the six rail pages; without it (``--defer-ratio 0``), the poor site fills each wait and the
 budget is gone before the rail site's second turn. The shared (Redis) frontier keeps the
 same rule across its shards: it used to refuse the option and serve every ready site.
+
+The unkind variant: the rail site over https (a local CA through ``SSL_CERT_FILE``), its
+front page also linking each page at a dead http origin of the same host (a port where
+nothing listens), with the topic's words in those links too. The dead origin is no reference
+(it never answers): the policy still spends the budget on the live rail pages, the dead
+origin costs a failed request or two (its robots.txt), and if the summary names a site lost
+it is that origin only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 import sys
 from pathlib import Path
 
@@ -19,6 +28,9 @@ import pytest
 from conftest import UA
 from originweb import SiteServer
 from redis_server import redis_url  # noqa: F401  (fixture)
+from tlsweb import LocalCA
+
+from politecrawl.storage.logs import read_jsonl
 
 pytestmark = pytest.mark.e2e
 
@@ -28,10 +40,14 @@ MISC = 40
 BUDGET = 10  # pages: two front pages, the six rail pages and two more
 
 
-def rail(path: str) -> str | None:
+def rail(path: str, dead_origin: str = "") -> str | None:
+    """``dead_origin``: the front page also links each page there (``http://host:port``)."""
     if path == "/":
         links = "".join(f'<a href="/loco/{i}.html">steam locomotive {i}</a> ' for i in
                         range(1, RAIL + 1))  # fmt: skip
+        if dead_origin:
+            links += "".join(f'<a href="{dead_origin}/loco/{i}.html">old steam locomotive {i}'
+                             "</a> " for i in range(1, RAIL + 1))  # fmt: skip
         return f"<html><head><title>Heritage railway</title></head><body>{links}</body></html>"
     name = path.removeprefix("/loco/").removesuffix(".html")
     if not name.isdigit() or not 1 <= int(name) <= RAIL:
@@ -54,43 +70,85 @@ def misc(path: str) -> str | None:
     return f"<html><head><title>Note {name}</title></head><body><p>{text}</p></body></html>"
 
 
-async def crawl(out: Path, ratio: str, extra: tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """The rail and misc pages the servers were asked, in order."""
+def closed_port() -> int:
+    """A loopback port nobody listens on (bound and closed again)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def crawl(
+    out: Path, ratio: str, extra: tuple[str, ...], ca: LocalCA | None = None, dead: int = 0
+) -> tuple[list[str], list[str]]:
+    """The rail and misc pages the servers were asked, in order. ``ca``: the rail site over
+    https, its front page linking a dead http origin of its host at port ``dead``."""
+    scheme = "https" if ca else "http"
+    dead_origin = f"http://rail.test:{dead}" if dead else ""
     async with (
-        SiteServer(rail, robots="User-agent: *\nCrawl-delay: 0.5\nDisallow:\n") as good,
+        SiteServer(
+            lambda path: rail(path, dead_origin),
+            robots="User-agent: *\nCrawl-delay: 0.5\nDisallow:\n",
+            ssl_ctx=ca.server_context() if ca else None,
+        ) as good,
         SiteServer(misc) as poor,
     ):
         seeds = out.parent / f"seeds-{ratio}.txt"
-        seeds.write_text(f"http://rail.test:{good.port}/\nhttp://misc.test:{poor.port}/\n")
+        seeds.write_text(f"{scheme}://rail.test:{good.port}/\nhttp://misc.test:{poor.port}/\n")
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds),
             "--resolve", f"rail.test:{good.port}:127.0.0.1",
             "--resolve", f"misc.test:{poor.port}:127.0.0.1",
+            *(("--resolve", f"rail.test:{dead}:127.0.0.1") if dead else ()),
             "--user-agent", UA, "--out", str(out), "--topic", TOPIC,
             "--max-pages", str(BUDGET), "--defer-ratio", ratio, "--min-delay", "0.01",
             "--jitter", "0", "--allow-private-addresses", "--no-progress",
             "--ip-min-delay", "off", *extra,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=ca.env(out.parent / "ca.pem") if ca else None,
         )  # fmt: skip
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
-        assert proc.returncode == 0, (stdout + stderr).decode()[-3000:]
+        # exit 3 if the summary names sites lost: only the dead origin may be (the caller)
+        assert proc.returncode in ((0, 3) if dead else (0,)), (stdout + stderr).decode()[-3000:]
         return good.paths(), poor.paths()
+
+
+def shared(request: pytest.FixtureRequest, frontier: str, name: str) -> tuple[str, ...]:
+    """The options of a crawl on ``frontier`` (``redis``: a crawl id of its own)."""
+    if frontier != "redis":
+        return ()
+    return ("--frontier", request.getfixturevalue("redis_url"), "--crawl-id", name)
 
 
 @pytest.mark.parametrize("frontier", ["sqlite", "redis"])
 async def test_a_poor_site_waits_while_the_rail_site_waits_on_its_delay(
     tmp_path: Path, frontier: str, request: pytest.FixtureRequest
 ) -> None:
-    extra: tuple[str, ...] = ()
-    if frontier == "redis":
-        url = request.getfixturevalue("redis_url")
-        extra = ("--frontier", url, "--crawl-id", f"budget-{tmp_path.name}")
+    extra = shared(request, frontier, f"budget-{tmp_path.name}")
     held_rail, held_misc = await crawl(tmp_path / "held", "0.5", extra)
     loco = [p for p in held_rail if p.startswith("/loco/")]
     assert len(loco) == RAIL, (held_rail, held_misc)  # every rail page in the budget
     assert len(held_misc) <= BUDGET - 1 - RAIL, held_misc
-    extra = (*extra[:-1], f"free-{tmp_path.name}") if extra else ()
+    extra = shared(request, frontier, f"free-{tmp_path.name}")
     free_rail, free_misc = await crawl(tmp_path / "free", "0", extra)
     # without the policy the poor site fills every wait: the rail pages are left behind
     assert len([p for p in free_rail if p.startswith("/loco/")]) < RAIL, (free_rail, free_misc)
     assert len(free_misc) > len(held_misc), (free_misc, held_misc)
+
+
+@pytest.mark.parametrize("frontier", ["sqlite", "redis"])
+async def test_the_policy_holds_on_https_beside_a_dead_origin_of_the_host(
+    tmp_path: Path, frontier: str, request: pytest.FixtureRequest
+) -> None:
+    ca = LocalCA(["rail.test"])
+    dead = closed_port()
+    extra = shared(request, frontier, f"tls-{tmp_path.name}")
+    rail_paths, misc_paths = await crawl(tmp_path / "held", "0.5", extra, ca, dead)
+    loco = [p for p in rail_paths if p.startswith("/loco/")]
+    assert len(loco) == RAIL, (rail_paths, misc_paths)  # every live rail page, over https
+    assert len(misc_paths) <= BUDGET - 1 - RAIL, misc_paths
+    out = tmp_path / "held"
+    lost = json.loads((out / "summary.json").read_text())["sites_lost"]
+    assert all(f":{dead}" in str(s["reason"]) for s in lost), lost
+    asked = [r for r in read_jsonl(out / "log" / "requests.jsonl") if f":{dead}/" in r["url"]]
+    assert asked and all(r["status"] is None and r["error"] for r in asked), asked
+    assert len(asked) <= 3, asked  # its robots.txt: no page of it asked while it fails
