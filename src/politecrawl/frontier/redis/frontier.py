@@ -76,6 +76,7 @@ class RedisFrontier:
         self._beat: asyncio.Task[None] | None = None
         self._peek_cache_s = peek_cache_s
         self._views = ShardViews(store, peek_cache_s, max_wait_s, defer_ratio)
+        self._policy = "1" if defer_ratio else ""  # the lease script's flag (lease.lua)
         self._wake: tuple[float, int, float | None] | None = None  # (at, calls, wake)
         self._reclaimed = 0  # URLs this worker found to re-fetch (expired leases)
         self.lost_leases = 0  # leases this worker held that expired under it
@@ -301,7 +302,7 @@ class RedisFrontier:
         order, deferred = self._views.ranked(views, now, best)
         for s in order:
             token = f"{self.worker_id}/{next(self._tokens)}"
-            args = [*common, token, *rest, "take", self._views.floor(best)]
+            args = [*common, token, *rest, "take", self._views.floor(best), self._policy]
             taken = await self._lease_script(s, args, now)
             views[s] = self._views.remember(s, taken[3])
             got = self._adopt(s, token, taken)
@@ -344,7 +345,7 @@ class RedisFrontier:
                 views[s] = v
             else:
                 stale.append(s)
-        args = [*common, "", *rest, "peek"]
+        args = [*common, "", *rest, "peek", "", self._policy]
         peeks = await self.store.run_many("lease", [(s, args) for s in stale], touch=False)
         for i, s in enumerate(stale):
             if peeks[i][0] == -1:  # expired leases found there: reclaimed, then asked again
@@ -406,8 +407,7 @@ class RedisFrontier:
             fnum(state.last_start),
             fnum(state.ip_next),
             self._outcome_cap,
-            # a reference for the budget policy (``_floor``), judged on the crawl's own clock
-            "1" if politeness.only_its_turn(state, max(self._last_now, state.last_start)) else "0",
+            self._clean(state),  # a reference for the budget policy?
             *self._done.pop(key, ()),
         ]
         if held is not None and self._views.take_after(shard, now):
@@ -416,7 +416,7 @@ class RedisFrontier:
             token = f"{self.worker_id}/{next(self._tokens)}"
             lease_args = [fnum(now), fnum(now + self.lease_ttl_s), token, fnum(self.max_wait_s)]
             fresh = self._views.all_fresh() or []
-            lease_args += ["take", self._views.floor(self._views.best(fresh))]
+            lease_args += ["take", self._views.floor(self._views.best(fresh)), self._policy]
             ok, taken = await self.store.run(
                 "release_take", shard, [len(args), *args, *lease_args], touch=False
             )
@@ -433,6 +433,15 @@ class RedisFrontier:
         ok = await self.store.run("release", shard, args, touch=False)
         self._released(ok, held, key)
         self._views.released(shard, politeness.released_soonest(state))
+
+    def _clean(self, state: HostState) -> str:
+        """release.lua's flag: whether the site waits for nothing but its ordinary turn (a
+        reference for the budget policy), judged on the crawl's own clock; '' without the
+        policy (nothing kept for it)."""
+        if not self._policy:
+            return ""
+        now = max(self._last_now, state.last_start)
+        return "1" if politeness.only_its_turn(state, now) else "0"
 
     def _released(self, ok: Any, held: tuple[str, int] | None, key: str) -> None:
         if not int(ok) and held is not None:

@@ -1,6 +1,7 @@
--- ARGV: P, now, expiry, token, max wait, mode ('peek' | 'take'), and for a take the floor
--- (the budget policy, ``--defer-ratio``: a ready key whose score is above it, and not above 0,
--- is not worth a request now unless it is overdue; '' for none).
+-- ARGV: P, now, expiry, token, max wait, mode ('peek' | 'take'), the floor for a take (the
+-- budget policy, ``--defer-ratio``: a ready key whose score is above it, and not above 0, is
+-- not worth a request now unless it is overdue; '' for none), and '1' if the crawl keeps the
+-- policy (the view then reports `soon`'s best; a crawl without it skips that work).
 -- Expired leases first: if there are any, they are returned as {-1, {key, its HostState JSON
 -- or false, ...}} (up to 100) and nothing else is done; the worker computes when each may be
 -- asked again and reclaims them (reclaim.lua), then asks again. Otherwise both modes move due
@@ -11,6 +12,7 @@
 -- trip less)}.
 local now = tonumber(ARGV[2])
 local floor = tonumber(ARGV[7] or '')
+local policy = ARGV[8] == '1'
 local reclaimed = 0
 local expired = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', ARGV[2], 'LIMIT', 0, 100)
 if #expired > 0 then
@@ -40,7 +42,7 @@ local function view()
   local box = redis.call('ZRANGE', P .. 'box', 0, 0, 'WITHSCORES')
   local leases = redis.call('ZRANGE', P .. 'leases', 0, 0, 'WITHSCORES')
   return {reclaimed, top[1] or false, top[2] or false, oldest[2] or false, box[2] or false,
-    leases[2] or false, soon_top()}
+    leases[2] or false, policy and soon_top()}
 end
 if ARGV[6] == 'peek' then return view() end
 while true do

@@ -1,5 +1,6 @@
 -- ARGV: P, key, token, host json, next_allowed, last_start, ip_next, stream cap, '1' if the
--- site waits for nothing but its ordinary turn (politeness.only_its_turn) else '0', then pairs
+-- site waits for nothing but its ordinary turn (politeness.only_its_turn) else '0' ('' when
+-- the crawl keeps no budget policy: `clean` and `soon` are left alone), then pairs
 -- (url, outcome) of the key's URLs finished this turn (finished first, whoever holds the
 -- lease: they were fetched). Returns 1, or 0 if the lease was lost (then nothing is
 -- scheduled twice).
@@ -17,7 +18,7 @@ if owner == ARGV[3] then
   if ARGV[9] == '1' then
     redis.call('SADD', P .. 'clean', key)
     soon_rank(key)
-  else
+  elseif ARGV[9] == '0' then
     soon_leave(key)
   end
   return 1
