@@ -288,7 +288,10 @@ class RedisFrontier:
         it (crawl-wide order: the longest-overdue first, then the best URL, then the key).
         With ``peek_cache_s``, a shard's view is reused for that long unless this worker
         changed what the shard may have ready, or its next time has come: what other workers
-        did there meanwhile is seen that much later (a lease is always decided by the shard)."""
+        did there meanwhile is seen that much later (a lease is always decided by the shard).
+        With ``defer_ratio``, a shard whose best key is not worth a request now (``views``,
+        ``frontier.not_worth_it``) is not asked; if that held any back, the lease says to ask
+        again at the first box time, or in ``_DEFER_POLL_S`` (another worker's key)."""
         while self._taken:  # leased by a release's script (see ``release``)
             ready = self._taken.pop(0)
             if ready.key in self._held:  # (unless the lease was lost meanwhile)
@@ -308,7 +311,7 @@ class RedisFrontier:
             got = self._adopt(s, token, taken)
             if got is not None:
                 return got
-            deferred = deferred or bool(self._views.ranked({s: views[s]}, now, best)[1])
+            deferred = deferred or self._views.deferred(views[s], now, best)
         times = [v[3] for v in views.values() if v[3] is not None]
         if deferred:  # no busy loop: the better key's next time, or a look again soon
             times = [t for t in times if t > now] + [now + _DEFER_POLL_S]

@@ -84,20 +84,28 @@ class ShardViews:
             return ""
         return fnum(-self.defer_ratio * best)
 
+    def deferred(self, view: View, now: float, best: float | None) -> bool:
+        """Whether the view's ready key is not worth a request now (``not_worth_it`` against
+        ``best``), unless it is overdue (``max_wait_s``)."""
+        key, score, oldest, _, _ = view
+        if key is None or (oldest is not None and oldest <= now - self.max_wait_s):
+            return False
+        return not_worth_it(-score, best, self.defer_ratio)
+
     def ranked(
         self, views: dict[int, View], now: float, best: float | None
     ) -> tuple[list[int], bool]:
-        """The shards to ask to lease, best first, and whether a ready key was deferred."""
-        ranked: list[tuple[int, float, float, str, int]] = []
+        """The shards to ask to lease, best first (longest-overdue, then best URL, then the
+        key), and whether a ready key was deferred."""
+        ranked: list[tuple[tuple[int, float, float], str, int]] = []
         deferred = False
-        for s, (key, score, oldest, _, _) in views.items():
-            if key is not None:
-                overdue = oldest is not None and oldest <= now - self.max_wait_s
-                if not overdue and not_worth_it(-score, best, self.defer_ratio):
-                    deferred = True
-                    continue
-                first = oldest if overdue and oldest is not None else 0.0
-                ranked.append((0 if overdue else 1, first, score, key, s))
+        for s, view in views.items():
+            if view[0] is None:
+                continue
+            if self.deferred(view, now, best):
+                deferred = True
+                continue
+            ranked.append((self._rank(view, now), view[0], s))
         return [r[-1] for r in sorted(ranked)], deferred
 
     def take_after(self, shard: int, now: float) -> bool:
