@@ -242,8 +242,9 @@ class CrawlConfig:
     target_relevant: int | None = None
     max_queue: int | None = None
     max_wait_s: float = MAX_WAIT_S  # a site due this long goes before better-ranked ones
-    # a ready site whose best URL is below this share of the best queued anywhere waits
-    # (frontier.sqlite); None: DEFER_RATIO for the keyword/focused strategies, else 0
+    # a ready site whose best URL is below this share of the best queued at a site that can be
+    # asked now or soon waits (frontier.not_worth_it, both frontiers); None: DEFER_RATIO for
+    # the keyword/focused strategies, else 0
     defer_ratio: float | None = None
     max_urls_per_host: int | None = None
     # trap guard: URLs of one generated pattern found from its own pages (traps.UrlSpaces)

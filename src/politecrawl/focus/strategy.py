@@ -9,8 +9,8 @@ own terms), so the first pages are chosen by the topic, not at random; ``keyword
 prior and never learns (the baseline the learning has to beat). The frontier serves the ready
 site with the best URL first, so politeness is never traded for priority: a site in the
 penalty box keeps its best URL waiting, and with ``--defer-ratio`` a site whose best URL is
-much worse than the best queued anywhere is not leased while the better one waits on its
-delay (``frontier.sqlite``).
+much worse than the best queued at a site that can be asked now or soon is not leased while
+the better one waits on its delay (``frontier.not_worth_it``, on either frontier).
 
 The features of queued links are kept (bounded) so that the page they lead to can teach the
 model, and so queued URLs can be re-scored as the model changes (``rescore``).
