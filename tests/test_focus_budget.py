@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import UA
-from originweb import SiteServer
+from originweb import SiteServer, closed_port
 from redis_server import redis_url  # noqa: F401  (fixture)
 from tlsweb import LocalCA
 
@@ -68,13 +67,6 @@ def misc(path: str) -> str | None:
         return None
     text = "Gardening notes: compost, seedlings and pruning the hedge. " * 8
     return f"<html><head><title>Note {name}</title></head><body><p>{text}</p></body></html>"
-
-
-def closed_port() -> int:
-    """A loopback port nobody listens on (bound and closed again)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def crawl(

@@ -24,10 +24,7 @@ for e = 1, n do
     if tonumber(nb) <= 0 then
       local r = redis.call('ZSCORE', P .. 'ready', key)
       if r and tonumber(qs) < tonumber(r) then redis.call('ZADD', P .. 'ready', qs, key) end
-      if redis.call('SISMEMBER', P .. 'clean', key) == 1 then
-        local so = redis.call('ZSCORE', P .. 'soon', key)
-        if not so or tonumber(qs) < tonumber(so) then redis.call('ZADD', P .. 'soon', qs, key) end
-      end
+      soon_follow(key)
     end
     out[e] = 1
     if not redis.call('ZSCORE', P .. 'leases', key) then changed = 1 end

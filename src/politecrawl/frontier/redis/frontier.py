@@ -413,13 +413,13 @@ class RedisFrontier:
             self._clean(state),  # a reference for the budget policy?
             *self._done.pop(key, ()),
         ]
-        if held is not None and self._views.take_after(shard, now):
+        floor = self._views.take_after(shard, now) if held is not None else None
+        if floor is not None:
             # this shard holds the next key the crawl would lease: leased by the same script,
             # given by the next ``lease`` (one round trip instead of two)
             token = f"{self.worker_id}/{next(self._tokens)}"
             lease_args = [fnum(now), fnum(now + self.lease_ttl_s), token, fnum(self.max_wait_s)]
-            fresh = self._views.all_fresh() or []
-            lease_args += ["take", self._views.floor(self._views.best(fresh)), self._policy]
+            lease_args += ["take", floor, self._policy]
             ok, taken = await self.store.run(
                 "release_take", shard, [len(args), *args, *lease_args], touch=False
             )

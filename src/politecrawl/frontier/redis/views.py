@@ -87,10 +87,9 @@ class ShardViews:
     def deferred(self, view: View, now: float, best: float | None) -> bool:
         """Whether the view's ready key is not worth a request now (``not_worth_it`` against
         ``best``), unless it is overdue (``max_wait_s``)."""
-        key, score, oldest, _, _ = view
-        if key is None or (oldest is not None and oldest <= now - self.max_wait_s):
+        if view[0] is None or self._overdue(view, now):
             return False
-        return not_worth_it(-score, best, self.defer_ratio)
+        return not_worth_it(-view[1], best, self.defer_ratio)
 
     def ranked(
         self, views: dict[int, View], now: float, best: float | None
@@ -108,25 +107,32 @@ class ShardViews:
             ranked.append((self._rank(view, now), view[0], s))
         return [r[-1] for r in sorted(ranked)], deferred
 
-    def take_after(self, shard: int, now: float) -> bool:
+    def take_after(self, shard: int, now: float) -> str | None:
         """Whether a release on ``shard`` should lease that shard's best key in the same
         script: only while every shard's view is fresh (as ``lease`` would reuse it), the
         shard's best key is not deferred, and none ranks before it (longest-overdue, then
         best URL; the key name, which only breaks ties, is not weighed: so a tie goes to the
-        shard at hand)."""
+        shard at hand). The take's floor (``floor``) if so, else None."""
         views = self.all_fresh()
         if views is None:
-            return False
+            return None
         if any(key is None and nxt is not None and nxt <= now for key, _, _, nxt, _ in views):
-            return False  # a shard's next time has come: lease would ask it
-        order, _ = self.ranked(dict(enumerate(views)), now, self.best(views))
+            return None  # a shard's next time has come: lease would ask it
+        best = self.best(views)
+        order, _ = self.ranked(dict(enumerate(views)), now, best)
         if shard not in order:
-            return False
+            return None
         mine = self._rank(views[shard], now)
-        return all(self._rank(views[s], now) >= mine for s in order)
+        if any(self._rank(views[s], now) < mine for s in order):
+            return None
+        return self.floor(best)
+
+    def _overdue(self, view: View, now: float) -> bool:
+        oldest = view[2]
+        return oldest is not None and oldest <= now - self.max_wait_s
 
     def _rank(self, view: View, now: float) -> tuple[int, float, float]:
-        _, score, oldest, _, _ = view
-        if oldest is not None and oldest <= now - self.max_wait_s:
+        oldest, score = view[2], view[1]
+        if oldest is not None and self._overdue(view, now):
             return (0, oldest, score)
         return (1, 0.0, score)
