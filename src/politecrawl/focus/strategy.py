@@ -19,9 +19,10 @@ model, and so queued URLs can be re-scored as the model changes (``rescore``).
 from __future__ import annotations
 
 import random
-from collections import OrderedDict
+import re
+from collections import Counter, OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from politecrawl.focus.relevance import Document, KeywordScorer, NuggetFunction,
 from politecrawl.focus.relevance import load_callable as load_nugget
 from politecrawl.focus.siblings import SectionIndex
 from politecrawl.urls.canonical import host_of, registered_domain
+from politecrawl.urls.traps import pattern_of
 
 _MAX_FEATURES = 2_000_000  # queued links whose features are kept for learning/re-scoring
 _RESCORE_MIN, _RESCORE_MAX = 20, 500  # pages learned between re-scorings: a quarter of the
@@ -45,6 +47,23 @@ def _path_words(url: str) -> list[str]:
 
 
 _URL_NOISE = frozenset({"html", "htm", "php", "asp", "aspx", "jsp", "index", "www"})
+# A listing's link to the next listing keeps this share of the best item it lists
+# (``Focus._series_floor``); a listing lists at least ``_LISTING_ITEMS`` items of one pattern.
+SERIES_SHARE = 0.5
+SERIES_KEEP = 0.8
+_LISTING_ITEMS = 5
+_NEXT_PAGE = re.compile(r"[/?&;](?:[a-z_-]+[/=])?[0-9]+/?", re.IGNORECASE)
+
+
+def _first_page_series(source_url: str, links: list[Link]) -> tuple[str, str] | None:
+    """The pattern of a listing's second page when the first has no number (``/forum/``
+    links ``/forum/page/2`` or ``/forum?page=2``): a link that adds one number to the URL."""
+    base = source_url.partition("#")[0].rstrip("/")
+    for link in links:
+        url = link.url
+        if url.startswith(base) and _NEXT_PAGE.fullmatch(url, len(base)):
+            return pattern_of(url)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +72,7 @@ class PageScore:
     charset: str | None
     relevant: bool
     distance: int  # hops since the last relevant page, for the links found on this one
+    floor: float = 0.0  # the page's own floor as a listing of a series (Focus._series_floor)
 
 
 class Focus:
@@ -134,7 +154,8 @@ class Focus:
                 self.model.observe(host, registered_domain(host), rel, section_of(url))
         parent_distance = feats.distance if feats is not None else 0
         distance = 0 if relevant else parent_distance + 1
-        return PageScore(rel, doc.charset, relevant, distance)
+        floor = feats.floor if feats is not None else 0.0
+        return PageScore(rel, doc.charset, relevant, distance, floor)
 
     def saw_stored(
         self, url: str, duplicate_of: str | None, relevant: bool = False
@@ -183,6 +204,8 @@ class Focus:
         src_rel = score.relevance or 0.0
         model = self.model
         topic = self._topic
+        own = pattern_of(source_url) or _first_page_series(source_url, links)
+        patterns: list[tuple[str, str] | None] = []
         for link in links:
             if link.url in self._features:
                 continue  # queued already with features; the seen-set will drop it
@@ -201,12 +224,47 @@ class Focus:
                 url_match=u_match,
                 translation=link.translation,
             )
+            if own is not None:
+                patterns.append(pattern_of(link.url))
             items.append((link.url, self._priority(model, f)))
             self._remember(link.url, f)
+        if own is not None and own in patterns:
+            self._series_floor(items, patterns, own, score.floor)
         return items
 
+    def _series_floor(
+        self,
+        items: list[tuple[str, float]],
+        patterns: list[tuple[str, str] | None],
+        own: tuple[str, str],
+        inherited: float,
+    ) -> None:
+        """A listing's link to the next listing (``/forum/page/2`` on ``/forum/page/1``, both
+        of one numbered pattern) keeps a share of the best item it lists: the next listing
+        lists items like these, while it is no nugget itself, so the model learns the links
+        to listings as misses. A listing without a good item passes most of its own floor on
+        (``SERIES_KEEP``): a forum's topic is not on every listing page. A page is a listing
+        when most of its new links are items of one other numbered pattern (``/t/N``); release
+        notes that link their numbered neighbours and prose pages are not (a floor on every
+        numbered neighbour cost the `fifth` bed 0.007 of harvest at 300 fetches,
+        docs/focus.md section 14)."""
+        counts = Counter(p for p in patterns if p is not None and p != own)
+        if not counts:
+            return
+        item, n = counts.most_common(1)[0]
+        others = sum(1 for p in patterns if p != own)
+        if n < _LISTING_ITEMS or 2 * n < others:
+            return
+        best = max(p for (_, p), pat in zip(items, patterns, strict=True) if pat == item)
+        floor = max(SERIES_SHARE * best, SERIES_KEEP * inherited)
+        for i, pat in enumerate(patterns):
+            url, p = items[i]
+            if pat == own and p < floor:
+                items[i] = (url, floor)
+                self._features[url] = replace(self._features[url], floor=floor)
+
     def _priority(self, model: Prioritizer, f: LinkFeatures) -> float:
-        p = model.score(f)
+        p = max(model.score(f), f.floor)
         return p * COPY_SHARE if self.copies.covers(f.url, f.host) else p
 
     def default_priority(self, depth: int) -> float:

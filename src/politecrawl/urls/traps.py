@@ -59,8 +59,9 @@ TrapHook = Callable[[str, str, str, str], None]
 CALENDAR, BUDGET = "calendar", "budget"
 
 
-def _split(url: str) -> tuple[str, str] | None:
-    """(host, pattern) of a canonical URL, or None when the URL has no variable part."""
+def pattern_of(url: str) -> tuple[str, str] | None:
+    """(host, pattern) of a canonical URL, or None when the URL has no variable part; the
+    focused crawl tells a listing's numbered pages by it too (``Focus._series_floor``)."""
     start = url.find("//") + 2
     slash = url.find("/", start)
     if slash < 0:
@@ -139,7 +140,7 @@ class UrlSpaces:
         """Whether ``url`` belongs to a pattern already declared a trap."""
         if self.max_urls is None or not self.traps:
             return False
-        split = _split(url)
+        split = pattern_of(url)
         return split is not None and split in self.traps
 
     def admitted(self, url: str, source: str | None) -> None:
@@ -147,11 +148,12 @@ class UrlSpaces:
         family; note where the family was entered otherwise."""
         if self.max_urls is None:
             return
-        split = _split(url)
+        split = pattern_of(url)
         if split is None:
             return
         if source is not self._source:
-            self._source, self._source_split = source, None if source is None else _split(source)
+            self._source = source
+            self._source_split = None if source is None else pattern_of(source)
             self._source_date = None if source is None else date_of(source)
         src = self._source_split
         family = (split[0], _family(split[1]))
