@@ -10,7 +10,7 @@ relevant page to raise its siblings at once (``focus.siblings``), so it rests on
 words and what the crawl learns of them. With a budget of 250 pages the focused crawl must
 reach its budget with each page asked once, and take the topic's threads and their replies
 ahead of the rest: four times breadth-first's pages on the topic and 64 of the 80, judged by the
-pages the server was asked. It takes all 80 (breadth-first 12): a listing's link to the next listing
+pages the server was asked, on both frontiers. It takes all 80 (breadth-first 12): a listing's link to the next listing
 keeps a share of the best thread it lists (``Focus._series_floor``), where the model alone
 learns it as a miss, since a listing is no nugget (28 of the 80 before that, reading each
 listing's other threads first).
@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from conftest import UA
 from originweb import SiteServer
+from redis_server import redis_url  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.e2e
 
@@ -107,8 +108,8 @@ def relevant(path: str) -> bool:
     return len(parts) >= 2 and parts[0] == "t" and on_topic(int(parts[1]))
 
 
-async def crawl(out: Path, strategy: str) -> list[str]:
-    """The pages the forum was asked, in order."""
+async def crawl(out: Path, strategy: str, *extra: str) -> list[str]:
+    """The pages the forum was asked, in order; ``extra``: more options (the frontier)."""
     async with SiteServer(forum) as server:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "politecrawl", "crawl", f"http://forum.test:{server.port}/",
@@ -116,7 +117,7 @@ async def crawl(out: Path, strategy: str) -> list[str]:
             "--out", str(out), "--topic", TOPIC, "--strategy", strategy,
             "--max-pages", str(BUDGET), "--min-delay", "0", "--jitter", "0",
             "--delay-factor", "0", "--allow-private-addresses", "--no-progress",
-            "--ip-min-delay", "off",
+            "--ip-min-delay", "off", *extra,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 240)
@@ -124,10 +125,17 @@ async def crawl(out: Path, strategy: str) -> list[str]:
         return server.paths()
 
 
+@pytest.mark.parametrize("frontier", ["sqlite", "redis"])
 async def test_a_focused_crawl_finds_the_topics_threads_on_a_numbered_forum(
-    tmp_path: Path,
+    tmp_path: Path, frontier: str, request: pytest.FixtureRequest
 ) -> None:
-    asked = {s: await crawl(tmp_path / s, s) for s in ("bfs", "focused")}
+    asked = {}
+    for s in ("bfs", "focused"):
+        extra = ()
+        if frontier == "redis":  # the shared frontier: a crawl id of its own
+            url = request.getfixturevalue("redis_url")
+            extra = ("--frontier", url, "--crawl-id", f"forum-{s}-{tmp_path.name}")
+        asked[s] = await crawl(tmp_path / s, s, *extra)
     for s, paths in asked.items():
         assert len(paths) == len(set(paths)) == BUDGET, (s, len(paths))  # each page once
     found = {s: sum(map(relevant, paths)) for s, paths in asked.items()}
