@@ -10,10 +10,10 @@ relevant page to raise its siblings at once (``focus.siblings``), so it rests on
 words and what the crawl learns of them. With a budget of 250 pages the focused crawl must
 reach its budget with each page asked once, and take the topic's threads and their replies
 ahead of the rest: four times breadth-first's pages on the topic and 64 of the 80, judged by the
-pages the server was asked, on both frontiers. It takes all 80 (breadth-first 12): a listing's link to the next listing
-keeps a share of the best thread it lists (``Focus._series_floor``), where the model alone
-learns it as a miss, since a listing is no nugget (28 of the 80 before that, reading each
-listing's other threads first).
+pages the server was asked, on both frontiers. It takes all 80 (breadth-first 12): a
+listing's link to the next listing keeps a share of the best thread it lists
+(``Focus._series_floor``), where the model alone learns it as a miss, since a listing is no
+nugget (28 of the 80 before that, reading each listing's other threads first).
 """
 
 from __future__ import annotations
