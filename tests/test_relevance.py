@@ -74,6 +74,22 @@ def test_title_and_headings_weigh_in() -> None:
     assert plain < titled < headed
 
 
+def test_the_urls_path_words_weigh_in_as_a_title_does() -> None:
+    """``sql-createtable.html`` names its page: the path's words count, the host's do not."""
+    k = KeywordScorer("sql statements, select queries")
+    body = "creates a new table in the current database; the columns and constraints " * 4
+    at = lambda url: k(Document(url, "CREATE TABLE", body, [], "utf-8", 1))  # noqa: E731
+    plain = at("http://docs.test/html/createtable.html")
+    named = at("http://docs.test/html/sql-createtable.html")
+    assert named == pytest.approx(plain + 0.2 * 0.5)  # half the phrase "sql statement"
+    assert at("http://sql.test/html/createtable.html") == pytest.approx(plain)  # host
+    assert at("http://docs.test/html/createtable.html?sql=select") == pytest.approx(plain)
+    off = KeywordScorer("sql statements, select queries", url_weight=0.0)
+    assert off(Document("http://docs.test/sql-select.html", "x", body)) == off(
+        Document("http://docs.test/x.html", "x", body)
+    )
+
+
 def test_repetition_saturates() -> None:
     """Boilerplate that repeats a keyword 200 times does not make a page relevant."""
     k = KeywordScorer(TOPIC)

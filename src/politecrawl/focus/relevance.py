@@ -4,7 +4,7 @@ A nugget function is any ``Callable[[Document], float]`` returning a score in [0
 (../shared/seeds/004, "crawling models": the adaptive crawler scores every page and teaches its
 prioritiser with the score). Provided here:
 
-* ``KeywordScorer(topic)``: phrases and keywords, title and headings weighted; robust to
+* ``KeywordScorer(topic)``: phrases and keywords, title, headings and URL words weighted; robust to
   boilerplate by BM25-style term saturation and length normalisation; plurals folded. On a
   1-2 KB page: ~15 µs when no topic word occurs (a substring scan), 60-170 µs otherwise.
 * ``RegexScorer(pattern)``: matches counted up to ``full_at``.
@@ -47,6 +47,7 @@ __all__ = [
     "extract_document",
     "extract_page",
     "load_callable",
+    "path_words",
     "stem",
     "tokens",
 ]
@@ -85,6 +86,16 @@ _NEAR = 5  # words: a phrase's words this close count as half an occurrence of t
 def tokens(text: str) -> list[str]:
     """Lower-cased words: split on whitespace, ASCII punctuation and common Unicode punctuation."""
     return text.lower().translate(_SEPARATORS).split()
+
+
+_URL_NOISE = frozenset({"html", "htm", "php", "asp", "aspx", "jsp", "index", "www"})
+
+
+def path_words(url: str) -> list[str]:
+    """Words of a URL's path (``/library/asyncio-task.html`` -> library, asyncio, task): the
+    name a site gave the page, read by the keyword nugget and the link prioritiser's prior."""
+    path = url.split("://", 1)[-1].partition("/")[2].partition("?")[0].partition("#")[0]
+    return [w for w in tokens(path) if w not in _URL_NOISE]
 
 
 def stem(word: str) -> str:
@@ -128,7 +139,10 @@ class KeywordScorer:
     ``"steam locomotive, heritage railway"`` has two phrases; a page scores by its best
     phrase (mean term saturation) with a share for breadth across all terms, plus phrase
     occurrences (verbatim, or its words near each other), plus phrase-term coverage of the
-    title and of the h1-h3 headings. Saturation (``tf (k1+1) / (tf + k1 (1-b + b
+    title and of the h1-h3 headings, plus ``url_weight`` times its coverage of the URL's path
+    words (``sql-createtable.html`` names its page as a title would; over the 30 topics of
+    bench/docbed.py it raised the labelled pages scored >= 0.5 from 55 % to 62 % at the same
+    precision, docs/focus.md section 14). Saturation (``tf (k1+1) / (tf + k1 (1-b + b
     len/avg_len))``) means a word repeated in boilerplate buys little; a long page needs more
     mentions than a short one for the same score.
     """
@@ -141,6 +155,7 @@ class KeywordScorer:
         b: float = 0.75,
         avg_len: int = 300,
         weights: tuple[float, float, float, float] = (0.50, 0.20, 0.20, 0.10),
+        url_weight: float = 0.2,
     ) -> None:
         phrases: list[tuple[str, ...]] = []
         for part in topic.split(","):
@@ -168,6 +183,7 @@ class KeywordScorer:
         self._b = b
         self._avg_len = float(avg_len)
         self._w_body, self._w_phrase, self._w_title, self._w_head = weights
+        self._w_url = url_weight
 
     def _term_of(self, word: str) -> str | None:
         """The topic term ``word`` is a form of, or starts with (``threading`` -> ``thread``,
@@ -261,6 +277,8 @@ class KeywordScorer:
             + self._w_title * title
             + self._w_head * heads
         )
+        if self._w_url and doc.url:
+            score += self._w_url * self.match(path_words(doc.url))
         return min(1.0, max(0.0, score))
 
 

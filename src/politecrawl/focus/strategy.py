@@ -29,7 +29,13 @@ from typing import Any
 from politecrawl.content.parse import Link
 from politecrawl.focus.copies import COPY_SHARE, CopyFolders
 from politecrawl.focus.prioritizer import LinkFeatures, Prioritizer, link_features, section_of
-from politecrawl.focus.relevance import Document, KeywordScorer, NuggetFunction, tokens
+from politecrawl.focus.relevance import (
+    Document,
+    KeywordScorer,
+    NuggetFunction,
+    path_words,
+    tokens,
+)
 from politecrawl.focus.relevance import load_callable as load_nugget
 from politecrawl.focus.siblings import SectionIndex
 from politecrawl.urls.canonical import host_of, registered_domain
@@ -40,13 +46,6 @@ _RESCORE_MIN, _RESCORE_MAX = 20, 500  # pages learned between re-scorings: a qua
 # pages learned so far, within these bounds (often early, when the model changes most)
 
 
-def _path_words(url: str) -> list[str]:
-    """Words of a URL's path (``/library/asyncio-task.html`` -> library, asyncio, task)."""
-    path = url.split("://", 1)[-1].partition("/")[2].partition("?")[0]
-    return [w for w in tokens(path) if w not in _URL_NOISE]
-
-
-_URL_NOISE = frozenset({"html", "htm", "php", "asp", "aspx", "jsp", "index", "www"})
 # A listing's link to the next listing keeps this share of the best item it lists
 # (``Focus._series_floor``); a listing lists at least ``_LISTING_ITEMS`` items of one pattern.
 SERIES_SHARE = 0.5
@@ -212,7 +211,7 @@ class Focus:
             a_match = u_match = 0.0
             if topic is not None:
                 a_match = topic.match(tokens(link.anchor)) if link.anchor else 0.0
-                u_match = topic.match(_path_words(link.url))
+                u_match = topic.match(path_words(link.url))
             f = link_features(
                 link.url,
                 link.anchor,
