@@ -78,7 +78,10 @@ def test_the_urls_path_words_weigh_in_as_a_title_does() -> None:
     """``sql-createtable.html`` names its page: the path's words count, the host's do not."""
     k = KeywordScorer("sql statements, select queries")
     body = "creates a new table in the current database; the columns and constraints " * 4
-    at = lambda url: k(Document(url, "CREATE TABLE", body, [], "utf-8", 1))  # noqa: E731
+
+    def at(url: str) -> float:
+        return k(Document(url, "CREATE TABLE", body, [], "utf-8", 1))
+
     plain = at("http://docs.test/html/createtable.html")
     named = at("http://docs.test/html/sql-createtable.html")
     assert named == pytest.approx(plain + 0.2 * 0.5)  # half the phrase "sql statement"

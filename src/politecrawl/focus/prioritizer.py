@@ -183,7 +183,7 @@ class LinkFeatures:
     anchor_match: float = 0.0  # share of the topic the anchor text covers, 0..1
     url_match: float = 0.0  # share of the topic the URL's words cover, 0..1
     translation: bool = False  # it leads to its source page in another language (hreflang)
-    floor: float = 0.0  # a priority it keeps whatever the model learns (strategy.SERIES_SHARE)
+    floor: float = 0.0  # a priority it keeps whatever the model learns (Focus._series_floor)
 
 
 def link_features(

@@ -13,7 +13,9 @@ much worse than the best queued at a site that can be asked now or soon is not l
 the better one waits on its delay (``frontier.not_worth_it``, on either frontier).
 
 The features of queued links are kept (bounded) so that the page they lead to can teach the
-model, and so queued URLs can be re-scored as the model changes (``rescore``).
+model, and so queued URLs can be re-scored as the model changes (``rescore``). A listing's link
+to the next listing keeps a floor under its priority (``_series_floor``): a listing is never a
+nugget itself, so the model alone would learn the way to the next one as a miss.
 """
 
 from __future__ import annotations
