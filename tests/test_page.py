@@ -375,3 +375,23 @@ def test_a_page_read_in_a_worker_crosses_processes_whole_but_its_tree() -> None:
     assert again.headers["etag"] == '"e"' and again.tree is None
     assert back.simhash == work.simhash and back.exchange.data == work.exchange.data
     assert back.exchange.capture == work.exchange.capture
+
+
+@pytest.mark.unit
+def test_an_anchor_keeps_the_spaces_between_its_inline_elements() -> None:
+    """A DocBook table of contents: ``26.1. <acronym>SQL</acronym> Dump`` was read as
+    ``26.1.SQLDump`` (each text node stripped, the pieces glued), a word no topic has."""
+    from politecrawl.content.parse import parse_page
+
+    body = html(
+        "T",
+        '<a href="/backup-dump.html">26.1. <acronym class="acronym">SQL</acronym>\n Dump</a>'
+        '<a href="/p">Using <span class="application">pg_dumpall</span></a>'
+        '<a href="/q">  spaced\t out  </a>',
+    ).encode()
+    page = parse_page(body, "http://x.test/backup.html", "testbot")
+    assert [link.anchor for link in page.links] == [
+        "26.1. SQL Dump",
+        "Using pg_dumpall",
+        "spaced out",
+    ]
