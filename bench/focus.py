@@ -52,6 +52,7 @@ STRATEGIES = ("bfs", "random", "keyword", "focused")
 CHECKPOINTS = (100, 300, 1000)
 WALL: dict[tuple[str, str], float] = {}  # (topic, strategy) -> seconds the crawl took
 COPIES: dict[tuple[str, str], int] = {}  # (topic, strategy) -> fetches of a page's very bytes again
+MISSING: dict[tuple[str, str], int] = {}  # (topic, strategy) -> fetches answered 4xx or 5xx
 
 
 def start_server(bed: str, dead_port: int) -> tuple[subprocess.Popen[str], int]:
@@ -113,12 +114,14 @@ async def crawl(
     cpu = cpu_s() - c0
     WALL[(topic.name, strategy)] = time.perf_counter() - t0
     order = []
-    copies = 0
+    copies = missing = 0
     for r in read_jsonl(out / "log" / "requests.jsonl"):
         if not r["url"].endswith("/robots.txt") and r["status"] is not None:
             order.append(r["url"])
             copies += str(r.get("outcome") or "").startswith("duplicate")
+            missing += r["status"] >= 400
     COPIES[(topic.name, strategy)] = copies
+    MISSING[(topic.name, strategy)] = missing
     return order, cpu
 
 
@@ -177,6 +180,8 @@ def report_topic(topic: docbed.Topic, per: dict[str, tuple[list[int], float]]) -
         took = f"{wall:7.1f}" if wall is not None else " " * 7
         copies = COPIES.get((topic.name, name))
         dup = f"{copies:7d}" if copies is not None else ""
+        gone = MISSING.get((topic.name, name))
+        dup += f"{gone:8d}" if gone is not None else ""
         print(f"{topic.half:8} {topic.name:18} {name:8} {cells} {cpu_ms} {took} {dup}", flush=True)
 
 
@@ -259,7 +264,8 @@ def save(path: Path, results: Results) -> None:
     rows = [
         {"topic": t.name, "per": {k: [hits, cpu] for k, (hits, cpu) in per.items()},
          "wall": {k: WALL.get((t.name, k)) for k in per},
-         "copies": {k: COPIES.get((t.name, k)) for k in per}}
+         "copies": {k: COPIES.get((t.name, k)) for k in per},
+         "missing": {k: MISSING.get((t.name, k)) for k in per}}
         for t, per in results
     ]  # fmt: skip
     old = json.loads(path.read_text()) if path.exists() else []
@@ -280,6 +286,9 @@ def load_saved(paths: list[Path]) -> Results:
             for k, n in r.get("copies", {}).items():
                 if n is not None:
                     COPIES[(topic.name, k)] = n
+            for k, n in r.get("missing", {}).items():
+                if n is not None:
+                    MISSING[(topic.name, k)] = n
             results.append((topic, per))
     return results
 
@@ -319,7 +328,7 @@ def main() -> int:
     wanted = set(args.topics.split(",")) - {""}
     t0 = time.perf_counter()
     print(f"{'half':8} {'topic':18} {'strategy':8} {'@100':>6} {'@300':>6} {'@1000':>6} "
-          f"{'CPU ms/page':>11} {'wall s':>7} {'copies':>7}")  # fmt: skip
+          f"{'CPU ms/page':>11} {'wall s':>7} {'copies':>7} {'missing':>7}")  # fmt: skip
     all_results = []
     for bed in beds:
         strategies = tuple(args.strategies.split(","))

@@ -127,8 +127,9 @@ def crawl(
         del queued[url]
         run.order.append(url)
         body = bed.bodies.get(url)
-        if body is None:
-            continue  # a 404 on the bed: a fetch that found nothing
+        if body is None:  # a 404 on the bed: a fetch that found nothing
+            requeue(focus.saw_no_page(url))
+            continue
         score = focus.score_page(url, bed.docs[url])
         first = stored.setdefault(body, url)
         requeue(focus.saw_stored(url, first if first != url else None, score.relevant))

@@ -179,6 +179,11 @@ async def act(
             count_failure(ctx, host, outcome.reason.value)
         if res.status is not None and not res.abandoned:
             ctx.warc.write_exchange(res)
+        if res.status is not None and outcome.reason in _NO_PAGE and entry.kind != SITEMAP:
+            # a link to nothing: the focused strategy learns it as a miss
+            changed = ctx.focus.saw_no_page(entry.url)
+            if changed:
+                await ctx.reprioritize(changed)
     return label, None
 
 
@@ -209,6 +214,10 @@ def retry_later(
 
 
 # drops that say the site is failing, not just the page: counted like a failed request
+# The server answered, and what it answered is no page: a link that leads to nothing
+_NO_PAGE = frozenset(
+    {DropReason.HTTP_PERMANENT, DropReason.NOT_HTML, DropReason.UNEXPECTED_STATUS}
+)
 _SITE_FAILURES = frozenset(
     {DropReason.TOO_SLOW, DropReason.TLS_CERTIFICATE, DropReason.TLS_HANDSHAKE}
 )

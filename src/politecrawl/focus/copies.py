@@ -1,4 +1,4 @@
-"""Folders that hold copies of another folder's pages, learned from duplicates: taken last.
+"""Folders that hold copies of another folder's pages, or links to missing pages: taken last.
 
 Sites serve whole folders twice. Debian's Apache manual ships each language folder with the
 untranslated pages as links to the English ones: ``/pt-br/mod/mod_ssl.html`` is the very bytes
@@ -19,6 +19,12 @@ dropped: the folder holds the site's few real translations too, so a rewrite rul
 (``continuity.duprules``, which needs no counter-example) would lose them; they are fetched
 when little else is left. This is the DUST idea (Bar-Yossef, Keidar and Schonfeld, "Do not
 crawl in the DUST", 2007), learned softly.
+
+A folder is barren in the same way when its links lead to no page: a 404 (or 410, or no HTML)
+counts for every folder its URL lies in (``observe_missing``), a page of its own against, and
+after ``min_support`` of them, more than it held pages, its queued URLs go last too. Django's
+documentation, as Debian ships it, links Python's under ``/usr/share/doc/python3-doc/`` on its
+own host: every one is a 404, with an anchor that names a topic.
 
 Memory: the evidence of the ``max_sites`` (2,000) sites stored to most recently, at most
 ``max_folders`` (500) folders each; a site forgotten learns its folders again from two copies.
@@ -42,6 +48,18 @@ COPY_SHARE = 0.01
 MAX_DEPTH = 4  # folder levels counted for a page of its own: /a/, /a/b/, /a/b/c/, /a/b/c/d/
 
 
+def _folders(path: str) -> list[str]:
+    """The folders ``path`` lies in, outermost first, ``MAX_DEPTH`` at most: ``/a/``, ``/a/b/``."""
+    out = []
+    end = 0
+    for _ in range(MAX_DEPTH):
+        end = path.find("/", end + 1)
+        if end < 0:
+            break
+        out.append(path[: end + 1])
+    return out
+
+
 @dataclass(slots=True)
 class _Site:
     """One site's evidence, by folder (``/pt-br/``)."""
@@ -51,6 +69,7 @@ class _Site:
     held_copy: Counter[str] = field(default_factory=Counter)
     held_original: Counter[str] = field(default_factory=Counter)
     held_own: Counter[str] = field(default_factory=Counter)  # pages of its own (no duplicate)
+    held_missing: Counter[str] = field(default_factory=Counter)  # links that led to no page
     active: set[str] = field(default_factory=set)  # the copy folders
 
 
@@ -85,19 +104,31 @@ class CopyFolders:
         parts = split_url(url)
         if parts is None:
             return
-        path = parts.path
         state = self._site(parts.prefix + parts.host + parts.port, parts.host)
         own = state.held_own
-        end = 0
-        for _ in range(MAX_DEPTH):
-            end = path.find("/", end + 1)
-            if end < 0:
-                break
-            folder = path[: end + 1]
+        for folder in _folders(parts.path):
             if folder in own or len(own) < self.max_folders:
                 own[folder] += 1
                 if folder in state.active:
                     self._judge(state, folder)
+
+    def observe_missing(self, url: str) -> str | None:
+        """The link to ``url`` led to no page (404, 410): one more for each folder it lies in
+        (``MAX_DEPTH`` levels). When this made a folder barren, the folder as a URL prefix."""
+        parts = split_url(url)
+        if parts is None:
+            return None
+        state = self._site(parts.prefix + parts.host + parts.port, parts.host)
+        missing = state.held_missing
+        found = None
+        for folder in _folders(parts.path):
+            if folder in missing or len(missing) < self.max_folders:
+                missing[folder] += 1
+                was = folder in state.active
+                self._judge(state, folder)
+                if found is None and not was and folder in state.active:
+                    found = state.site + folder
+        return found
 
     def observe(self, copy_url: str, original_url: str) -> str | None:
         """A page fetched at ``copy_url`` was the very page of ``original_url``. When this
@@ -121,7 +152,7 @@ class CopyFolders:
         return state.site + copy if not was and copy in state.active else None
 
     def _judge(self, state: _Site, folder: str) -> None:
-        copies = state.held_copy[folder]
+        copies = state.held_copy[folder] + state.held_missing[folder]
         against = max(state.held_original[folder], state.held_own[folder])
         if copies >= self.min_support and copies > against:
             state.active.add(folder)
@@ -158,7 +189,12 @@ class CopyFolders:
     # -- persistence --------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {
-            site: {"copy": st.held_copy, "original": st.held_original, "own": st.held_own}
+            site: {
+                "copy": st.held_copy,
+                "original": st.held_original,
+                "own": st.held_own,
+                "missing": st.held_missing,
+            }
             for site, st in self._sites.items()
         }
 
@@ -174,7 +210,8 @@ class CopyFolders:
                 ("copy", st.held_copy),
                 ("original", st.held_original),
                 ("own", st.held_own),
+                ("missing", st.held_missing),
             ):
                 table.update({str(k): int(v) for k, v in saved.get(name, {}).items()})
-            for folder in list(st.held_copy):
+            for folder in {*st.held_copy, *st.held_missing}:
                 self._judge(st, folder)

@@ -183,6 +183,25 @@ class Focus:
         queued = self._features.items()  # up to 2 million: 0.2 s, once per folder found
         return [(u, self._priority(model, f)) for u, f in queued if u.startswith(folder)]
 
+    def saw_no_page(self, url: str) -> list[tuple[str, float]]:
+        """The link to ``url`` led to no page: a 404 or 410, or something other than HTML. It
+        counts against the URL's folders: after two such, and more than the folder held pages
+        of its own, its queued URLs go last (``copies``). Returns their new priorities, to
+        apply at once. Django's documentation, as Debian ships it, links Python's as
+        ``/usr/share/doc/python3-doc/...`` on its own host, every one a 404 whose anchor names
+        a topic (``datetime``): a focused crawl asked for nine in its first 33 fetches. Not a
+        lesson for the model: taught as a miss of the link's words, or counted in its host's
+        harvest, it lost on some beds (docs/focus.md, section 15)."""
+        if self.model is None:
+            return []
+        self._features.pop(url, None)
+        folder = self.copies.observe_missing(url)
+        if folder is None:
+            return []
+        model = self.model
+        queued = self._features.items()
+        return [(u, self._priority(model, f)) for u, f in queued if u.startswith(folder)]
+
     # -- links ----------------------------------------------------------------------------
     def link_items(
         self,
