@@ -22,7 +22,9 @@ crawl in the DUST", 2007), learned softly.
 
 A folder is barren in the same way when its links lead to no page: a 404 (or 410, or no HTML)
 counts for every folder its URL lies in (``observe_missing``), a page of its own against, and
-after ``min_support`` of them, more than it held pages, its queued URLs go last too. Django's
+after more than ``min_support`` of them, and more than twice the pages it held, its queued URLs
+go last too (a folder that holds a whole site has dead links as well, and its first ones may
+come before its pages). Django's
 documentation, as Debian ships it, links Python's under ``/usr/share/doc/python3-doc/`` on its
 own host: every one is a 404, with an anchor that names a topic.
 
@@ -152,9 +154,14 @@ class CopyFolders:
         return state.site + copy if not was and copy in state.active else None
 
     def _judge(self, state: _Site, folder: str) -> None:
-        copies = state.held_copy[folder] + state.held_missing[folder]
-        against = max(state.held_original[folder], state.held_own[folder])
-        if copies >= self.min_support and copies > against:
+        copies, own = state.held_copy[folder], state.held_own[folder]
+        missing = state.held_missing[folder]
+        against = max(state.held_original[folder], own)
+        # Missing pages need more: a folder that holds a whole site (``/wiki/``, ``/docs/``)
+        # has a few dead links too, and the first ones may be fetched before its pages.
+        copy_folder = copies >= self.min_support and copies > against
+        dead_folder = missing > self.min_support and missing > 2 * own
+        if copy_folder or dead_folder:
             state.active.add(folder)
             self._prefixes.setdefault(state.host, set()).add(state.site + folder)
         elif folder in state.active:

@@ -185,9 +185,9 @@ class Focus:
 
     def saw_no_page(self, url: str) -> list[tuple[str, float]]:
         """The link to ``url`` led to no page: a 404 or 410, or something other than HTML. It
-        counts against the URL's folders: after two such, and more than the folder held pages
-        of its own, its queued URLs go last (``copies``). Returns their new priorities, to
-        apply at once. Django's documentation, as Debian ships it, links Python's as
+        counts against the URL's folders: after three such, and more than twice the pages of
+        its own the folder held, its queued URLs go last (``copies``). Returns their new
+        priorities, to apply at once. Django's documentation, as Debian ships it, links Python's as
         ``/usr/share/doc/python3-doc/...`` on its own host, every one a 404 whose anchor names
         a topic (``datetime``): a focused crawl asked for nine in its first 33 fetches. Not a
         lesson for the model: taught as a miss of the link's words, or counted in its host's
