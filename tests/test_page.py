@@ -19,7 +19,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl import CrawlConfig, Crawler, Document, FetchConfig, Page, PolitenessConfig
 from politecrawl.content.page import read_page
-from politecrawl.content.parse import encode_query
+from politecrawl.content.parse import encode_query, parse_page
 from politecrawl.storage.sinks import ItemRecord, PageRecord, Record
 
 RUSSIAN = "Москва - столица России, крупнейший по численности населения город страны."
@@ -381,8 +381,6 @@ def test_a_page_read_in_a_worker_crosses_processes_whole_but_its_tree() -> None:
 def test_an_anchor_keeps_the_spaces_between_its_inline_elements() -> None:
     """A DocBook table of contents: ``26.1. <acronym>SQL</acronym> Dump`` was read as
     ``26.1.SQLDump`` (each text node stripped, the pieces glued), a word no topic has."""
-    from politecrawl.content.parse import parse_page
-
     body = html(
         "T",
         '<a href="/backup-dump.html">26.1. <acronym class="acronym">SQL</acronym>\n Dump</a>'

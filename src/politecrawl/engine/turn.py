@@ -180,7 +180,7 @@ async def act(
         if res.status is not None and not res.abandoned:
             ctx.warc.write_exchange(res)
         if res.status is not None and outcome.reason in _NO_PAGE and entry.kind != SITEMAP:
-            # a link to nothing: the focused strategy learns it as a miss
+            # a link to nothing: counted against its folders (a folder of them is taken last)
             changed = ctx.focus.saw_no_page(entry.url)
             if changed:
                 await ctx.reprioritize(changed)
@@ -213,11 +213,11 @@ def retry_later(
     ctx.counters["retries"] += 1
 
 
-# drops that say the site is failing, not just the page: counted like a failed request
-# The server answered, and what it answered is no page: a link that leads to nothing
+# the server answered, and what it answered is no page: a link that leads to nothing
 _NO_PAGE = frozenset(
     {DropReason.HTTP_PERMANENT, DropReason.NOT_HTML, DropReason.UNEXPECTED_STATUS}
 )
+# drops that say the site is failing, not just the page: counted like a failed request
 _SITE_FAILURES = frozenset(
     {DropReason.TOO_SLOW, DropReason.TLS_CERTIFICATE, DropReason.TLS_HANDSHAKE}
 )

@@ -24,9 +24,9 @@ A folder is barren in the same way when its links lead to no page: a 404 (or 410
 counts for every folder its URL lies in (``observe_missing``), a page of its own against, and
 after more than ``min_support`` of them, and more than twice the pages it held, its queued URLs
 go last too (a folder that holds a whole site has dead links as well, and its first ones may
-come before its pages). Django's
-documentation, as Debian ships it, links Python's under ``/usr/share/doc/python3-doc/`` on its
-own host: every one is a 404, with an anchor that names a topic.
+come before its pages). Django's documentation, as Debian ships it, links Python's under
+``/usr/share/doc/python3-doc/`` on its own host: every one is a 404, with an anchor that names
+a topic.
 
 Memory: the evidence of the ``max_sites`` (2,000) sites stored to most recently, at most
 ``max_folders`` (500) folders each; a site forgotten learns its folders again from two copies.
@@ -107,12 +107,9 @@ class CopyFolders:
         if parts is None:
             return
         state = self._site(parts.prefix + parts.host + parts.port, parts.host)
-        own = state.held_own
         for folder in _folders(parts.path):
-            if folder in own or len(own) < self.max_folders:
-                own[folder] += 1
-                if folder in state.active:
-                    self._judge(state, folder)
+            if self._count(state.held_own, folder) and folder in state.active:
+                self._judge(state, folder)
 
     def observe_missing(self, url: str) -> str | None:
         """The link to ``url`` led to no page (404, 410): one more for each folder it lies in
@@ -121,11 +118,9 @@ class CopyFolders:
         if parts is None:
             return None
         state = self._site(parts.prefix + parts.host + parts.port, parts.host)
-        missing = state.held_missing
         found = None
         for folder in _folders(parts.path):
-            if folder in missing or len(missing) < self.max_folders:
-                missing[folder] += 1
+            if self._count(state.held_missing, folder):
                 was = folder in state.active
                 self._judge(state, folder)
                 if found is None and not was and folder in state.active:
@@ -144,14 +139,21 @@ class CopyFolders:
             return None
         copy, original = swap
         state = self._site(a.prefix + a.host + a.port, a.host)
-        if len(state.held_copy) >= self.max_folders and copy not in state.held_copy:
+        if not self._count(state.held_copy, copy):
             return None
-        state.held_copy[copy] += 1
         state.held_original[original] += 1
         was = copy in state.active
         self._judge(state, copy)
         self._judge(state, original)
         return state.site + copy if not was and copy in state.active else None
+
+    def _count(self, table: Counter[str], folder: str) -> bool:
+        """One more for ``folder`` in ``table``, unless the table is full (``max_folders``)
+        and does not know it; whether it was counted."""
+        if folder not in table and len(table) >= self.max_folders:
+            return False
+        table[folder] += 1
+        return True
 
     def _judge(self, state: _Site, folder: str) -> None:
         copies, own = state.held_copy[folder], state.held_own[folder]

@@ -177,29 +177,27 @@ class Focus:
             features = self._features
             siblings = self.sections.queued(section_of(url), features.__contains__)
             return [(u, self._priority(model, features[u])) for u in siblings]
-        folder = self.copies.observe(url, duplicate_of)
-        if folder is None:
-            return []
-        queued = self._features.items()  # up to 2 million: 0.2 s, once per folder found
-        return [(u, self._priority(model, f)) for u, f in queued if u.startswith(folder)]
+        return self._rescore_folder(model, self.copies.observe(url, duplicate_of))
 
     def saw_no_page(self, url: str) -> list[tuple[str, float]]:
         """The link to ``url`` led to no page: a 404 or 410, or something other than HTML. It
         counts against the URL's folders: after three such, and more than twice the pages of
         its own the folder held, its queued URLs go last (``copies``). Returns their new
-        priorities, to apply at once. Django's documentation, as Debian ships it, links Python's as
-        ``/usr/share/doc/python3-doc/...`` on its own host, every one a 404 whose anchor names
-        a topic (``datetime``): a focused crawl asked for nine in its first 33 fetches. Not a
-        lesson for the model: taught as a miss of the link's words, or counted in its host's
-        harvest, it lost on some beds (docs/focus.md, section 15)."""
+        priorities, to apply at once. Django's documentation, as Debian ships it, links
+        Python's as ``/usr/share/doc/python3-doc/...`` on its own host, every one a 404 whose
+        anchor names a topic (``datetime``): a focused crawl asked for nine in its first 33
+        fetches. Not a lesson for the model: taught as a miss of the link's words, or counted
+        in its host's harvest, it lost on some beds (docs/focus.md, section 15)."""
         if self.model is None:
             return []
         self._features.pop(url, None)
-        folder = self.copies.observe_missing(url)
+        return self._rescore_folder(self.model, self.copies.observe_missing(url))
+
+    def _rescore_folder(self, model: Prioritizer, folder: str | None) -> list[tuple[str, float]]:
+        """New priorities of the URLs queued under ``folder`` (a URL prefix) just found barren."""
         if folder is None:
             return []
-        model = self.model
-        queued = self._features.items()
+        queued = self._features.items()  # up to 2 million: 0.2 s, once per folder found
         return [(u, self._priority(model, f)) for u, f in queued if u.startswith(folder)]
 
     # -- links ----------------------------------------------------------------------------
