@@ -7,6 +7,7 @@ followed; the bounded decoder (``decompress``) on its own.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import socket
 import time
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 from politecrawl.config import FetchConfig
 from politecrawl.engine.outcome import Drop, DropReason, Redirect, Retry, classify
 from politecrawl.net.coding import Decoder, decompress
-from politecrawl.net.fetch import Fetcher, FetchResult, _classify_error
+from politecrawl.net.fetch import SLOW_S, Fetcher, FetchResult, _classify_error
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 
@@ -136,6 +137,30 @@ async def test_connection_refused_is_connect_error() -> None:
     res = await fetch(f"http://127.0.0.1:{port}/")
     assert res.error == "connect" and res.status is None
     assert isinstance(classify(res, 1, 3), Retry)
+
+
+@pytest.mark.e2e
+async def test_a_request_that_waits_is_counted_slow_and_cut_ends_it() -> None:
+    """A server that takes the connection and never answers: after ``SLOW_S`` the request
+    counts as slow (the crawler's loop leases another site instead of waiting), and ``cut``
+    ends it at once, as the crawl's stop does."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)  # never accepted: the kernel takes the connection, nobody answers
+        port = s.getsockname()[1]
+        cfg = FetchConfig(user_agent=UA, allow_private_addresses=True)
+        async with Fetcher(cfg) as fetcher:
+            task = asyncio.ensure_future(fetcher.fetch(f"http://127.0.0.1:{port}/"))
+            await asyncio.sleep(0.2)
+            assert fetcher.slow() == 0  # in flight, not yet slow
+            deadline = time.monotonic() + 10 * SLOW_S
+            while fetcher.slow() == 0 and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            assert fetcher.slow() == 1 and not task.done()
+            fetcher.cut()
+            res = await asyncio.wait_for(task, 10)
+            assert res.error == "cut" and res.status is None
+            assert fetcher.slow() == 0
 
 
 # -- error mapping ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -47,12 +48,18 @@ MAX_TIME_S = 100  # the focused crawl of the stall fetched ~40 pages in 120 s
 
 
 @contextmanager
-def serving(*options: str, dead_links: bool = True) -> Iterator[tuple[int, int]]:
+def serving(
+    *options: str, dead_links: bool = True, hang: bool = False
+) -> Iterator[tuple[int, int]]:
     """(bed port, dead port): the slice served with ``options``. ``dead_links``: its outside
     links point at a port held bound and never listening (connections refused); else they
-    keep their real names (the dead port is then 0)."""
+    keep their real names (the dead port is then 0). ``hang``: the dead port listens and
+    never accepts, so each connection is made (the kernel's backlog) and never answered, as
+    a hung server's or a firewalled one's: every request runs into the read timeout."""
     with socket.socket() as dead:
         dead.bind(("127.0.0.1", 0))
+        if hang:
+            dead.listen(4096)
         dead_port = dead.getsockname()[1] if dead_links else 0
         moved = ["--dead-port", str(dead_port)] if dead_links else []
         server = subprocess.Popen(
@@ -168,6 +175,44 @@ def test_focused_crawl_keeps_pace_when_best_links_fail(
     # a breadth-first pace: loosely (a busy machine), within 3x breadth-first's time
     assert took["focused"] <= 3 * took["bfs"] + 20, took
     assert found["focused"] > found["bfs"], found
+
+
+def test_focused_crawl_keeps_pace_when_outside_hosts_never_answer(tmp_path: Path) -> None:
+    """The outside hosts accept the connection and never answer (the web's usual dead link: a
+    firewall or a hung server, not a refusal): each request waits for the read timeout (20 s).
+    The bed's pages must not wait behind them: every page of the budget is asked before the
+    first of those requests times out (and the crawl, its pages fetched, cuts them: it does not
+    wait out their timeouts). Before ``request.InFlight`` the hung requests held the 64
+    turns, and 200 pages took 64 s breadth-first and 55 s focused (3.6 s when the outside
+    hosts refuse at once)."""
+    gone = docbed.missing("slice")
+    assert not gone, f"documentation bed not installed: apt-get install {' '.join(gone)}"
+    topic = next(t for t in docbed.TOPICS if t.name == "concurrency")
+    found: dict[str, int] = {}
+    with serving(hang=True) as bed:
+        for strategy in ("bfs", "focused"):
+            took, out = crawl(tmp_path, bed, strategy, topic.query)
+            summary = json.loads((out / "summary.json").read_text())
+            assert summary["stopped_by"] == "max_pages", (strategy, summary["pages_fetched"])
+            rows = requests_of(out)
+            print(strategy, f"{took:.1f} s")
+            dead = [r for r in rows if ".invalid" in str(r["url"])]
+            assert len({urlsplit(str(r["url"])).hostname for r in dead}) >= 10, strategy
+            # each timed out, or was cut when the crawl had its pages (queued for a resume)
+            assert all(r["status"] is None and r["error"] in ("timeout", "cut") for r in dead)
+            pages = [r for r in rows if str(r["url"]) in set(pages_of(rows))]
+            assert len(pages) == PAGES, (strategy, len(pages))
+            timed_out = [_at(r) + float(str(r["duration_ms"])) / 1000 for r in dead
+                         if r["error"] == "timeout"]  # fmt: skip
+            last_page = max(_at(r) for r in pages)
+            assert not timed_out or last_page < min(timed_out), (strategy, last_page)
+            found[strategy] = sum(docbed.is_relevant(topic, str(r["url"])) for r in pages)
+    assert found["focused"] > found["bfs"], found
+
+
+def _at(row: dict[str, object]) -> float:
+    """When a logged request began, in seconds."""
+    return datetime.fromisoformat(str(row["time"])).timestamp()
 
 
 DIES_AFTER = 40  # requests to python.bed, the site of the topic's pages, before it goes away

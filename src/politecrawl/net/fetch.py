@@ -35,6 +35,10 @@ _CHUNK = 64 * 1024
 _MAX_HEADER_FIELD = 16 * 1024  # one status line / header line; aiohttp's default is 8190
 _MAX_HEADERS = 128
 _HARD_STOP_GRACE_S = 1.0
+# A request with no answer after this long is slow (``Fetcher.slow``). On the web a dead
+# link's host often answers nothing at all (a firewall drops the packets, a server hangs), and
+# each request to it waits out the connect or read timeout (10 s, 20 s).
+SLOW_S = 2.0
 
 log = logging.getLogger("politecrawl.net.fetch")
 
@@ -146,7 +150,8 @@ class Fetcher:
     ``min_rate_bytes`` a second on average once ``min_rate_time_s`` into it (``too_slow``).
 
     ``cut``: the crawl stops (``--max-time``): every request in flight ends at once with the
-    error ``cut``, and none starts after.
+    error ``cut``, and none starts after. ``slow``: how many requests in flight have waited
+    ``SLOW_S`` or longer (the crawler's loop stops counting them against ``--concurrency``).
     """
 
     def __init__(self, cfg: FetchConfig) -> None:
@@ -157,7 +162,7 @@ class Fetcher:
             negative_ttl_s=cfg.dns_negative_ttl_s,
         )
         self.resolver = GuardedResolver(cfg.resolve, cfg.allow_private_addresses, names)
-        self._budgets: set[asyncio.Timeout] = set()
+        self._budgets: dict[asyncio.Timeout, float] = {}  # each request's, and when it began
         self._cutting = False
         self._session: aiohttp.ClientSession | None = None
         self._timeout = aiohttp.ClientTimeout(
@@ -221,11 +226,11 @@ class Fetcher:
             # aiohttp's total timeout covers the request; this one also covers what it
             # does not (the resolver thread, closing), so no call outlives the budget
             async with asyncio.timeout(self.cfg.total_timeout_s + _HARD_STOP_GRACE_S) as budget:
-                self._budgets.add(budget)
+                self._budgets[budget] = asyncio.get_running_loop().time()
                 try:
                     await self._get(target, res, html_only, extra_headers)
                 finally:
-                    self._budgets.discard(budget)
+                    self._budgets.pop(budget, None)
         except FetchError as exc:
             res.error, res.error_detail = exc.kind, str(exc)
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
@@ -237,6 +242,11 @@ class Fetcher:
             res.error, res.error_detail = "cut", "cut by the crawl's stop (--max-time)"
         res.duration_s = time.perf_counter() - t0
         return res
+
+    def slow(self) -> int:
+        """How many requests in flight have waited ``SLOW_S`` or longer for their answer."""
+        since = asyncio.get_running_loop().time() - SLOW_S
+        return sum(1 for began in self._budgets.values() if began <= since)
 
     def cut(self) -> None:
         """End every request in flight now (error ``cut``), and start none after: the crawl
