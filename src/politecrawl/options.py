@@ -55,7 +55,12 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
         "random extra delay, 0 to this many seconds, so starts don't align "
         "(default: a tenth of --min-delay, at most 0.5)",
     ),
-    ("concurrency", int, "sites in flight at once (default 64)"),
+    (
+        "concurrency",
+        int,
+        "sites in flight at once (default 64); one whose request has waited 2 s for an "
+        "answer stops counting, up to 4x as many in all",
+    ),
     (
         "processes",
         int,
