@@ -513,9 +513,16 @@ def portal(bed: str, port: int) -> bytes:
     ).encode()
 
 
-def app(bed: str, dead_port: int | None = None, die: tuple[str, int] | None = None) -> object:
+def app(
+    bed: str,
+    dead_port: int | None = None,
+    die: tuple[str, int] | None = None,
+    hang: bool = False,
+) -> object:
     """The bed's server. ``die`` (site name, N): after N requests to that site every further
-    one has its connection dropped, as a server that went away mid-crawl."""
+    one has its connection dropped, as a server that went away mid-crawl; with ``hang``,
+    every further one is never answered instead (the connection held open, as a hung
+    server's or one behind a firewall that now drops its packets)."""
     from aiohttp import web
 
     dying = f"{die[0]}.{TLD}" if die is not None else None
@@ -531,6 +538,8 @@ def app(bed: str, dead_port: int | None = None, die: tuple[str, int] | None = No
         if die is not None and host == dying:
             nonlocal served
             served += 1
+            if served > die[1] and hang:
+                await asyncio.Event().wait()  # hung: no answer, ever
             if served > die[1] and request.transport is not None:
                 request.transport.abort()  # gone: the connection drops, no answer
                 raise web.HTTPServiceUnavailable()
@@ -563,11 +572,16 @@ def app(bed: str, dead_port: int | None = None, die: tuple[str, int] | None = No
 
 
 async def _serve(
-    bed: str, port: int, dead_port: int | None = None, die: tuple[str, int] | None = None
+    bed: str,
+    port: int,
+    dead_port: int | None = None,
+    die: tuple[str, int] | None = None,
+    hang: bool = False,
 ) -> None:
     from aiohttp import web
 
-    runner = web.AppRunner(app(bed, dead_port, die), access_log=None)  # type: ignore[arg-type]
+    served = app(bed, dead_port, die, hang)
+    runner = web.AppRunner(served, access_log=None)  # type: ignore[arg-type]
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
@@ -593,6 +607,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SITE:N",
         help="after N requests to SITE, drop every further connection to it (a server gone)",
     )
+    ap.add_argument(
+        "--hang",
+        action="store_true",
+        help="with --die: never answer the further requests instead (a server hung)",
+    )
     args = ap.parse_args(argv)
     die = None
     if args.die:
@@ -602,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     if gone:
         print(f"not installed (apt-get install {' '.join(gone)})", file=sys.stderr)
     if args.command == "serve":
-        asyncio.run(_serve(args.bed, args.port, args.dead_port, die))
+        asyncio.run(_serve(args.bed, args.port, args.dead_port, die, args.hang))
         return 0
     all_pages = list(pages(args.bed))
     print(f"{len(all_pages)} pages")

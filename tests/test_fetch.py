@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from politecrawl.config import FetchConfig
 from politecrawl.engine.outcome import Drop, DropReason, Redirect, Retry, classify
 from politecrawl.net.coding import Decoder, decompress
-from politecrawl.net.fetch import SLOW_S, Fetcher, FetchResult, _classify_error
+from politecrawl.net.fetch import Fetcher, FetchResult, _classify_error
+from politecrawl.polite.politeness import SLOW_ANSWER_S
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 
@@ -141,7 +142,7 @@ async def test_connection_refused_is_connect_error() -> None:
 
 @pytest.mark.e2e
 async def test_a_request_that_waits_is_counted_slow_and_cut_ends_it() -> None:
-    """A server that takes the connection and never answers: after ``SLOW_S`` the request
+    """A server that takes the connection and never answers: after ``SLOW_ANSWER_S`` the request
     counts as slow (the crawler's loop leases another site instead of waiting), and ``cut``
     ends it at once, as the crawl's stop does."""
     with socket.socket() as s:
@@ -153,7 +154,7 @@ async def test_a_request_that_waits_is_counted_slow_and_cut_ends_it() -> None:
             task = asyncio.ensure_future(fetcher.fetch(f"http://127.0.0.1:{port}/"))
             await asyncio.sleep(0.2)
             assert fetcher.slow() == 0  # in flight, not yet slow
-            deadline = time.monotonic() + 10 * SLOW_S
+            deadline = time.monotonic() + 10 * SLOW_ANSWER_S
             while fetcher.slow() == 0 and time.monotonic() < deadline:
                 await asyncio.sleep(0.1)
             assert fetcher.slow() == 1 and not task.done()

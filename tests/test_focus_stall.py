@@ -191,11 +191,10 @@ def test_focused_crawl_keeps_pace_when_outside_hosts_never_answer(tmp_path: Path
     found: dict[str, int] = {}
     with serving(hang=True) as bed:
         for strategy in ("bfs", "focused"):
-            took, out = crawl(tmp_path, bed, strategy, topic.query)
+            _, out = crawl(tmp_path, bed, strategy, topic.query)
             summary = json.loads((out / "summary.json").read_text())
             assert summary["stopped_by"] == "max_pages", (strategy, summary["pages_fetched"])
             rows = requests_of(out)
-            print(strategy, f"{took:.1f} s")
             dead = [r for r in rows if ".invalid" in str(r["url"])]
             assert len({urlsplit(str(r["url"])).hostname for r in dead}) >= 10, strategy
             # each timed out, or was cut when the crawl had its pages (queued for a resume)
@@ -217,29 +216,44 @@ def _at(row: dict[str, object]) -> float:
 
 DIES_AFTER = 40  # requests to python.bed, the site of the topic's pages, before it goes away
 GONE_PAGES = 150  # the other sites have ~230 pages: the budget can be met without python.bed
+READ_TIMEOUT_S = 20.0  # the crawler's default: how long a request with no answer is waited on
 
 
-def test_focused_crawl_keeps_pace_when_its_best_site_goes_away(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["drops", "hangs"])
+def test_focused_crawl_keeps_pace_when_its_best_site_goes_away(tmp_path: Path, how: str) -> None:
     """python.bed, where the topic's pages are, answers 40 requests and then drops every
-    connection: the focused crawl, which was spending its budget there, must go on with the
-    other sites at a breadth-first pace, and name the site it lost."""
+    connection (``drops``), or holds every further request open and never answers
+    (``hangs``: each waits for the read timeout, 20 s): the focused crawl, which was spending
+    its budget there, must go on with the other sites at a breadth-first pace. A site that
+    drops its connections is named lost; a hung one's requests still waiting when the crawl
+    has its pages are cut, and its URLs stay queued for a resume."""
     gone = docbed.missing("slice")
     assert not gone, f"documentation bed not installed: apt-get install {' '.join(gone)}"
     topic = next(t for t in docbed.TOPICS if t.name == "concurrency")
     took: dict[str, float] = {}
+    hang = ("--hang",) if how == "hangs" else ()
     for strategy in ("bfs", "focused"):
-        with serving("--die", f"python:{DIES_AFTER}") as bed:
+        with serving("--die", f"python:{DIES_AFTER}", *hang) as bed:
             took[strategy], out = crawl(
                 tmp_path, bed, strategy, topic.query, ("python.bed",), GONE_PAGES
             )
         summary = json.loads((out / "summary.json").read_text())
         assert summary["stopped_by"] == "max_pages", (strategy, summary["pages_fetched"])
-    # the focused crawl went to python.bed first, saw it go away, and named it lost
+    # the focused crawl went to python.bed first and saw it go away
     python = [r for r in requests_of(out) if "//python.bed" in str(r["url"])]
     assert len([r for r in python if r["status"] is not None]) <= DIES_AFTER
     assert sum(1 for r in python if r["status"] is None and r["error"]) >= 1
     lost = {str(s["site"]) for s in summary["sites_lost"]}
-    assert any(site.startswith("python.bed") for site in lost), lost
+    if how == "drops":
+        assert any(site.startswith("python.bed") for site in lost), lost
+    else:
+        hung = [r for r in python if r["status"] is None]
+        assert all(r["error"] in ("timeout", "cut") for r in hung)
+        assert summary["queued_left"] > 0
+        # the others' pages did not wait behind the hung site's best URLs for its timeout
+        rows = requests_of(out)
+        last_page = max(_at(r) for r in rows if str(r["url"]) in set(pages_of(rows)))
+        assert last_page < min(_at(r) for r in hung) + READ_TIMEOUT_S, last_page
     assert took["focused"] <= 3 * took["bfs"] + 20, took
 
 

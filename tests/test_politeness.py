@@ -175,3 +175,24 @@ def test_reclaim_times_wait_a_full_delay_from_the_reclaim() -> None:
     # a Retry-After of 400 s: the whole wait again, from the reclaim
     told = HostState(key="c.test", last_start=100.0, next_allowed=500.0)
     assert reclaim_times(told, now=130.0, floor_s=1.0)[0] == 530.0
+
+
+def test_a_site_whose_request_waits_long_is_no_reference_for_the_budget_policy() -> None:
+    """``only_its_turn``: a site that answered before is a reference while its request is
+    answered quickly; once that request has had no answer for ``SLOW_ANSWER_S`` (a server
+    that hung) it is not, until it answers or fails."""
+    cfg = PolitenessConfig(min_delay_s=1.0, jitter_s=0.0)
+    h = HostState("a.example:80")
+    assert not politeness.only_its_turn(h, 100.0)  # never answered
+    politeness.record_start(h, cfg, 100.0)
+    politeness.record_end(h, 100.2)
+    politeness.record_response(h, cfg, 0.2)
+    assert politeness.only_its_turn(h, 101.0)
+    politeness.record_start(h, cfg, 102.0)  # in flight
+    assert politeness.only_its_turn(h, 102.0 + politeness.SLOW_ANSWER_S / 2)
+    assert politeness.waiting_long(h, 102.0 + politeness.SLOW_ANSWER_S)
+    assert not politeness.only_its_turn(h, 102.0 + politeness.SLOW_ANSWER_S)
+    politeness.record_end(h, 105.0)
+    politeness.record_response(h, cfg, 3.0)  # it answered after all
+    assert not politeness.waiting_long(h, 200.0)
+    assert politeness.only_its_turn(h, 200.0)

@@ -44,7 +44,7 @@ _SEED_PRIORITY = 2.0  # above any link's: the seeds first, whatever the strategy
 _FOCUS_SAVE_S = 60.0
 # ``--concurrency`` bounds the turns in flight so the crawler's CPU, memory and sockets stay
 # bounded; it is not there to hold live sites back. A turn whose request has waited
-# ``net.fetch.SLOW_S`` stops counting against it (another site is leased), up to this many
+# ``politeness.SLOW_ANSWER_S`` stops counting against it (another site is leased), up to this many
 # times ``--concurrency`` turns in all: a hung request costs a socket and a timer. Without it,
 # the slice of the documentation bed with its 137 outside hosts connecting but never answering
 # took 64 s for 200 pages breadth-first and 55 s focused, against 3.6 s when they refuse at

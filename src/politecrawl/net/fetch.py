@@ -28,6 +28,7 @@ from politecrawl.errors import AddressRefused, FetchError
 from politecrawl.net.coding import Decoder
 from politecrawl.net.dns import NameCache
 from politecrawl.net.resolver import GuardedResolver, Refused, ip_literal
+from politecrawl.polite.politeness import SLOW_ANSWER_S
 
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 _ACCEPT_ENCODING = "gzip, deflate, br"
@@ -35,10 +36,6 @@ _CHUNK = 64 * 1024
 _MAX_HEADER_FIELD = 16 * 1024  # one status line / header line; aiohttp's default is 8190
 _MAX_HEADERS = 128
 _HARD_STOP_GRACE_S = 1.0
-# A request with no answer after this long is slow (``Fetcher.slow``). On the web a dead
-# link's host often answers nothing at all (a firewall drops the packets, a server hangs), and
-# each request to it waits out the connect or read timeout (10 s, 20 s).
-SLOW_S = 2.0
 
 log = logging.getLogger("politecrawl.net.fetch")
 
@@ -151,7 +148,8 @@ class Fetcher:
 
     ``cut``: the crawl stops (``--max-time``): every request in flight ends at once with the
     error ``cut``, and none starts after. ``slow``: how many requests in flight have waited
-    ``SLOW_S`` or longer (the crawler's loop stops counting them against ``--concurrency``).
+    ``politeness.SLOW_ANSWER_S`` or longer (the crawler's loop stops counting them against
+    ``--concurrency``).
     """
 
     def __init__(self, cfg: FetchConfig) -> None:
@@ -244,8 +242,9 @@ class Fetcher:
         return res
 
     def slow(self) -> int:
-        """How many requests in flight have waited ``SLOW_S`` or longer for their answer."""
-        since = asyncio.get_running_loop().time() - SLOW_S
+        """How many requests in flight have waited ``SLOW_ANSWER_S`` or longer for their
+        answer."""
+        since = asyncio.get_running_loop().time() - SLOW_ANSWER_S
         return sum(1 for began in self._budgets.values() if began <= since)
 
     def cut(self) -> None:
