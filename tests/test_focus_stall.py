@@ -219,8 +219,11 @@ GONE_PAGES = 150  # the other sites have ~230 pages: the budget can be met witho
 READ_TIMEOUT_S = 20.0  # the crawler's default: how long a request with no answer is waited on
 
 
-@pytest.mark.parametrize("how", ["drops", "hangs"])
-def test_focused_crawl_keeps_pace_when_its_best_site_goes_away(tmp_path: Path, how: str) -> None:
+@pytest.mark.parametrize(("how", "frontier"), [("drops", "sqlite"), ("hangs", "sqlite"),
+                                               ("hangs", "redis")])  # fmt: skip
+def test_focused_crawl_keeps_pace_when_its_best_site_goes_away(
+    tmp_path: Path, how: str, frontier: str, request: pytest.FixtureRequest
+) -> None:
     """python.bed, where the topic's pages are, answers 40 requests and then drops every
     connection (``drops``), or holds every further request open and never answers
     (``hangs``: each waits for the read timeout, 20 s): the focused crawl, which was spending
@@ -233,9 +236,13 @@ def test_focused_crawl_keeps_pace_when_its_best_site_goes_away(tmp_path: Path, h
     took: dict[str, float] = {}
     hang = ("--hang",) if how == "hangs" else ()
     for strategy in ("bfs", "focused"):
+        extra: tuple[str, ...] = ()
+        if frontier == "redis" and strategy == "focused":
+            url = request.getfixturevalue("redis_url")
+            extra = ("--frontier", url, "--crawl-id", f"gone-{tmp_path.name}")
         with serving("--die", f"python:{DIES_AFTER}", *hang) as bed:
             took[strategy], out = crawl(
-                tmp_path, bed, strategy, topic.query, ("python.bed",), GONE_PAGES
+                tmp_path, bed, strategy, topic.query, ("python.bed",), GONE_PAGES, extra
             )
         summary = json.loads((out / "summary.json").read_text())
         assert summary["stopped_by"] == "max_pages", (strategy, summary["pages_fetched"])

@@ -69,6 +69,8 @@ class RedisFrontier:
         # script instead of one per URL; a crash before it re-fetches them, as mid-turn)
         self._done: dict[str, list[str]] = {}
         self._held: dict[str, tuple[str, int]] = {}  # key -> (lease token, shard)
+        self._timers: dict[str, asyncio.TimerHandle] = {}  # held key -> its request's timer
+        self._telling: set[asyncio.Future[Any]] = set()  # asking_long.lua calls under way
         self._states: dict[str, HostState] = {}  # held key -> its state, as the turn keeps it
         self._first: dict[str, UrlEntry] = {}  # held key -> its first URL, popped by the lease
         self._taken: list[Lease] = []  # leased by a release (release_take), for the next lease
@@ -394,12 +396,43 @@ class RedisFrontier:
             self._lost(key)
             await self._finish_now(key, shard)
             raise LeaseLost(f"lease on {key} expired: request not sent")
+        if self._policy and held is not None:
+            self._time_answer(key, token, shard)
+
+    def _time_answer(self, key: str, token: str, shard: int) -> None:
+        """If the request now going out has had no answer after ``politeness.SLOW_ANSWER_S``,
+        the key leaves its shard's ``soon`` set (``asking_long.lua``) until its release judges
+        it again: a site that hangs is no reference for the budget policy
+        (``politeness.only_its_turn``, which the SQLite frontier reads at each lease; the
+        lease script here cannot read a site's live state). Without it, a focused crawl whose
+        best site hung waited out the read timeout (tests/test_focus_stall.py)."""
+        self._stop_timing(key)
+        loop = asyncio.get_running_loop()
+        later = politeness.SLOW_ANSWER_S
+        self._timers[key] = loop.call_later(later, self._asking_long, key, token, shard)
+
+    def _asking_long(self, key: str, token: str, shard: int) -> None:
+        self._timers.pop(key, None)
+        task = asyncio.ensure_future(self.store.run("asking_long", shard, [key, token]))
+        self._telling.add(task)
+        task.add_done_callback(self._told)
+
+    def _told(self, task: asyncio.Future[Any]) -> None:
+        self._telling.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # the turn's calls say it
+            log.debug("could not mark a slow site: %s", task.exception())
+
+    def _stop_timing(self, key: str) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
 
     async def release(self, key: str, state: HostState) -> None:
         """Save the key's politeness state and put it back in the box if URLs remain."""
         held = self._held.pop(key, None)
         self._states.pop(key, None)
         self._first.pop(key, None)
+        self._stop_timing(key)
         token, shard = held if held is not None else ("", await self.store.shard_of_key(key))
         now = self._clock()
         args = [
@@ -479,6 +512,7 @@ class RedisFrontier:
     def _lost(self, key: str) -> None:
         self._states.pop(key, None)
         self._first.pop(key, None)
+        self._stop_timing(key)
         if self._held.pop(key, None) is not None:
             self.lost_leases += 1
             log.warning("lease on %s expired while held: another worker may have it now", key)
@@ -532,6 +566,10 @@ class RedisFrontier:
     async def _give_back(self) -> None:
         """Before the store disconnects: leases still held given back (their URLs queued again
         as re-fetches), the heartbeat stopped."""
+        for key in list(self._timers):
+            self._stop_timing(key)
+        for task in list(self._telling):
+            task.cancel()
         beat, self._beat = self._beat, None
         if beat is not None:
             beat.cancel()

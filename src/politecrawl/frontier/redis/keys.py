@@ -27,7 +27,7 @@ BATCH = 10_000  # URLs per reprioritize/trim script: one script blocks the serve
 
 SCRIPT_NAMES = (
     "add", "bloom", "lease", "pop", "push", "begin", "release", "renew", "give_back", "finish",
-    "drop", "reprioritize", "trim", "save_robots", "dir", "reclaim",
+    "drop", "reprioritize", "trim", "save_robots", "dir", "reclaim", "asking_long",
 )  # fmt: skip
 SCRIPTS = (*SCRIPT_NAMES, "release_take")  # what a store loads (release_take: composed below)
 
