@@ -231,9 +231,10 @@ class Crawler:
         """Whether another site may take a turn: fewer than ``--concurrency`` turns but those
         whose request is slow (``Fetcher.slow``), and fewer than ``_SLOW_ROOM`` times as many
         in all."""
-        if len(tasks) >= self._max_turns:
-            return False
-        return len(tasks) - self.ctx.fetcher.slow() < self.cfg.concurrency
+        n = len(tasks)
+        if n < self.cfg.concurrency:
+            return True  # (the usual case: no count of the slow ones needed)
+        return n < self._max_turns and n - self.ctx.fetcher.slow() < self.cfg.concurrency
 
     def _task_done(self, tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
         def done(task: asyncio.Task[None]) -> None:
