@@ -137,12 +137,17 @@ def requests_of(out: Path) -> list[dict[str, object]]:
     return read_jsonl(out / "log" / "requests.jsonl")
 
 
-def pages_of(rows: list[dict[str, object]]) -> list[str]:
-    """The pages fetched: answered requests, robots.txt aside."""
+def page_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The requests that fetched a page: answered, robots.txt aside."""
     return [
-        str(r["url"]) for r in rows
+        r for r in rows
         if r["status"] is not None and not str(r["url"]).endswith("/robots.txt")
     ]  # fmt: skip
+
+
+def pages_of(rows: list[dict[str, object]]) -> list[str]:
+    """The pages fetched."""
+    return [str(r["url"]) for r in page_rows(rows)]
 
 
 @pytest.mark.parametrize("frontier", ["sqlite", "redis"])
@@ -182,9 +187,9 @@ def test_focused_crawl_keeps_pace_when_outside_hosts_never_answer(tmp_path: Path
     firewall or a hung server, not a refusal): each request waits for the read timeout (20 s).
     The bed's pages must not wait behind them: every page of the budget is asked before the
     first of those requests times out (and the crawl, its pages fetched, cuts them: it does not
-    wait out their timeouts). Before ``request.InFlight`` the hung requests held the 64
-    turns, and 200 pages took 64 s breadth-first and 55 s focused (3.6 s when the outside
-    hosts refuse at once)."""
+    wait out their timeouts). Before slow requests stopped counting against
+    ``--concurrency`` (``Fetcher.slow``) the hung requests held the 64 turns, and 200 pages
+    took 64 s breadth-first and 55 s focused (3.6 s when the outside hosts refuse at once)."""
     gone = docbed.missing("slice")
     assert not gone, f"documentation bed not installed: apt-get install {' '.join(gone)}"
     topic = next(t for t in docbed.TOPICS if t.name == "concurrency")
@@ -199,7 +204,7 @@ def test_focused_crawl_keeps_pace_when_outside_hosts_never_answer(tmp_path: Path
             assert len({urlsplit(str(r["url"])).hostname for r in dead}) >= 10, strategy
             # each timed out, or was cut when the crawl had its pages (queued for a resume)
             assert all(r["status"] is None and r["error"] in ("timeout", "cut") for r in dead)
-            pages = [r for r in rows if str(r["url"]) in set(pages_of(rows))]
+            pages = page_rows(rows)
             assert len(pages) == PAGES, (strategy, len(pages))
             timed_out = [_at(r) + float(str(r["duration_ms"])) / 1000 for r in dead
                          if r["error"] == "timeout"]  # fmt: skip
@@ -247,7 +252,8 @@ def test_focused_crawl_keeps_pace_when_its_best_site_goes_away(
         summary = json.loads((out / "summary.json").read_text())
         assert summary["stopped_by"] == "max_pages", (strategy, summary["pages_fetched"])
     # the focused crawl went to python.bed first and saw it go away
-    python = [r for r in requests_of(out) if "//python.bed" in str(r["url"])]
+    rows = requests_of(out)
+    python = [r for r in rows if "//python.bed" in str(r["url"])]
     assert len([r for r in python if r["status"] is not None]) <= DIES_AFTER
     assert sum(1 for r in python if r["status"] is None and r["error"]) >= 1
     lost = {str(s["site"]) for s in summary["sites_lost"]}
@@ -258,8 +264,7 @@ def test_focused_crawl_keeps_pace_when_its_best_site_goes_away(
         assert all(r["error"] in ("timeout", "cut") for r in hung)
         assert summary["queued_left"] > 0
         # the others' pages did not wait behind the hung site's best URLs for its timeout
-        rows = requests_of(out)
-        last_page = max(_at(r) for r in rows if str(r["url"]) in set(pages_of(rows)))
+        last_page = max(_at(r) for r in page_rows(rows))
         assert last_page < min(_at(r) for r in hung) + READ_TIMEOUT_S, last_page
     assert took["focused"] <= 3 * took["bfs"] + 20, took
 

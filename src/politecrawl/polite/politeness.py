@@ -210,6 +210,14 @@ def is_parked(state: HostState, now: float) -> bool:
     return state.parked_until > now
 
 
+# A request with no answer after this long is slow: it no longer counts against
+# ``--concurrency`` (``net.fetch.Fetcher.slow``), and its site is no reference for the budget
+# policy (``only_its_turn``). On the web a dead link's host often answers nothing at all (a
+# firewall drops the packets, a server hangs), and each request to it waits out the connect
+# or read timeout (10 s, 20 s); a live site answers a page in well under a second.
+SLOW_ANSWER_S = 2.0
+
+
 def waiting_long(state: HostState, now: float) -> bool:
     """Whether the site's request in flight has had no answer for ``SLOW_ANSWER_S``."""
     return state.last_start > state.last_end and now - state.last_start >= SLOW_ANSWER_S
@@ -234,14 +242,6 @@ def only_its_turn(state: HostState, now: float) -> bool:
         and state.retry_after_until <= now
         and state.parked_until <= now
     )
-
-
-# A request with no answer after this long is slow: it no longer counts against
-# ``--concurrency`` (``net.fetch.Fetcher.slow``), and its site is no reference for the budget
-# policy (``only_its_turn``). On the web a dead link's host often answers nothing at all (a
-# firewall drops the packets, a server hangs), and each request to it waits out the connect
-# or read timeout (10 s, 20 s); a live site answers a page in well under a second.
-SLOW_ANSWER_S = 2.0
 
 
 def in_penalty_box(state: HostState, now: float) -> bool:
