@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import ssl
 import subprocess
 import sys
@@ -219,6 +220,50 @@ def test_max_time_cuts_the_requests_in_flight_and_a_resume_asks_again(tmp_path: 
         # the resume asks again (this time a rate is enforced, so it ends soon)
         p = subprocess.run(
             [*args, "--max-time", "60", "--min-rate", "100", "--min-rate-time", "1"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert len(server.hits("/drip")) == 2, p.stderr
+        again = [r for r in requests_log(out) if r["url"].endswith("/drip")]
+        assert [r["outcome"] for r in again] == ["cut", "dropped:too_slow"], again
+    finally:
+        server.close()
+
+
+def test_ctrl_c_cuts_a_request_that_hangs_and_a_resume_asks_again(tmp_path: Path) -> None:
+    """Ctrl-C while /drip (a server that sends a byte now and then for 60 s; --min-rate off)
+    is in flight: the requests in flight get 2 s to end, then are cut, so the command exits
+    130 within seconds, not at the request's 60 s timeout; the request is logged as cut, the
+    summary says interrupted, and the same command asks for it again."""
+    server = SitesServer(hosts=1, pages=2, drip_s=60)
+    out = tmp_path / "out"
+    seeds = tmp_path / "drip.txt"
+    seeds.write_text(f"http://h0.test:{server.port}/drip\n")
+    args = [
+        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds), "--user-agent", UA,
+        "--out", str(out), *server.resolve_args(), "--allow-private-addresses",
+        "--ip-min-delay", "off", "--no-progress", "--min-delay", "0.05", "--min-rate", "0",
+    ]  # fmt: skip
+    try:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(600):  # bounded: until the server has the request
+            if server.hits("/drip"):
+                break
+            time.sleep(0.05)
+        assert server.hits("/drip"), "the crawl never asked for /drip"
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        took = time.monotonic() - signalled
+        assert proc.returncode == 130, err
+        assert took < 30, took  # the grace, the save; the request's own timeout is 60 s
+        s = summary(out)
+        assert s["stopped_by"] == "interrupted" and s["queued_left"] == 1, s
+        cut = [r for r in requests_log(out) if r["url"].endswith("/drip")]
+        assert [r["outcome"] for r in cut] == ["cut"], cut
+
+        # the resume asks again (this time a rate is enforced, so it ends soon)
+        p = subprocess.run(
+            [*args[:-2], "--min-rate", "100", "--min-rate-time", "1"],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert len(server.hits("/drip")) == 2, p.stderr

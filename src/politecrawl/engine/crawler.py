@@ -51,9 +51,10 @@ _FOCUS_SAVE_S = 60.0
 # once; with it, 4.8 s and 3.6 s (tests/test_focus_stall.py). Politeness is the frontier's
 # leases (one request per site and per IP), untouched.
 _SLOW_ROOM = 4
-# at ``--max-pages``, the turns still in flight get this long to end; then their requests are
-# cut (logged ``cut``, queued again for a resume), as at ``--max-time``: a crawl that has its
-# pages does not wait out the timeouts of servers that never answer
+# at a stop (``--max-pages``, Ctrl-C, SIGTERM), the turns still in flight get this long to end;
+# then their requests are cut (logged ``cut``, queued again for a resume), as at ``--max-time``:
+# a crawl that has its pages, or was asked to stop, does not wait out the timeouts (20 s read,
+# 60 s a request) of servers that never answer
 _FINISH_GRACE_S = 2.0
 
 
@@ -129,9 +130,10 @@ class Crawler:
 
     # -- the loop -------------------------------------------------------------------------
     def stop(self, why: str = "interrupted") -> None:
-        """Finish in-flight requests, save, and return (Ctrl-C, SIGTERM, limits); at
-        ``--max-time`` the requests in flight are cut instead (logged ``cut``, queued again
-        for a resume), so the crawl ends within seconds of its limit whatever a server does."""
+        """Finish in-flight requests, save, and return (Ctrl-C, SIGTERM, limits). A request
+        still unanswered ``_FINISH_GRACE_S`` after the stop is cut (logged ``cut``, queued
+        again for a resume), at ``--max-time`` at once, so the crawl ends within seconds
+        whatever a server does (``docker stop`` kills 10 s after its SIGTERM)."""
         if not self._stop.is_set():
             self._stopped_by = why
             self._stop.set()
@@ -213,7 +215,7 @@ class Crawler:
                             await progress.show(
                                 ctx.counters, ctx.store, ctx.harvest(), ctx.pages_this_run
                             )
-                if tasks and self._stopped_by == "max_pages":
+                if tasks:  # any stop: a grace for the answers on their way, then the cut
                     _, late = await asyncio.wait(tasks, timeout=_FINISH_GRACE_S)
                     if late:
                         ctx.fetcher.cut()

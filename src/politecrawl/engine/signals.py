@@ -13,16 +13,16 @@ log = logging.getLogger("politecrawl")
 
 @contextlib.contextmanager
 def stop_on_signals(stopping: Callable[[], bool], stop: Callable[[str], None]) -> Iterator[None]:
-    """First Ctrl-C/SIGTERM: ``stop("interrupted")`` (in-flight requests finish, state is
-    saved). Another while ``stopping()``: exit 130 at once (state committed at the last flush,
-    at most 1 s ago)."""
+    """First Ctrl-C/SIGTERM: ``stop("interrupted")`` (in-flight requests get 2 s to finish,
+    then are cut and queued again; state is saved). Another while ``stopping()``: exit 130 at
+    once (state committed at the last flush, at most 1 s ago)."""
     loop = asyncio.get_running_loop()
     installed = []
 
     def first(sig: signal.Signals) -> None:
         if stopping():
             raise SystemExit(130)
-        log.warning("%s: finishing in-flight requests and saving state", sig.name)
+        log.warning("%s: finishing in-flight requests (2 s at most) and saving state", sig.name)
         stop("interrupted")
 
     for sig in (signal.SIGINT, signal.SIGTERM):
