@@ -80,6 +80,15 @@ _STOP_TEXT = (
     "which who why when where this that these those"
 )
 _STOP = frozenset(_STOP_TEXT.split())
+# a topic is written as a user writes it ("How do I set up TLS certificates?"): pronouns and
+# auxiliaries carry nothing a page would say back (none is in bench/docbed.py's 30 topics)
+_TOPIC_STOP_TEXT = (
+    "i me my we us our you your do does did can could should would will shall may might must "
+    "was were been has have had"
+)
+_TOPIC_STOP = _STOP | frozenset(_TOPIC_STOP_TEXT.split())
+# phrases are comma-separated; a semicolon, a bar or a new line separates them as well
+_PHRASE_SEPARATORS = re.compile(r"[,;|\n]")
 _NEAR = 5  # words: a phrase's words this close count as half an occurrence of the phrase
 
 
@@ -134,7 +143,8 @@ def _variants(stemmed: str) -> set[str]:
 
 
 class KeywordScorer:
-    """Keyword/phrase relevance in [0, 1]; ``topic`` is comma-separated alternative phrases.
+    """Keyword/phrase relevance in [0, 1]; ``topic`` is comma-separated alternative phrases
+    (or separated by ``;``, ``|``, new lines).
 
     ``"steam locomotive, heritage railway"`` has two phrases; a page scores by its best
     phrase (mean term saturation) with a share for breadth across all terms, plus phrase
@@ -158,9 +168,11 @@ class KeywordScorer:
         url_weight: float = 0.2,
     ) -> None:
         phrases: list[tuple[str, ...]] = []
-        for part in topic.split(","):
+        for part in _PHRASE_SEPARATORS.split(topic):
             words = tuple(stem(w) for w in tokens(part))
-            content = tuple(w for w in words if w not in _STOP)
+            content = tuple(w for w in words if w not in _TOPIC_STOP)
+            if len(content) > 1:  # a lone letter ("e-mail", "C++") matches "e.g.", "i.e."
+                content = tuple(w for w in content if len(w) > 1) or content
             if content:
                 phrases.append(content)
         if not phrases:
