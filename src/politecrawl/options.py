@@ -149,7 +149,7 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     (
         "defer-ratio",
         float,
-        "focused: a site whose best URL scores below this share of the best queued at a "
+        "focused and keyword: a site whose best URL scores below this share of the best URL of a "
         "site that can be asked now or soon (not one that fails, backs off or is parked) "
         "waits while that one waits on its delay (0.25; 0 = any free site; the shared "
         "--frontier keeps it across its shards and workers)",

@@ -2,7 +2,7 @@
 
 ``read_page`` is the page-processing step of a turn. In order:
 
-1. decode (``textdecode.decode_html``): byte-order mark, HTTP charset, ``<meta charset>``,
+1. decode (``content.decoding.decode_html``): byte-order mark, HTTP charset, ``<meta charset>``,
    and the detector where the label is missing or doubtful (a windows-1252 label is checked);
    no mojibake repair here: the HTML is what a browser decodes, so links are too;
 2. parse the decoded text once with selectolax (``parse.build_tree``, nesting guard first);

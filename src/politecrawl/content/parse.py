@@ -5,7 +5,7 @@ forms or text is followed). They resolve against ``<base href>``. selectolax (Le
 HTML5-spec parser, so markup inside comments, ``<script>`` and ``<textarea>`` is never a link,
 and it is ~20x faster than BeautifulSoup (see ../shared/LIBRARIES.md).
 
-The tree is built from *decoded* text (``textdecode``; ``page.read_page`` decodes once), never
+The tree is built from *decoded* text (``content.decoding``; ``page.read_page`` decodes once), never
 from bytes: Lexbor alone assumes UTF-8, so an ISO-8859-1 ``/café`` became ``/caf%EF%BF%BD``
 and a leading byte-order mark pushed ``<head>`` into ``<body>``, losing ``<meta name=robots>``.
 Links are then percent-encoded from their true characters as the WHATWG URL Standard says:

@@ -1,6 +1,6 @@
 """What a test web saw: its access log, and the politeness judged from it.
 
-Every local test server (``testweb.TestWeb``, and the test-only webs in tests/) records each
+Every local test server (``demo.web.TestWeb``, and the test-only webs in tests/) records each
 request as an ``AccessEntry``, in memory and as a JSON line when asked; ``load_access_log``
 reads such a file back (a web in another process, a killed writer) and
 ``politeness_violations`` checks it the way a site operator would: per host, no overlapping

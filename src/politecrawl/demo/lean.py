@@ -1,4 +1,4 @@
-"""A lean HTTP/1.1 server for the test web on a benchmark (``testweb --lean``).
+"""A lean HTTP/1.1 server for the test web on a benchmark (``demo.web --lean``).
 
 The benchmarks run the test web on the same two cores as the crawler it measures, so every
 CPU-second the server spends is taken from the crawler; more so with ``--processes 2``,

@@ -5,7 +5,7 @@ Each page links the next two (wrapping to ``/``), random same-host pages in mixe
 other hosts, the special paths of its bundle (``SPECIAL_BUNDLES``) and links hidden where a
 crawler must not find them (a comment, a script, a form); ``rich`` pages are the size and
 shape of real ones instead. Deterministic from the seed and the port (absolute links carry
-it). Kept apart from the server (``testweb``) and the special paths (``testwebsite``): this
+it). Kept apart from the server (``demo.web``) and the special paths (``demo.site``): this
 is the part a test reads to know which links a page has.
 """
 
@@ -18,7 +18,7 @@ __all__ = ["SPECIAL_BUNDLES", "PageSource", "page", "render_page"]
 
 
 class PageSource(Protocol):
-    """What rendering reads of a test web (``testweb.TestWeb`` is one)."""
+    """What rendering reads of a test web (``demo.web.TestWeb`` is one)."""
 
     hosts: list[str]
     pages_per_host: int

@@ -2,8 +2,8 @@
 
 The fixed catalogue of the test web (``ROBOTS_VARIANTS``, the special paths and
 ``NEVER_FETCH``, the sitemaps, the binary fixtures) and ``build_reply``, which renders the
-static reply for a path of a host (normal pages through ``testwebpages``). Replies are
-pre-rendered values (``Reply``) with their validators, so the server (``testweb``) only
+static reply for a path of a host (normal pages through ``demo.pages``). Replies are
+pre-rendered values (``Reply``) with their validators, so the server (``demo.web``) only
 picks one and answers conditional requests (``not_modified``). Kept apart from the server
 so that what the web contains, the ground truth tests compare against, reads in one place.
 """
@@ -47,7 +47,7 @@ class SiteSpec:
 
 
 class SiteSource(PageSource, Protocol):
-    """What ``build_reply`` reads of a test web (``testweb.TestWeb`` is one)."""
+    """What ``build_reply`` reads of a test web (``demo.web.TestWeb`` is one)."""
 
     sites: dict[str, SiteSpec]
 

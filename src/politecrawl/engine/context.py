@@ -1,7 +1,7 @@
 """What every step of a turn works with: the crawl's stores, logs and counters, opened once.
 
 ``Crawler`` builds one ``CrawlContext`` and hands it to each step of a turn (``turn``,
-``robotsgate``, ``request``, ``store``, ``reporting``); a step takes exactly the parts it
+``robots.gate``, ``request``, ``keep``, ``journal``); a step takes exactly the parts it
 needs from it, and a test can build one to run a step alone. Opening order matters: the
 user's handler is imported first (a bad import string leaves nothing behind), then the
 output folder is locked (one live crawl per folder), then the stores are opened.

@@ -2,9 +2,9 @@
 
 ``take_turn`` is the per-URL path, in order::
 
-    lease (Crawler.run: frontier.lease)  ->  robots gate (robotsgate.next_url)
+    lease (Crawler.run: frontier.lease)  ->  robots gate (robots.gate.next_url)
     ->  fetch (request.fetch_page)  ->  classify (outcome.classify, refusals)
-    ->  page processing, sinks, admit (store.store_page)  |  redirect  |  retry  |  drop
+    ->  page processing, sinks, admit (keep.store_page)  |  redirect  |  retry  |  drop
     ->  request log  ->  frontier told last  ->  next allowed time (politeness.schedule_next)
     ->  release (frontier.release)
 

@@ -547,5 +547,5 @@ def document_from_tree(
 
 
 def extract_document(body: bytes, url: str, content_type: str | None, depth: int = 0) -> Document:
-    """Decode (``textdecode``) and reduce a page to what a nugget function reads."""
+    """Decode (``content.decoding``) and reduce a page to what a nugget function reads."""
     return extract_page(body, url, content_type, depth, contexts=False)[0]

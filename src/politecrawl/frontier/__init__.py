@@ -3,7 +3,7 @@
 Three narrow protocols, async so a networked backend fits:
 
 - ``Frontier`` (8 methods): the queues and the lease, all that one turn of the crawl uses
-  (``turn``, ``robotsgate``, ``request``, ``admission``): lease -> pop_url -> begin_request ->
+  (``turn``, ``robots.gate``, ``request``, ``admission``): lease -> pop_url -> begin_request ->
   finish / push_back / drop_queued -> release, and ``add`` for admitted links;
 - ``QueueUpkeep`` (2): re-prioritising and trimming the queues, off the turn's path;
 - ``CrawlStore``: the rest of the crawl's state (seen-set, site states, robots.txt copies,
