@@ -2,7 +2,8 @@
 
 The forum: 25 listing pages (``/forum/``, then ``/forum/page/N`` from 2, each linking the next:
 the first has no number, as on most forums) of 20 threads each
-(``/t/N``), and three reply pages per thread (``/t/N/page/R``). Twenty threads of the 500 are
+(``/t/N``, or ``/t/a-title-slug/N`` as on Discourse: both styles are crawled), and three reply
+pages per thread (``/t/N/page/R``). Twenty threads of the 500 are
 about the topic (their title in the listing's link says so; their replies only say it in
 their text), so 80 pages of 2,025 are relevant. Every URL is a number in one of three
 sections, as on the web's forums, and the thread section holds 2,000 of them: too many for a
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,13 @@ OTHER = (
     "Choosing a mortgage", "Tuning a guitar by ear", "Knitting a cable scarf",
     "Wine cellar humidity", "Chess openings for beginners", "Photographing the night sky",
 )  # fmt: skip
+EXTRA = (
+    "advice wanted", "second attempt", "any tips", "beginner question", "what went wrong",
+    "photos inside", "update", "help please", "long story", "quick question", "solved",
+    "my experience", "a warning", "budget version", "cheap tricks", "weekend project",
+    "lessons learned", "opinions", "first try", "results", "a comparison", "old notes",
+    "follow-up",
+)  # fmt: skip
 
 
 def on_topic(thread: int) -> bool:
@@ -46,7 +55,8 @@ def on_topic(thread: int) -> bool:
 def title(thread: int) -> str:
     if on_topic(thread):
         return f"Restoring the boiler of a steam locomotive, part {thread}"
-    return f"{OTHER[thread % len(OTHER)]} ({thread})"
+    extra = EXTRA[thread % len(EXTRA)]
+    return f"{OTHER[thread % len(OTHER)]}, {extra} ({thread})"
 
 
 def text(thread: int) -> str:
@@ -78,39 +88,72 @@ def listing_path(n: int) -> str:
     return "/forum/" if n == 1 else f"/forum/page/{n}"
 
 
-def forum(path: str) -> str | None:
+def slug(thread: int) -> str:
+    """The title's words without its number: ``restoring-the-boiler-of-a-steam-locomotive-part``."""
+    words = title(thread).lower().replace(",", "").replace("(", "").replace(")", "")
+    return "-".join(w for w in words.split() if not w.isdigit())
+
+
+def thread_path(thread: int, style: str) -> str:
+    """``/t/N`` (numbered), or ``/t/a-title-slug/N`` (a slug and its id, as Discourse has)."""
+    return f"/t/{thread}" if style == "numbered" else f"/t/{slug(thread)}/{thread}"
+
+
+def reply_path(thread: int, r: int, style: str) -> str:
+    return f"{thread_path(thread, style)}/page/{r}"
+
+
+def thread_of(path: str, style: str) -> tuple[int, int | None] | None:
+    """(thread, reply page or None) of a thread's path in ``style``, or None."""
     parts = path.strip("/").split("/")
-    if path == "/":
-        return page("Members' forum", "Welcome.", [("/forum/", "All threads")])
-    n = listing_number(path)
-    if n is not None:
-        first = (n - 1) * PER_LISTING + 1
-        links = [(f"/t/{t}", title(t)) for t in range(first, first + PER_LISTING)]
-        if n < LISTINGS:
-            links.append((listing_path(n + 1), "Next page"))
-        return page(f"Threads, page {n}", "Latest threads.", links)
-    if parts[0] != "t" or not parts[1].isdigit() or not 1 <= int(parts[1]) <= 500:
+    if style == "slugged":  # /t/slug/N[/page/R]: the slug must be the thread's own
+        if len(parts) < 3 or not parts[2].isdigit() or parts[1] != slug(int(parts[2])):
+            return None
+        parts = [parts[0], *parts[2:]]
+    if len(parts) < 2 or parts[0] != "t" or not parts[1].isdigit():
         return None
     t = int(parts[1])
-    listing = (listing_path((t - 1) // PER_LISTING + 1), "Back to the threads")
-    replies = [(f"/t/{t}/page/{r}", f"page {r}") for r in range(2, REPLIES + 2)]
+    if not 1 <= t <= 500:
+        return None
     if len(parts) == 2:
-        return page(title(t), text(t), [*replies, listing])
+        return t, None
     if len(parts) == 4 and parts[2] == "page" and parts[3].isdigit():
-        if not 2 <= int(parts[3]) <= REPLIES + 1:
-            return None
-        return page(f"{title(t)}, page {parts[3]}", text(t), [*replies, listing])
+        r = int(parts[3])
+        return (t, r) if 2 <= r <= REPLIES + 1 else None
     return None
 
 
-def relevant(path: str) -> bool:
-    parts = path.strip("/").split("/")
-    return len(parts) >= 2 and parts[0] == "t" and on_topic(int(parts[1]))
+def forum(style: str) -> Callable[[str], str | None]:
+    def serve(path: str) -> str | None:
+        if path == "/":
+            return page("Members' forum", "Welcome.", [("/forum/", "All threads")])
+        n = listing_number(path)
+        if n is not None:
+            first = (n - 1) * PER_LISTING + 1
+            links = [(thread_path(t, style), title(t)) for t in range(first, first + PER_LISTING)]
+            if n < LISTINGS:
+                links.append((listing_path(n + 1), "Next page"))
+            return page(f"Threads, page {n}", "Latest threads.", links)
+        got = thread_of(path, style)
+        if got is None:
+            return None
+        t, r = got
+        listing = (listing_path((t - 1) // PER_LISTING + 1), "Back to the threads")
+        replies = [(reply_path(t, k, style), f"page {k}") for k in range(2, REPLIES + 2)]
+        heading = title(t) if r is None else f"{title(t)}, page {r}"
+        return page(heading, text(t), [*replies, listing])
+
+    return serve
 
 
-async def crawl(out: Path, strategy: str, *extra: str) -> list[str]:
+def relevant(path: str, style: str) -> bool:
+    got = thread_of(path, style)
+    return got is not None and on_topic(got[0])
+
+
+async def crawl(out: Path, strategy: str, style: str, *extra: str) -> list[str]:
     """The pages the forum was asked, in order; ``extra``: more options (the frontier)."""
-    async with SiteServer(forum) as server:
+    async with SiteServer(forum(style)) as server:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "politecrawl", "crawl", f"http://forum.test:{server.port}/",
             "--resolve", f"forum.test:{server.port}:127.0.0.1", "--user-agent", UA,
@@ -125,9 +168,12 @@ async def crawl(out: Path, strategy: str, *extra: str) -> list[str]:
         return server.paths()
 
 
-@pytest.mark.parametrize("frontier", ["sqlite", "redis"])
+@pytest.mark.parametrize(
+    ("style", "frontier"),
+    [("numbered", "sqlite"), ("numbered", "redis"), ("slugged", "sqlite"), ("slugged", "redis")],
+)
 async def test_a_focused_crawl_finds_the_topics_threads_on_a_numbered_forum(
-    tmp_path: Path, frontier: str, request: pytest.FixtureRequest
+    tmp_path: Path, style: str, frontier: str, request: pytest.FixtureRequest
 ) -> None:
     asked = {}
     for s in ("bfs", "focused"):
@@ -135,10 +181,10 @@ async def test_a_focused_crawl_finds_the_topics_threads_on_a_numbered_forum(
         if frontier == "redis":  # the shared frontier: a crawl id of its own
             url = request.getfixturevalue("redis_url")
             extra = ("--frontier", url, "--crawl-id", f"forum-{s}-{tmp_path.name}")
-        asked[s] = await crawl(tmp_path / s, s, *extra)
+        asked[s] = await crawl(tmp_path / s, s, style, *extra)
     for s, paths in asked.items():
         assert len(paths) == len(set(paths)) == BUDGET, (s, len(paths))  # each page once
-    found = {s: sum(map(relevant, paths)) for s, paths in asked.items()}
+    found = {s: sum(relevant(p, style) for p in paths) for s, paths in asked.items()}
     # breadth-first reads the first listings' threads and replies in order: a few of the 80
     assert found["focused"] >= 4 * max(1, found["bfs"]), found
     assert found["focused"] >= 64, found  # 4 of 5 (28 with the next listing learned as a miss)
