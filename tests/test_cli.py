@@ -97,6 +97,29 @@ def test_bad_option_values(tmp_path: Path, args: list[str], needle: str) -> None
     assert needle in err
 
 
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--topic", ""], "--topic is empty"),
+        (["--topic", ", ; |"], "has no keywords"),
+        (["--topic", "how do I?"], "has no keywords"),
+        (["--strategy", "keyword"], "needs --topic or --relevance"),
+        (["--relevance", "no_such_module_here:judge"], "cannot import"),
+    ],
+)
+def test_a_focused_crawl_misused_says_one_line_before_anything_else(
+    tmp_path: Path, args: list[str], needle: str
+) -> None:
+    """A topic with nothing to look for, a nugget that does not import: one line, exit 2,
+    before the crawl prints its pace or makes its output folder."""
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://ok.example/\n")
+    out = tmp_path / "o"
+    p = run("crawl", "--seeds", str(seeds), "--user-agent", UA, "--out", str(out), *PINNED, *args)
+    assert needle in one_line_error(p)
+    assert p.stdout == "" and not out.exists()
+
+
 def test_browser_user_agent_refused(tmp_path: Path) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://ok.example/\n")

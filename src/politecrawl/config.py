@@ -312,6 +312,8 @@ class CrawlConfig:
         if self.max_queue is not None and self.max_queue < 1:
             raise ConfigError("--max-queue must be >= 1")
         _positive("--max-wait", self.max_wait_s)
+        if self.topic is not None and not self.topic.strip():
+            raise ConfigError("--topic is empty: say what to look for, e.g. 'steam locomotives'")
         if self.defer_ratio is not None and not 0.0 <= self.defer_ratio <= 1.0:
             raise ConfigError(f"--defer-ratio must be in [0, 1], got {self.defer_ratio}")
         if self.purpose not in ("search", "ai-input", "ai-train", "archive"):
