@@ -120,6 +120,18 @@ def test_a_focused_crawl_misused_says_one_line_before_anything_else(
     assert p.stdout == "" and not out.exists()
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["report"], ["log-stats"], ["log", "--host", "example.com"], ["wacz", "--output", "x.wacz"]],
+)
+def test_every_tool_given_a_folder_that_is_no_crawls_says_so_in_one_line(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """The user's slip (a wrong folder) is misuse: one line, exit 2, for every tool alike."""
+    err = one_line_error(run(command[0], str(tmp_path), *command[1:]))
+    assert f"{tmp_path} is not a crawl output folder" in err
+
+
 def test_browser_user_agent_refused(tmp_path: Path) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://ok.example/\n")

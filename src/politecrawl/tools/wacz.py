@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from politecrawl.errors import PolitecrawlError, StorageError
+from politecrawl.errors import ConfigError, PolitecrawlError, StorageError
 from politecrawl.storage.cdxj import index_name, index_warc, sort_key
 from politecrawl.storage.logs import iter_log_records
 
@@ -104,7 +104,8 @@ def _warc_files(dirs: list[Path]) -> list[Path]:
     for out in dirs:
         folder = out / "warc"
         if not folder.is_dir():
-            raise PolitecrawlError(f"{out}: no warc folder (not a crawl's --out?)")
+            # a folder that is no crawl's is the user's slip (exit 2), as for report and log
+            raise ConfigError(f"{out} is not a crawl output folder (no warc/ in it)")
         live = sorted(p.name for p in folder.glob("*.warc.gz.open"))
         if live:
             raise PolitecrawlError(
