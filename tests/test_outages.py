@@ -190,10 +190,9 @@ def test_a_one_byte_a_second_server_is_cut_as_too_slow_and_not_retried(tmp_path:
     assert p.returncode in (0, 1), p.stderr
 
 
-def test_max_time_cuts_the_requests_in_flight_and_a_resume_asks_again(tmp_path: Path) -> None:
-    """--max-time 5 while /drip (60 s, and --min-rate off) is in flight: the crawl ends
-    within a few seconds of its limit, the request is logged as cut, and the next run of the
-    same command asks for it again."""
+def _drip_crawl(tmp_path: Path) -> tuple[SitesServer, Path, list[str]]:
+    """A server whose /drip sends a byte now and then for 60 s, the crawl's output folder, and
+    the command that crawls /drip alone (add the limits and --min-rate)."""
     server = SitesServer(hosts=1, pages=2, drip_s=60)
     out = tmp_path / "out"
     seeds = tmp_path / "drip.txt"
@@ -203,48 +202,53 @@ def test_max_time_cuts_the_requests_in_flight_and_a_resume_asks_again(tmp_path: 
         "--out", str(out), *server.resolve_args(), "--allow-private-addresses",
         "--ip-min-delay", "off", "--no-progress", "--min-delay", "0.05",
     ]  # fmt: skip
+    return server, out, args
+
+
+def _cut_then_asked_again(server: SitesServer, out: Path, args: list[str], why: str) -> None:
+    """The first run stopped (``why``) with /drip logged cut and queued; the same command
+    asks for it again (this time a rate is enforced, so it ends soon)."""
+    s = summary(out)
+    assert s["stopped_by"] == why and s["queued_left"] == 1, s
+    cut = [r for r in requests_log(out) if r["url"].endswith("/drip")]
+    assert [r["outcome"] for r in cut] == ["cut"], cut
+    assert len(server.hits("/drip")) == 1
+    p = subprocess.run(
+        [*args, "--max-time", "60", "--min-rate", "100", "--min-rate-time", "1"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert len(server.hits("/drip")) == 2, p.stderr
+    again = [r for r in requests_log(out) if r["url"].endswith("/drip")]
+    assert [r["outcome"] for r in again] == ["cut", "dropped:too_slow"], again
+
+
+def test_max_time_cuts_the_requests_in_flight_and_a_resume_asks_again(tmp_path: Path) -> None:
+    """--max-time 5 while /drip (60 s, and --min-rate off) is in flight: the crawl ends
+    within a few seconds of its limit, the request is logged as cut, and the next run of the
+    same command asks for it again."""
+    server, out, args = _drip_crawl(tmp_path)
     try:
         started = time.monotonic()
-        p = subprocess.run(
+        subprocess.run(
             [*args, "--max-time", "5", "--min-rate", "0"], capture_output=True, text=True,
             timeout=120,
         )  # fmt: skip
         took = time.monotonic() - started
         assert took < 5 + 8, took  # the limit, the interpreter's start, the save
-        s = summary(out)
-        assert s["stopped_by"] == "max_time" and s["queued_left"] == 1, s
-        cut = [r for r in requests_log(out) if r["url"].endswith("/drip")]
-        assert [r["outcome"] for r in cut] == ["cut"], cut
-        assert len(server.hits("/drip")) == 1
-
-        # the resume asks again (this time a rate is enforced, so it ends soon)
-        p = subprocess.run(
-            [*args, "--max-time", "60", "--min-rate", "100", "--min-rate-time", "1"],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert len(server.hits("/drip")) == 2, p.stderr
-        again = [r for r in requests_log(out) if r["url"].endswith("/drip")]
-        assert [r["outcome"] for r in again] == ["cut", "dropped:too_slow"], again
+        _cut_then_asked_again(server, out, args, "max_time")
     finally:
         server.close()
 
 
 def test_ctrl_c_cuts_a_request_that_hangs_and_a_resume_asks_again(tmp_path: Path) -> None:
-    """Ctrl-C while /drip (a server that sends a byte now and then for 60 s; --min-rate off)
-    is in flight: the requests in flight get 2 s to end, then are cut, so the command exits
-    130 within seconds, not at the request's 60 s timeout; the request is logged as cut, the
-    summary says interrupted, and the same command asks for it again."""
-    server = SitesServer(hosts=1, pages=2, drip_s=60)
-    out = tmp_path / "out"
-    seeds = tmp_path / "drip.txt"
-    seeds.write_text(f"http://h0.test:{server.port}/drip\n")
-    args = [
-        sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds), "--user-agent", UA,
-        "--out", str(out), *server.resolve_args(), "--allow-private-addresses",
-        "--ip-min-delay", "off", "--no-progress", "--min-delay", "0.05", "--min-rate", "0",
-    ]  # fmt: skip
+    """Ctrl-C while /drip (60 s; --min-rate off) is in flight: the requests in flight get 2 s
+    to end, then are cut, so the command exits 130 within seconds, not at the request's 60 s
+    timeout; the request is logged as cut, the summary says interrupted, and the same command
+    asks for it again."""
+    server, out, args = _drip_crawl(tmp_path)
     try:
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cmd = [*args, "--min-rate", "0"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(600):  # bounded: until the server has the request
             if server.hits("/drip"):
                 break
@@ -256,19 +260,7 @@ def test_ctrl_c_cuts_a_request_that_hangs_and_a_resume_asks_again(tmp_path: Path
         took = time.monotonic() - signalled
         assert proc.returncode == 130, err
         assert took < 30, took  # the grace, the save; the request's own timeout is 60 s
-        s = summary(out)
-        assert s["stopped_by"] == "interrupted" and s["queued_left"] == 1, s
-        cut = [r for r in requests_log(out) if r["url"].endswith("/drip")]
-        assert [r["outcome"] for r in cut] == ["cut"], cut
-
-        # the resume asks again (this time a rate is enforced, so it ends soon)
-        p = subprocess.run(
-            [*args[:-2], "--min-rate", "100", "--min-rate-time", "1"],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert len(server.hits("/drip")) == 2, p.stderr
-        again = [r for r in requests_log(out) if r["url"].endswith("/drip")]
-        assert [r["outcome"] for r in again] == ["cut", "dropped:too_slow"], again
+        _cut_then_asked_again(server, out, args, "interrupted")
     finally:
         server.close()
 
