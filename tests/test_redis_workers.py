@@ -111,10 +111,8 @@ def fetched_twice(web: TestWeb, also_ok: set[tuple[str, str]] = frozenset()) -> 
     """(host, path) requested more than once, apart from deliberate retries (the same
     exclusions as test_crawl_e2e.test_resume_fetches_nothing_twice)."""
     retried = {h for h, s in web.sites.items() if s.robots_status >= 500}
-    # KNOWN CRAWLER GAP (crawler.py, not the frontier): a robots.txt redirect's next hop is
-    # remembered in one worker's memory (Crawler._robots_redirect), so when another worker
-    # gets the site's next turn it asks /robots.txt again. Remove once the hop is shared.
-    retried |= {h for h, s in web.sites.items() if 300 <= s.robots_status < 400}
+    # a robots.txt redirect's next hop is kept in the shared store (RobotsRecord.redirect_to),
+    # so the worker that gets the site's next turn asks the hop, not /robots.txt again
     seen = collections.Counter(
         (e.host, e.path)
         for e in web.access_log
@@ -256,9 +254,8 @@ async def test_a_dead_worker_loses_nothing(
         for i in range(2):
             for r in read_jsonl(tmp_path / f"w{i}/log/requests.jsonl"):
                 assert r.get("refetch", False) is (r["url"] in handed_again), r
-        # a robots.txt redirect's hop the dead worker followed (its answer died with it, and
-        # the hop lived in its memory: the KNOWN CRAWLER GAP in fetched_twice) is followed
-        # again by the survivor that takes the site
+        # a robots.txt redirect's hop the dead worker followed is followed again by the
+        # survivor that takes the site: its answer died with the worker, before it was stored
         died_asking = {key for _, key, worker in starts if worker == "mortal"}
         hops_again = {
             (h, "/robots-real.txt") for h, site in web.sites.items()
