@@ -171,8 +171,6 @@ class KeywordScorer:
         for part in _PHRASE_SEPARATORS.split(topic):
             words = tuple(stem(w) for w in tokens(part))
             content = tuple(w for w in words if w not in _TOPIC_STOP)
-            if len(content) > 1:  # a lone letter ("e-mail", "C++") matches "e.g.", "i.e."
-                content = tuple(w for w in content if len(w) > 1) or content
             if content:
                 phrases.append(content)
         if not phrases:
