@@ -126,12 +126,19 @@ def test_a_phrases_words_near_each_other_count_as_part_of_the_phrase() -> None:
 
 
 def test_a_topic_is_read_as_a_user_writes_it() -> None:
-    """Semicolons, bars and new lines separate phrases as commas do; pronouns and auxiliaries
-    are no keywords. A letter of a compound stays: "b-tree" is the phrase (b, tree), whose
-    words near each other are the compound, where "tree" alone is every tree."""
+    """Semicolons, bars and new lines separate phrases as commas do; a question's frame at a
+    phrase's start ("how do I") and possessives ("my") are no keywords, while the same words
+    elsewhere may be the topic's own ("I/O", "CAN bus"). A letter of a compound stays:
+    "b-tree" is the phrase (b, tree), whose words near each other are the compound, where
+    "tree" alone is every tree."""
     k = KeywordScorer("SMTP servers; IMAP | b-tree\nHow do I set up TLS certificates?")
     assert k.phrases == [
         ("smtp", "server"), ("imap",), ("b", "tree"), ("set", "up", "tls", "certificate")
+    ]
+    asked = KeywordScorer("how can we back up our database, what is a b-tree, how to parse args")
+    assert asked.phrases == [("back", "up", "database"), ("b", "tree"), ("parse", "arg")]
+    assert KeywordScorer("I/O performance, CAN bus, what's new").phrases == [
+        ("i", "o", "performance"), ("can", "bus"), ("s", "new")
     ]
     assert KeywordScorer("sql statements, select queries").phrases == [
         ("sql", "statement"), ("select", "query")

@@ -80,13 +80,18 @@ _STOP_TEXT = (
     "which who why when where this that these those"
 )
 _STOP = frozenset(_STOP_TEXT.split())
-# a topic is written as a user writes it ("How do I set up TLS certificates?"): pronouns and
-# auxiliaries carry nothing a page would say back (none is in bench/docbed.py's 30 topics)
-_TOPIC_STOP_TEXT = (
-    "i me my we us our you your do does did can could should would will shall may might must "
-    "was were been has have had"
+# a topic is written as a user writes it ("How do I set up TLS certificates?"): a question's
+# frame at a phrase's start carries nothing a page would say back. Only there: elsewhere "i",
+# "can", "us", "may", "will", "do" are as often a topic's own words ("I/O", "CAN bus", "US tax
+# law", "to-do lists"). None of bench/docbed.py's 30 topics changes.
+_QUESTION_TEXT = "how what which who why when where"
+_FRAME_TEXT = (
+    "do does did can could should would will shall may might must is are was were i we you "
+    "to a an the"
 )
-_TOPIC_STOP = _STOP | frozenset(_TOPIC_STOP_TEXT.split())
+_QUESTION = frozenset(_QUESTION_TEXT.split())
+_FRAME = frozenset(_FRAME_TEXT.split())
+_TOPIC_STOP = _STOP | frozenset(("me", "my", "our", "ours", "your", "yours"))
 # phrases are comma-separated; a semicolon, a bar or a new line separates them as well
 _PHRASE_SEPARATORS = re.compile(r"[,;|\n]")
 _NEAR = 5  # words: a phrase's words this close count as half an occurrence of the phrase
@@ -139,6 +144,18 @@ def _variants(stemmed: str) -> set[str]:
     return {f for f in forms if stem(f) == stemmed} | {stemmed}
 
 
+def _topic_words(phrase: str) -> tuple[str, ...]:
+    """A phrase's keywords, plural-folded: stop words out, and a question's frame at its start
+    ("how do I", "what are the", "how can we")."""
+    words = tokens(phrase)
+    if words and words[0] in _QUESTION:
+        i = 1
+        while i < len(words) and words[i] in _FRAME:
+            i += 1
+        words = words[i:]
+    return tuple(stem(w) for w in words if w not in _TOPIC_STOP)
+
+
 # -- scorers -----------------------------------------------------------------------------------
 
 
@@ -169,8 +186,7 @@ class KeywordScorer:
     ) -> None:
         phrases: list[tuple[str, ...]] = []
         for part in _PHRASE_SEPARATORS.split(topic):
-            words = tuple(stem(w) for w in tokens(part))
-            content = tuple(w for w in words if w not in _TOPIC_STOP)
+            content = _topic_words(part)
             if content:
                 phrases.append(content)
         if not phrases:
