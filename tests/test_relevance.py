@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 
@@ -143,6 +144,37 @@ def test_a_topic_is_read_as_a_user_writes_it() -> None:
     assert KeywordScorer("sql statements, select queries").phrases == [
         ("sql", "statement"), ("select", "query")
     ]
+
+
+_QUESTION_WORDS = ("how", "what", "which", "who", "why", "when", "where")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    topic=st.lists(
+        st.sampled_from(
+            ["how", "do", "i", "what", "is", "the", "a", "my", "can", "b-tree", "I/O", "tls",
+             "backups", "time", "zones", ",", ";", "|", "\n", "?", "e-mail", "does"]
+        )
+        | st.text(max_size=12),
+        max_size=12,
+    ).map(" ".join)
+)
+def test_any_topic_has_keywords_or_is_refused(topic: str) -> None:
+    """Whatever a user types: a ConfigError, or at most one phrase per part (parts split at
+    , ; | and new lines), each keyword a word of the topic (plural-folded), no possessive, no
+    question word; and a page of the topic's own words scores within [0, 1]."""
+    parts = re.split(r"[,;|\n]", topic)
+    try:
+        k = KeywordScorer(topic)
+    except ConfigError:
+        return
+    words = {stem(w) for w in tokens(topic)}
+    assert 0 < len(k.phrases) <= len(parts)
+    for phrase in k.phrases:
+        assert phrase and set(phrase) <= words
+        assert not {"my", "our", "your", *_QUESTION_WORDS} & set(phrase)
+    assert 0.0 <= k(Document("http://x.test/", topic, topic)) <= 1.0
 
 
 def test_topic_without_keywords_is_a_config_error() -> None:
