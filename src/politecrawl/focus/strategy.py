@@ -67,6 +67,27 @@ def _first_page_series(source_url: str, links: list[Link]) -> tuple[str, str] | 
     return None
 
 
+def choose_strategy(
+    strategy: str | None, topic: str | None, relevance: str | NuggetFunction | None
+) -> tuple[str, NuggetFunction | None]:
+    """The strategy and nugget function the options ask for; ``ConfigError`` when they say
+    nothing to look for (a topic without keywords, a nugget that does not import, a focused
+    or keyword crawl with neither). Cheap: the CLI asks it before the crawl says anything."""
+    nugget: NuggetFunction | None = None
+    if isinstance(relevance, str) and relevance:
+        nugget = load_nugget(relevance)
+    elif callable(relevance):
+        nugget = relevance
+    elif topic:
+        nugget = KeywordScorer(topic)
+    chosen = strategy or ("focused" if nugget is not None else "bfs")
+    if chosen in ("focused", "keyword") and nugget is None:
+        from politecrawl.errors import ConfigError
+
+        raise ConfigError(f"--strategy {chosen} needs --topic or --relevance")
+    return chosen, nugget
+
+
 @dataclass(frozen=True, slots=True)
 class PageScore:
     relevance: float | None
@@ -115,18 +136,7 @@ class Focus:
         seed: int = 0,
     ) -> Focus:
         """``relevance``: a nugget function, or its import string ``"pkg.module:function"``."""
-        nugget: NuggetFunction | None = None
-        if isinstance(relevance, str) and relevance:
-            nugget = load_nugget(relevance)
-        elif callable(relevance):
-            nugget = relevance
-        elif topic:
-            nugget = KeywordScorer(topic)
-        chosen = strategy or ("focused" if nugget is not None else "bfs")
-        if chosen in ("focused", "keyword") and nugget is None:
-            from politecrawl.errors import ConfigError
-
-            raise ConfigError(f"--strategy {chosen} needs --topic or --relevance")
+        chosen, nugget = choose_strategy(strategy, topic, relevance)
         return cls(chosen, nugget, seed=seed)
 
     # -- pages ----------------------------------------------------------------------------

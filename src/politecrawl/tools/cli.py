@@ -414,11 +414,10 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         cfg = _join_shared(cfg, values)
     else:
         check_layout(cfg.out_dir, cfg.processes)  # resumed with the processes it was made with
-    if cfg.topic or cfg.relevance or cfg.strategy in ("focused", "keyword"):
-        from politecrawl.focus.strategy import Focus
+    from politecrawl.focus.strategy import choose_strategy
 
-        # a topic without keywords, a nugget that does not import: one line, before the pace
-        Focus.from_options(cfg.strategy, cfg.topic, cfg.relevance)
+    # a topic without keywords, a nugget that does not import: one line, before the pace
+    choose_strategy(cfg.strategy, cfg.topic, cfg.relevance)
     print(pace(cfg), flush=True)
     fatal: str | None
     nothing = False
