@@ -122,6 +122,43 @@ def test_handler_from_the_current_folder_or_a_file_path(tmp_path: Path) -> None:
     assert "No module named 'extracts'" in bad.stderr and "./extracts.py:function" in bad.stderr
 
 
+def test_user_code_that_fails_is_said_and_counted_and_loses_no_page(tmp_path: Path) -> None:
+    """A ``--relevance`` function that raises on one page and returns NaN on another, and a
+    ``--handler`` that raises on a third: every page is still fetched and its links followed,
+    each failure is a warning naming the page, and the summary counts them (it said nothing
+    of a failing nugget function: the page scored 0 silently)."""
+    (tmp_path / "mine.py").write_text(
+        "def judge(doc):\n"
+        "    if doc.title == 'Page 3':\n"
+        "        raise ZeroDivisionError('judged by zero')\n"
+        "    return float('nan') if doc.title == 'Page 4' else 0.5\n"
+        "def items(page):\n"
+        "    if page.title == 'Page 2':\n"
+        "        raise KeyError('no such field')\n"
+        "    yield {'title': page.title}\n",
+        encoding="utf-8",
+    )
+    with newcomer_site() as site:
+        done = politecrawl(
+            "crawl", site.url, "--user-agent", UA, "--out", "out", *FAST,
+            "--allow-private-addresses", "--relevance", "./mine.py:judge",
+            "--handler", "./mine.py:items", cwd=tmp_path, isolated=True,
+        )  # fmt: skip
+        asked = site.requests()
+    assert done.returncode == 0, done.stderr
+    assert {f"/p{n}.html" for n in range(2, 7)} <= set(asked)  # the chain followed through
+    counters = summary(tmp_path / "out")["counters"]
+    assert isinstance(counters, dict)
+    assert counters["relevance_errors"] == 2 and counters["handler_errors"] == 1
+    assert "your code failed     --handler on 1 page, --relevance on 2 pages" in done.stdout
+    assert "ZeroDivisionError('judged by zero')" in done.stderr
+    assert "p3.html" in done.stderr and "returned NaN on" in done.stderr
+    assert "page handler failed" in done.stderr and "no such field" in done.stderr
+    items = (tmp_path / "out" / "items.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["title"] for line in items) == [
+        "Page 1", "Page 3", "Page 4", "Page 5", "Page 6"]  # fmt: skip
+
+
 # -- item 3: one line, not a traceback --------------------------------------------------------
 def test_unwritable_out_is_one_line_and_exit_1(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")

@@ -66,6 +66,7 @@ async def store_page(
     if usage.refused:
         return await keep_reserved(ctx, entry, res, page, usage)
     score = focus.score_page(entry.url, page.document)
+    counters["relevance_errors"] += score.error is not None
     page.relevance = score.relevance
     etag, modified = res.header("etag"), res.header("last-modified")
     digest = packed.capture.digest if packed else payload_digest(res.raw_body)
@@ -150,6 +151,7 @@ async def keep_reserved(
     for source in usage.sources:
         ctx.counters[f"reserved:{source}"] += 1
     score = ctx.focus.score_page(entry.url, page.document)  # for the links' priorities only
+    ctx.counters["relevance_errors"] += score.error is not None
     outlinks = await admit_links(ctx, entry, res, page, score)
     record = PageRecord(page, "reserved", fetched_at=res.started, priority=entry.priority,
                         outlinks=outlinks)  # fmt: skip

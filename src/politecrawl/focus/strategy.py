@@ -20,6 +20,7 @@ nugget itself, so the model alone would learn the way to the next one as a miss.
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 from collections import Counter, OrderedDict
@@ -42,6 +43,8 @@ from politecrawl.focus.relevance import load_callable as load_nugget
 from politecrawl.focus.siblings import SectionIndex
 from politecrawl.urls.canonical import host_of, registered_domain
 from politecrawl.urls.traps import pattern_of
+
+log = logging.getLogger("politecrawl")
 
 _MAX_FEATURES = 2_000_000  # queued links whose features are kept for learning/re-scoring
 _RESCORE_MIN, _RESCORE_MAX = 20, 500  # pages learned between re-scorings: a quarter of the
@@ -95,6 +98,7 @@ class PageScore:
     relevant: bool
     distance: int  # hops since the last relevant page, for the links found on this one
     floor: float = 0.0  # the page's own floor as a listing of a series (Focus._series_floor)
+    error: str | None = None  # the nugget function failed on the page (scored 0)
 
 
 class Focus:
@@ -147,11 +151,16 @@ class Focus:
         """
         if self.nugget is None or doc is None:
             return PageScore(None, None, False, 0)
+        error = None
         try:
             rel = float(self.nugget(doc))
-        except Exception:  # a user's nugget function failing must not stop the crawl
-            rel = 0.0
-        rel = min(1.0, max(0.0, rel)) if rel == rel else 0.0
+        except Exception as exc:  # a user's nugget function failing must not stop the crawl;
+            rel, error = 0.0, repr(exc)  # it is said and counted, as a page handler's failure
+            log.warning("nugget function failed on %s (scored 0): %s", url, error, exc_info=True)
+        if rel != rel:  # NaN: no judgement either
+            rel, error = 0.0, "returned NaN"
+            log.warning("nugget function returned NaN on %s (scored 0)", url)
+        rel = min(1.0, max(0.0, rel))
         relevant = rel >= self.relevant_at
         self.scored_pages += 1
         self.relevant_pages += relevant
@@ -166,7 +175,7 @@ class Focus:
         parent_distance = feats.distance if feats is not None else 0
         distance = 0 if relevant else parent_distance + 1
         floor = feats.floor if feats is not None else 0.0
-        return PageScore(rel, doc.charset, relevant, distance, floor)
+        return PageScore(rel, doc.charset, relevant, distance, floor, error)
 
     def saw_stored(
         self, url: str, duplicate_of: str | None, relevant: bool = False

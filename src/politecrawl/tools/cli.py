@@ -230,6 +230,10 @@ def _merge(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
+# counters of pages on which a function of the user's raised: (counter, what it is)
+_USER_CODE = (("handler_errors", "--handler"), ("relevance_errors", "--relevance"))
+
+
 def _print_summary(summary: dict[str, Any], out: Path) -> None:
     print(f"crawl finished ({summary['stopped_by']}) in {summary['seconds']:.1f} s")
     for name in (
@@ -250,6 +254,11 @@ def _print_summary(summary: dict[str, Any], out: Path) -> None:
         print(
             "  errors               " + ", ".join(f"{k} {v}" for k, v in summary["errors"].items())
         )
+    counters = summary.get("counters") or {}
+    failed = [f"{what} on {n} page{'s' * (n != 1)}" for key, what in _USER_CODE
+              if (n := counters.get(key, 0))]  # fmt: skip
+    if failed:  # the user's own code failed: each page's traceback is in the log
+        print(f"  {'your code failed':20} " + ", ".join(failed) + " (each a warning on stderr)")
     lost = summary.get("sites_lost") or []
     if lost:
         from politecrawl.engine.losses import describe
