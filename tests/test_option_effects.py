@@ -108,6 +108,22 @@ async def test_robots_ttl_asks_for_robots_txt_again_when_stale(tmp_path: Path) -
     assert robots >= 3  # 12 pages 0.1 s apart: robots.txt stale several times over
 
 
+@pytest.mark.parametrize("ttl", ["0", "0.1"])
+async def test_robots_ttl_below_the_sites_delay_still_fetches_pages(
+    tmp_path: Path, ttl: str
+) -> None:
+    """A copy is stale by the time the page it was fetched for may go (the delay is past the
+    TTL): the crawl asked robots.txt at every turn and never a page, until --max-time."""
+    async with TestWeb(n_hosts=1, pages_per_host=6, seed=4, plain=True) as web:
+        p = await crawl(web, tmp_path / "out", "--robots-ttl", ttl, "--min-delay", "0.3",
+                        "--max-time", "40")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    pages = sum(pages_by_host(web).values())
+    robots = sum(1 for e in web.access_log if e.path == "/robots.txt")
+    assert pages == 6
+    assert 2 <= robots <= pages  # asked again when stale, but once per page at most
+
+
 async def test_bloom_seen_set_sized_by_expected_urls_and_rate(tmp_path: Path) -> None:
     async with TestWeb(n_hosts=3, pages_per_host=6, seed=5, plain=True) as web:
         p = await crawl(web, tmp_path / "small", "--seen", "bloom", "--expected-urls", "1000",

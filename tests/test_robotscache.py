@@ -25,7 +25,21 @@ async def test_fresh_for_ttl_then_refetch(tmp_path: Path) -> None:
     await c.record(ORIGIN, 200, BODY, now=0.0)
     rules = await c.rules_for(ORIGIN, 86399.0)
     assert rules is not None and not rules.is_allowed("bot", "/private/x")
+    c.used(ORIGIN)  # a page was asked under it
     assert await c.rules_for(ORIGIN, 86400.0) is None
+
+
+async def test_a_copy_no_page_was_asked_under_stays_in_force(tmp_path: Path) -> None:
+    """Fetched for the site's next page, a copy stays in force until that page is asked,
+    however long the site's delay: else, with a delay past the TTL, every turn asks
+    robots.txt again and no page ever goes."""
+    c = cache(tmp_path)
+    await c.record(ORIGIN, 200, BODY, now=0.0)
+    assert await c.rules_for(ORIGIN, 5 * 86400.0) is not None
+    c.used(ORIGIN)
+    assert await c.rules_for(ORIGIN, 5 * 86400.0) is None
+    await c.record("http://b.test", 503, b"", now=0.0)  # a failure: only until its retry
+    assert await c.rules_for("http://b.test", 60.0) is None
 
 
 async def test_4xx_allows_all_5xx_disallows_and_backs_off(tmp_path: Path) -> None:

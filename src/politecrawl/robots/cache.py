@@ -51,27 +51,41 @@ class RobotsCache:
         self._parsed: OrderedDict[str, _Hit] = OrderedDict()
         self._cap = parsed_cap
         self._unfetchable: dict[str, str] = {}  # origin -> why (a refused address...)
+        # origins whose good copy was fetched and no page asked under it yet: in force until
+        # one is, however old (see ``_fresh``)
+        self._unused: set[str] = set()
 
     async def rules_for(self, origin: str, now: float) -> RobotsRules | None:
         """The rules in force for ``origin``, or None when robots.txt must be fetched now."""
         hit = self._parsed.get(origin)
-        if hit is None or not self._fresh(hit, now):
+        if hit is None or not self._fresh(origin, hit, now):
             rec = await self._store.robots(origin)
             if rec is None:
                 return None
             if hit is None or rec.fetched_at != hit.fetched_at or rec.hops != hit.hops:
                 hit = self._hit(rec)
                 self._remember(origin, hit)
-        if not self._fresh(hit, now):
+        if not self._fresh(origin, hit, now):
             return None
         self._parsed.move_to_end(origin)
         return hit.rules
 
-    def _fresh(self, hit: _Hit, now: float) -> bool:
+    def _fresh(self, origin: str, hit: _Hit, now: float) -> bool:
+        """Whether the copy is in force. A good copy fetched and not yet used for a page is,
+        however old: with a site's delay (its Crawl-delay, --min-delay, or its turn among the
+        names of one server) at or past ``ttl_s``, each copy was stale by the time the page it
+        was fetched for could go, and the crawl asked robots.txt at every turn, never a
+        page (``--robots-ttl 0`` did that at once)."""
         if hit.redirect_to:
             return False  # a redirect chain under way: its next hop is due
-        fresh_for = self.ttl_s if robots_usable(hit.status) else self._retry_after(hit.failures)
-        return now - hit.fetched_at < fresh_for
+        if not robots_usable(hit.status):
+            return now - hit.fetched_at < self._retry_after(hit.failures)
+        return now - hit.fetched_at < self.ttl_s or origin in self._unused
+
+    def used(self, origin: str) -> None:
+        """A page of ``origin`` is asked under the copy in force: from now on the TTL alone
+        says how long it stays."""
+        self._unused.discard(origin)
 
     def _retry_after(self, failures: int) -> float:
         return robots_retry_s(self.retry_s, failures)
@@ -95,7 +109,7 @@ class RobotsCache:
         self._parsed[origin] = hit
         self._parsed.move_to_end(origin)
         while len(self._parsed) > self._cap:
-            self._parsed.popitem(last=False)
+            self._unused.discard(self._parsed.popitem(last=False)[0])
 
     async def record(self, origin: str, status: int, body: bytes, now: float) -> RobotsRules:
         """Store a fetch's answer; a failure keeps the last good copy's body for the log."""
@@ -122,6 +136,8 @@ class RobotsCache:
         await self._store.save_robots(rec)
         hit = self._hit(rec)
         self._remember(origin, hit)
+        if robots_usable(status):
+            self._unused.add(origin)
         return hit.rules
 
     async def record_redirect(self, origin: str, target: str, hops: int, now: float) -> None:

@@ -115,6 +115,7 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
                 )  # fmt: skip
             await drop(ctx, entry, DropReason.RESERVED_SITE)
             continue
+        ctx.robots.used(origin)
         return entry
     return Held(made_request=False)
 
