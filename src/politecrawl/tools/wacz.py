@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -77,7 +78,7 @@ def pack(dirs: list[Path], output: Path, *, title: str | None = None) -> dict[st
             resources.append(_add_bytes(zf, "pages/pages.jsonl", body.encode()))
             package: dict[str, Any] = {
                 "profile": "data-package",
-                "resources": resources,
+                "resources": _named(resources),
                 "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "wacz_version": WACZ_VERSION,
                 "software": f"politecrawl/{__version__}",
@@ -158,3 +159,22 @@ def _add_file(zf: zipfile.ZipFile, name: str, path: Path) -> dict[str, Any]:
 
 def _resource(path: str, digest: str, size: int) -> dict[str, Any]:
     return {"name": path.rsplit("/", 1)[1].lower(), "path": path, "hash": digest, "bytes": size}
+
+
+_NOT_IN_NAME = re.compile(r"[^-a-z0-9._/]")
+
+
+def _named(resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each resource's ``name`` made one Frictionless accepts (``^[-a-z0-9._/]+$``, unique):
+    py-wacz's name (the file name, lowercased) with any other character made ``-``, as
+    ``--processes N``'s files are named ``politecrawl@1-...``; ``path`` stays the file's."""
+    taken: set[str] = set()
+    for res in resources:
+        base = _NOT_IN_NAME.sub("-", res["name"]) or "-"
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name)
+        res["name"] = name
+    return resources
