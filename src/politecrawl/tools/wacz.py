@@ -55,6 +55,8 @@ def main_args(args: argparse.Namespace) -> int:
 
 def pack(dirs: list[Path], output: Path, *, title: str | None = None) -> dict[str, int]:
     """Write ``output``; returns how many WARC files, index lines and pages went in."""
+    if output.name in ("", "..") or output.is_dir():
+        raise ConfigError(f"--output must name the .wacz file to write, got {str(output)!r}")
     warcs = _warc_files(dirs)
     lines: list[str] = []
     for path in warcs:
@@ -102,7 +104,11 @@ def pack(dirs: list[Path], output: Path, *, title: str | None = None) -> dict[st
 def _warc_files(dirs: list[Path]) -> list[Path]:
     """Every closed WARC file of the crawls, each name once; refused while one is open."""
     found: dict[str, Path] = {}
+    given: dict[Path, Path] = {}
     for out in dirs:
+        if (same := given.setdefault(out.resolve(), out)) is not out:
+            also = "" if str(same) == str(out) else f" (as {same} and {out})"
+            raise ConfigError(f"the folder {out} was given twice{also}")
         folder = out / "warc"
         if not folder.is_dir():
             # a folder that is no crawl's is the user's slip (exit 2), as for report and log

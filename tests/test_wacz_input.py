@@ -1,0 +1,97 @@
+"""``politecrawl wacz`` on input it cannot pack as it is, through the real command on a real
+crawl's folder: misuse is one line and exit 2, a WARC file that does not read to its end is
+one line naming it and exit 1 with no package written, and a damaged index or pages log is
+mended (the index rebuilt from its WARC file, a bad row left out) and said on stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from pageweb import PageWeb
+from test_wacz import _crawl, _site
+
+from politecrawl.storage.cdxj import index_name
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real crawl's folder (one WARC file and its ``.cdxj``), copied by each test."""
+    tmp = tmp_path_factory.mktemp("crawl")
+
+    async def run() -> Path:
+        async with PageWeb(_site("north"), host="north.test") as site:
+            return await _crawl(site, tmp, "c")
+
+    out = asyncio.run(run())
+    assert len(list((out / "warc").glob("*.warc.gz"))) == 1
+    return out
+
+
+def _wacz(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "politecrawl", "wacz", *map(str, args)],
+        capture_output=True, text=True, timeout=120, cwd=cwd,
+    )  # fmt: skip
+
+
+def _copy(crawl: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A copy of the crawl, its WARC file and that file's index."""
+    out = tmp_path / "c"
+    shutil.copytree(crawl, out)
+    (warc,) = (out / "warc").glob("*.warc.gz")
+    return out, warc, warc.with_name(index_name(warc.name))
+
+
+def _one_line(p: subprocess.CompletedProcess[str], code: int) -> str:
+    assert p.returncode == code and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    return lines[0]
+
+
+def _index(wacz: Path) -> list[str]:
+    with zipfile.ZipFile(wacz) as zf:
+        return zf.read("indexes/index.cdx").decode().split("\n")
+
+
+def _page_urls(wacz: Path) -> list[str]:
+    with zipfile.ZipFile(wacz) as zf:
+        rows = [json.loads(x) for x in zf.read("pages/pages.jsonl").decode().splitlines()]
+    return sorted(r["url"] for r in rows[1:])
+
+
+def _intact(crawl: Path, tmp_path: Path) -> Path:
+    """The package of the untouched crawl: what a mended one must equal."""
+    p = _wacz(crawl, "--output", tmp_path / "intact.wacz", cwd=tmp_path)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    return tmp_path / "intact.wacz"
+
+
+@pytest.mark.parametrize("output", [".", "", "..", "FOLDER"])
+def test_an_output_that_names_no_file_is_one_line(
+    crawl: Path, tmp_path: Path, output: str
+) -> None:
+    if output == "FOLDER":
+        output = str(tmp_path)
+    line = _one_line(_wacz(crawl, "--output", output, cwd=tmp_path), 2)
+    assert "--output must name the .wacz file" in line, line
+
+
+def test_a_folder_given_twice_is_said_so(crawl: Path, tmp_path: Path) -> None:
+    line = _one_line(_wacz(crawl, crawl, "--output", "x.wacz", cwd=tmp_path), 2)
+    assert line == f"politecrawl: error: the folder {crawl} was given twice", line
+    spelled = os.path.relpath(crawl, tmp_path) + "/."
+    line = _one_line(_wacz(crawl, spelled, "--output", "x.wacz", cwd=tmp_path), 2)
+    assert "was given twice" in line and spelled.removesuffix("/.") in line, line
+    assert not (tmp_path / "x.wacz").exists()
