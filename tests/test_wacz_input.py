@@ -7,6 +7,7 @@ mended (the index rebuilt from its WARC file, a bad row left out) and said on st
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import shutil
@@ -95,3 +96,26 @@ def test_a_folder_given_twice_is_said_so(crawl: Path, tmp_path: Path) -> None:
     line = _one_line(_wacz(crawl, spelled, "--output", "x.wacz", cwd=tmp_path), 2)
     assert "was given twice" in line and spelled.removesuffix("/.") in line, line
     assert not (tmp_path / "x.wacz").exists()
+
+
+@pytest.mark.parametrize("damage", ["cut short", "a byte changed", "not a WARC file"])
+def test_a_warc_file_that_does_not_read_to_its_end_is_refused(
+    crawl: Path, tmp_path: Path, damage: str
+) -> None:
+    out, warc, _ = _copy(crawl, tmp_path)
+    data = warc.read_bytes()
+    if damage == "cut short":
+        warc.write_bytes(data[:-300])
+        bad = warc
+    elif damage == "a byte changed":
+        middle = len(data) // 2
+        warc.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :])
+        bad = warc
+    else:  # a gzip file of something else, without an index, among the crawl's files
+        bad = out / "warc" / "zz-not-a-warc.warc.gz"
+        bad.write_bytes(gzip.compress(b"not a WARC record\n" * 50))
+    line = _one_line(_wacz(out, "--output", "x.wacz", cwd=tmp_path), 1)
+    assert line.startswith(f"politecrawl: {bad}: "), line
+    assert ("not a WARC file" if bad != warc else "cut short or damaged") in line, line
+    assert "nothing packed" in line, line
+    assert not (tmp_path / "x.wacz").exists() and not (tmp_path / "x.wacz.tmp").exists()

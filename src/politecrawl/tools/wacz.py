@@ -18,6 +18,9 @@ index existed) is indexed here. With ``--processes N`` every process's files are
 (``politecrawl wacz w1 w2 w3 --output crawl.wacz``), and every worker's WARC files go into
 one package with one index. A WARC file still being written (``*.open``: a live crawl, or one
 that crashed and was not restarted) is refused: stop the crawl, or run it again to repair.
+So is a closed one that does not read to its end (cut short, a damaged member, not a WARC
+file: ``storage.warc.unreadable``), by name, and nothing is packed: a package pywb and
+ReplayWeb.page fail on must not be made as if it were whole.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any
 from politecrawl.errors import ConfigError, PolitecrawlError, StorageError
 from politecrawl.storage.cdxj import index_name, index_warc, sort_key
 from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.warc import unreadable
 
 __all__ = ["WACZ_VERSION", "main_args", "pack"]
 
@@ -58,6 +62,7 @@ def pack(dirs: list[Path], output: Path, *, title: str | None = None) -> dict[st
     if output.name in ("", "..") or output.is_dir():
         raise ConfigError(f"--output must name the .wacz file to write, got {str(output)!r}")
     warcs = _warc_files(dirs)
+    _refuse_damaged(warcs)
     lines: list[str] = []
     for path in warcs:
         sidecar = path.with_name(index_name(path.name))
@@ -126,6 +131,19 @@ def _warc_files(dirs: list[Path]) -> list[Path]:
     if not found:
         raise PolitecrawlError("no WARC file to pack")
     return list(found.values())
+
+
+def _refuse_damaged(warcs: list[Path]) -> None:
+    """Every WARC file reads to its end, or none is packed: a package holding a file cut
+    short or damaged is one pywb and ReplayWeb.page fail on, and nothing would say so."""
+    damaged = [(path, why) for path in warcs if (why := unreadable(path))]
+    if damaged:
+        path, why = damaged[0]
+        more = f"; {len(damaged) - 1} more damaged" if len(damaged) > 1 else ""
+        raise StorageError(
+            f"{path}: {why}{more}; nothing packed (move it out of {path.parent} "
+            "to pack the rest)"
+        )
 
 
 def _pages(dirs: list[Path]) -> Iterator[dict[str, Any]]:
