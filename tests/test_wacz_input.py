@@ -119,3 +119,48 @@ def test_a_warc_file_that_does_not_read_to_its_end_is_refused(
     assert ("not a WARC file" if bad != warc else "cut short or damaged") in line, line
     assert "nothing packed" in line, line
     assert not (tmp_path / "x.wacz").exists() and not (tmp_path / "x.wacz.tmp").exists()
+
+
+@pytest.mark.parametrize("damage", ["a garbage line", "empty", "a line of another file"])
+def test_a_damaged_index_is_rebuilt_from_its_warc_file_and_said(
+    crawl: Path, tmp_path: Path, damage: str
+) -> None:
+    out, warc, cdxj = _copy(crawl, tmp_path)
+    lines = cdxj.read_text().splitlines(keepends=True)
+    if damage == "a garbage line":
+        cdxj.write_text("".join(lines[:2]) + "garbage\n" + "".join(lines[2:]))
+    elif damage == "empty":
+        cdxj.write_text("")
+    else:
+        cdxj.write_text("".join(lines[:-1]) + lines[-1].replace(warc.name, "other.warc.gz"))
+    p = _wacz(out, "--output", "x.wacz", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert f"{cdxj} is {'empty' if damage == 'empty' else 'damaged'}: rebuilt from " in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert f"{len(lines)} captures indexed" in p.stdout, p.stdout
+    assert _index(tmp_path / "x.wacz") == _index(_intact(crawl, tmp_path))
+
+
+def test_an_index_without_its_last_newline_is_packed_line_by_line(
+    crawl: Path, tmp_path: Path
+) -> None:
+    """Two crawls' folders, the first's index cut just before its last newline: its last
+    line and the second's first stay two lines (they were one, and pywb could find neither)."""
+    first, _, cdxj = _copy(crawl, tmp_path)
+    second = tmp_path / "second"
+    shutil.copytree(crawl, second)
+    (warc,) = (second / "warc").glob("*.warc.gz")
+    warc.rename(warc.with_name("second-" + warc.name))  # a name of its own, and its index
+    old = warc.with_name(index_name(warc.name))
+    old.rename(old.with_name("second-" + old.name))
+    moved = old.with_name("second-" + old.name)
+    moved.write_text(moved.read_text().replace(warc.name, "second-" + warc.name))
+    text = cdxj.read_text()
+    assert text.endswith("}\n")
+    cdxj.write_text(text[:-1])
+    p = _wacz(first, second, "--output", "x.wacz", cwd=tmp_path)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    lines = _index(tmp_path / "x.wacz")
+    assert lines[-1] == "" and len(lines) - 1 == 2 * len(text.splitlines())
+    for line in lines[:-1]:
+        assert json.loads(line.split(" ", 2)[2])["offset"].isdigit(), line

@@ -12,14 +12,18 @@ laid out as py-wacz's ``wacz create`` lays it out: every entry stored, not defla
 member must be readable at its offset in place), and each file listed in datapackage.json.
 
 The index is the crawl's own (``NAME.cdxj`` beside each WARC file, ``storage.cdxj``), so
-packing does not read the WARC files again; a WARC file without one (a crawl made before the
-index existed) is indexed here. With ``--processes N`` every process's files are in the one
-``OUT/warc`` folder. A shared crawl's workers each have their own ``--out``: give them all
-(``politecrawl wacz w1 w2 w3 --output crawl.wacz``), and every worker's WARC files go into
-one package with one index. A WARC file still being written (``*.open``: a live crawl, or one
-that crashed and was not restarted) is refused: stop the crawl, or run it again to repair.
-So is a closed one that does not read to its end (cut short, a damaged member, not a WARC
-file: ``storage.warc.unreadable``), by name, and nothing is packed: a package pywb and
+packing does not index the WARC files again; a WARC file without one (a crawl made before the
+index existed) is indexed here, and so, with a warning, is one whose index is empty or has a
+line that is not a whole index line of that file (``storage.cdxj.read_index``).
+
+With ``--processes N`` every process's files are in the one ``OUT/warc`` folder. A shared
+crawl's workers each have their own ``--out``: give them all (``politecrawl wacz w1 w2 w3
+--output crawl.wacz``), and every worker's WARC files go into one package with one index.
+
+A WARC file still being written (``*.open``: a live crawl, or one that crashed and was not
+restarted) is refused: stop the crawl, or run it again to repair. So is a closed one that
+does not read to its end (cut short, a damaged member, not a WARC file:
+``storage.warc.unreadable``), by name, and nothing is packed: a package pywb and
 ReplayWeb.page fail on must not be made as if it were whole.
 """
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import logging
 import re
 import zipfile
 from collections.abc import Iterator
@@ -36,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from politecrawl.errors import ConfigError, PolitecrawlError, StorageError
-from politecrawl.storage.cdxj import index_name, index_warc, sort_key
+from politecrawl.storage.cdxj import index_name, index_warc, read_index, sort_key
 from politecrawl.storage.logs import iter_log_records
 from politecrawl.storage.warc import unreadable
 
@@ -44,6 +49,8 @@ __all__ = ["WACZ_VERSION", "main_args", "pack"]
 
 WACZ_VERSION = "1.1.1"
 _PAGES_HEADER = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
+
+log = logging.getLogger(__name__)
 
 
 def main_args(args: argparse.Namespace) -> int:
@@ -65,11 +72,7 @@ def pack(dirs: list[Path], output: Path, *, title: str | None = None) -> dict[st
     _refuse_damaged(warcs)
     lines: list[str] = []
     for path in warcs:
-        sidecar = path.with_name(index_name(path.name))
-        if sidecar.exists():
-            lines += sidecar.read_text(encoding="utf-8").splitlines(keepends=True)
-        else:
-            lines += index_warc(path)
+        lines += _index_of(path)
     lines.sort(key=sort_key)
     pages = [_PAGES_HEADER, *_pages(dirs)]
     from politecrawl import __version__
@@ -144,6 +147,24 @@ def _refuse_damaged(warcs: list[Path]) -> None:
             f"{path}: {why}{more}; nothing packed (move it out of {path.parent} "
             "to pack the rest)"
         )
+
+
+def _index_of(path: Path) -> list[str]:
+    """The WARC file's index lines: its own ``NAME.cdxj`` when every line is whole, else
+    rebuilt from the file as after a crash (``storage.cdxj.index_warc``), and said."""
+    sidecar = path.with_name(index_name(path.name))
+    kept = read_index(sidecar, path.name) if sidecar.exists() else None
+    if kept:
+        return kept
+    try:
+        lines = index_warc(path)
+    except (OSError, ValueError) as exc:  # fastwarc's: a record it cannot parse
+        raise StorageError(f"{path}: cannot index it: {exc}") from exc
+    if kept is None and sidecar.exists():
+        log.warning("%s is damaged: rebuilt from %s", sidecar, path.name)
+    elif kept == [] and lines:
+        log.warning("%s is empty: rebuilt from %s", sidecar, path.name)
+    return lines
 
 
 def _pages(dirs: list[Path]) -> Iterator[dict[str, Any]]:
