@@ -164,3 +164,17 @@ def test_an_index_without_its_last_newline_is_packed_line_by_line(
     assert lines[-1] == "" and len(lines) - 1 == 2 * len(text.splitlines())
     for line in lines[:-1]:
         assert json.loads(line.split(" ", 2)[2])["offset"].isdigit(), line
+
+
+def test_a_pages_row_without_a_url_is_left_out_and_said(crawl: Path, tmp_path: Path) -> None:
+    out, _, _ = _copy(crawl, tmp_path)
+    rows = (out / "pages.jsonl").read_text().splitlines()
+    row = next(json.loads(r) for r in rows if '"kept": "stored"' in r or '"kept":"stored"' in r)
+    del row["url"]
+    with (out / "pages.jsonl").open("a") as fh:
+        fh.write(json.dumps(row) + "\n")
+    p = _wacz(out, "--output", "x.wacz", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pages rows without a url or time left out: 1" in lines[0], lines
+    assert _page_urls(tmp_path / "x.wacz") == _page_urls(_intact(crawl, tmp_path))

@@ -169,17 +169,24 @@ def _index_of(path: Path) -> list[str]:
 
 def _pages(dirs: list[Path]) -> Iterator[dict[str, Any]]:
     """The pages kept in the WARC files (stored, or a revisit of a duplicate), from every
-    process's ``pages.jsonl``; ``ts`` to the second, as the capture's timestamp."""
+    process's ``pages.jsonl``; ``ts`` to the second, as the capture's timestamp. A row
+    without its url or time (a damaged log) is left out, and said."""
     for out in dirs:
+        skipped = 0
         for row in iter_log_records(out, "pages"):
             if row.get("warc_record_id") and row.get("kept") in ("stored", "duplicate"):
-                ts = str(row.get("time", ""))[:19] + "Z"
+                if not (isinstance(row.get("url"), str) and isinstance(row.get("time"), str)):
+                    skipped += 1
+                    continue
+                ts = row["time"][:19] + "Z"
                 # (a duplicate names its original's record: the id is the page's own)
                 page_id = hashlib.sha1(f"{row['url']} {row.get('time')}".encode()).hexdigest()
                 page = {"id": page_id[:32], "url": row["url"], "ts": ts}
                 if row.get("title"):
                     page["title"] = row["title"]
                 yield page
+        if skipped:
+            log.warning("%s: pages rows without a url or time left out: %d", out, skipped)
 
 
 def _sha256(data: bytes) -> str:
