@@ -11,7 +11,7 @@ from test_warc import result
 from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.net.fetch import FetchResult
-from politecrawl.storage.cdxj import index_name, index_warc
+from politecrawl.storage.cdxj import index_name, index_warc, read_index
 from politecrawl.storage.warc import WarcWriter, pack_exchange
 
 pytestmark = pytest.mark.unit
@@ -87,3 +87,26 @@ def test_a_crash_between_record_and_line_is_repaired(tmp_path: Path) -> None:
     assert index.read_text() == whole
     assert len(_lines(repaired)) == len(_captures(repaired)) == 9
     assert len(list(tmp_path.glob("*.cdxj"))) == 2
+
+
+def test_an_index_is_read_whole_or_not_at_all(tmp_path: Path) -> None:
+    """``read_index`` gives each line with its newline (the last one's too, when the file was
+    cut just before it), and None for a line that is not an index line of that WARC file:
+    ``politecrawl wacz`` then rebuilds the index from the file instead of packing it."""
+    w = _write_some(tmp_path)
+    w.close()
+    (warc,) = tmp_path.glob("*.warc.gz")
+    index = warc.with_name(index_name(warc.name))
+    text = index.read_text()
+    whole = text.splitlines(keepends=True)
+    assert read_index(index, warc.name) == whole == index_warc(warc)
+    index.write_text(text[:-1])
+    assert read_index(index, warc.name) == whole
+    assert read_index(index, "other.warc.gz") is None
+    for damaged in ("garbage\n", whole[0].split(" {")[0] + " {not json\n", " 2026 {}\n"):
+        index.write_text(text + damaged)
+        assert read_index(index, warc.name) is None, damaged
+    index.write_text("")
+    assert read_index(index, warc.name) == []
+    index.unlink()
+    assert read_index(index, warc.name) is None

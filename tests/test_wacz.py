@@ -4,8 +4,9 @@ validator (``wacz validate``, py-wacz) and replayed by pywb from the package's i
 Both tools live in virtualenvs of their own (pywb pins ``redis==2.10.6`` and ``brotlipy``;
 py-wacz brings frictionless and its pins): found at ``$POLITECRAWL_PYWB`` /
 ``$POLITECRAWL_WACZ`` (a ``bin`` folder), ``.pywb/bin`` / ``.wacz/bin`` in the repository
-(``.ci/run`` makes them), or on PATH; without them the test is skipped, unless the variable
-is set, when it fails.
+(``.ci/run`` makes them), or on PATH; without them the replay test is skipped, unless the
+variable is set, when it fails. A ``--processes 2`` crawl's package is validated too (py-wacz
+only, required).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -26,7 +28,10 @@ from pathlib import Path
 
 import pytest
 from pageweb import PageWeb, html
+from test_processes import _config
 from warcio.archiveiterator import ArchiveIterator
+
+from politecrawl.demo.web import TestWeb
 
 pytestmark = pytest.mark.e2e
 
@@ -203,3 +208,42 @@ async def test_two_workers_one_wacz_valid_and_replayed(tmp_path: Path) -> None:
                 status, body = _get(port, f"/c/{ts}id_/{url}")
                 assert status == 200, (url, body[:300])
                 assert body == site.pages[path][1], url
+
+
+async def test_a_two_process_crawl_packs_valid(tmp_path: Path) -> None:
+    """``--processes 2`` names its second process's files ``politecrawl@1-...``: Frictionless
+    refuses ``@`` in a resource's name, so the package's names are mapped (as py-wacz names
+    them, the file name lowercased, ``@`` made ``-``) while each path stays the file's.
+    Needs py-wacz (``$POLITECRAWL_WACZ`` or ``.wacz/bin``): without it the test fails."""
+    assert WACZ is not None, "py-wacz's wacz not found: set POLITECRAWL_WACZ to its bin folder"
+    async with TestWeb(n_hosts=4, pages_per_host=3, seed=7, plain=True) as web:
+        out = tmp_path / "out"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "politecrawl", "crawl", "--config", str(_config(tmp_path, web)),
+            "--out", str(out), "--no-progress", "--processes", "2",
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, err = await asyncio.wait_for(proc.communicate(), 180)
+        assert proc.returncode == 0, err.decode()
+    warcs = sorted(p.name for p in (out / "warc").glob("*.warc.gz"))
+    assert any(n.startswith("politecrawl@1-") for n in warcs), warcs  # both processes wrote
+
+    wacz = tmp_path / "two.wacz"
+    p = subprocess.run(
+        [sys.executable, "-m", "politecrawl", "wacz", str(out), "--output", str(wacz)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    v = subprocess.run([str(WACZ / "wacz"), "validate", "-f", str(wacz)],
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert v.returncode == 0 and "is valid" in v.stdout, v.stdout + v.stderr
+    with zipfile.ZipFile(wacz) as zf:
+        package = json.loads(zf.read("datapackage.json"))
+        resources = package["resources"]
+        assert {r["path"] for r in resources} == set(zf.namelist()) - {
+            "datapackage.json", "datapackage-digest.json"
+        }  # fmt: skip
+    assert {r["path"] for r in resources} >= {f"archive/{n}" for n in warcs}
+    names = [r["name"] for r in resources]
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[-a-z0-9._/]+", n) for n in names), names

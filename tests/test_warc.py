@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gzip
 import io
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.errors import StorageError
 from politecrawl.net.fetch import FetchResult
-from politecrawl.storage.warc import WarcWriter
+from politecrawl.storage.warc import WarcWriter, unreadable
 
 pytestmark = pytest.mark.unit
 
@@ -182,3 +183,25 @@ def test_revisits_name_their_original(tmp_path: Path) -> None:
     (_, dup_head, _), (nm_h, nm_head, _) = revisits
     assert dup_head.startswith(b"HTTP/1.1 200 OK")  # the response's own headers
     assert nm_head == b"" and nm_h["Content-Length"] == "0"  # Heritrix: pywb uses the original's
+
+
+def test_a_closed_file_that_does_not_read_to_its_end_says_why(tmp_path: Path) -> None:
+    """``unreadable``: None for a whole file; what is wrong with one cut short, one with a
+    changed byte (a member's CRC), trailing bytes, or gzip that holds no WARC record."""
+    w = WarcWriter(tmp_path, "politecrawl/test", "ua")
+    for i in range(5):
+        w.write_exchange(result(i))
+    w.close()
+    (path,) = tmp_path.glob("*.warc.gz")
+    data = path.read_bytes()
+    assert unreadable(path) is None
+    mid = len(data) // 2
+    for bad in (data[:-10], data[:mid] + bytes([data[mid] ^ 1]) + data[mid + 1 :], data + b"\0"):
+        path.write_bytes(bad)
+        why = unreadable(path)
+        assert why is not None and why.startswith("cut short or damaged"), why
+    for other in (gzip.compress(b"<html>not a WARC</html>"), b"WARC/1.1\r\n", b""):
+        path.write_bytes(other)
+        assert unreadable(path) == "not a WARC file (gzip-compressed records)"
+    path.unlink()
+    assert (unreadable(path) or "").startswith("cannot read it")

@@ -28,7 +28,15 @@ from pathlib import Path
 
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-__all__ = ["cdxj_line", "index_name", "index_warc", "prepare", "sort_key", "write_index"]
+__all__ = [
+    "cdxj_line",
+    "index_name",
+    "index_warc",
+    "prepare",
+    "read_index",
+    "sort_key",
+    "write_index",
+]
 
 _INDEXED = WarcRecordType.response | WarcRecordType.revisit
 
@@ -128,6 +136,38 @@ def _records(fh: io.BufferedReader) -> Iterator[tuple[int, functools.partial[str
                 digest=rec.headers.get("WARC-Payload-Digest"),
             )
         yield rec.stream_pos, line
+
+
+def read_index(path: Path, filename: str) -> list[str] | None:
+    """An index file's lines, each with its newline (a last line cut just before its newline
+    is whole), or None when a line is not one ``cdxj_line`` writes for ``filename``: a
+    damaged index, to rebuild from the WARC file (``index_warc``), never to pack as it is."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if not all(_is_line(line, filename) for line in lines):
+        return None
+    return [line + "\n" for line in lines]
+
+
+def _is_line(line: str, filename: str) -> bool:
+    parts = line.split(" ", 2)
+    if len(parts) != 3 or not parts[0] or not parts[1].isdigit():
+        return False
+    try:
+        fields = json.loads(parts[2])
+    except ValueError:
+        return False
+    return (
+        isinstance(fields, dict)
+        and fields.get("filename") == filename
+        and str(fields.get("offset")).isdigit()
+        and str(fields.get("length")).isdigit()
+    )
 
 
 def write_index(path: Path, lines: list[str]) -> None:

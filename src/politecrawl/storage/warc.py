@@ -469,6 +469,28 @@ def repair_open_file(path: Path) -> int | None:
     return size - good
 
 
+def unreadable(path: Path) -> str | None:
+    """Why a closed WARC file does not read to its end (cut short, a damaged member, not a
+    WARC file), or None: ``politecrawl wacz`` packs no file pywb could not read through."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(1 << 12)
+            fh.seek(0)
+            good = _whole_members_end(fh)
+    except OSError as exc:
+        return f"cannot read it: {exc.strerror or exc}"
+    try:
+        start = zlib.decompressobj(31).decompress(head, 5)
+    except zlib.error:
+        start = b""
+    if not start.startswith(b"WARC/"):
+        return "not a WARC file (gzip-compressed records)"
+    if good < size:
+        return f"cut short or damaged: whole records end at byte {good} of {size}"
+    return None
+
+
 def _whole_members_end(fh: io.BufferedReader, chunk: int = 1 << 16) -> int:
     """Offset just after the last complete gzip member (streaming, bounded memory)."""
     good = 0

@@ -12,12 +12,19 @@ laid out as py-wacz's ``wacz create`` lays it out: every entry stored, not defla
 member must be readable at its offset in place), and each file listed in datapackage.json.
 
 The index is the crawl's own (``NAME.cdxj`` beside each WARC file, ``storage.cdxj``), so
-packing does not read the WARC files again; a WARC file without one (a crawl made before the
-index existed) is indexed here. With ``--processes N`` every process's files are in the one
-``OUT/warc`` folder. A shared crawl's workers each have their own ``--out``: give them all
-(``politecrawl wacz w1 w2 w3 --output crawl.wacz``), and every worker's WARC files go into
-one package with one index. A WARC file still being written (``*.open``: a live crawl, or one
-that crashed and was not restarted) is refused: stop the crawl, or run it again to repair.
+packing does not index the WARC files again; a WARC file without one (a crawl made before the
+index existed) is indexed here, and so, with a warning, is one whose index is empty or has a
+line that is not a whole index line of that file (``storage.cdxj.read_index``).
+
+With ``--processes N`` every process's files are in the one ``OUT/warc`` folder. A shared
+crawl's workers each have their own ``--out``: give them all (``politecrawl wacz w1 w2 w3
+--output crawl.wacz``), and every worker's WARC files go into one package with one index.
+
+A WARC file still being written (``*.open``: a live crawl, or one that crashed and was not
+restarted) is refused: stop the crawl, or run it again to repair. So is a closed one that
+does not read to its end (cut short, a damaged member, not a WARC file:
+``storage.warc.unreadable``), by name, and nothing is packed: a package pywb and
+ReplayWeb.page fail on must not be made as if it were whole.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import logging
+import re
 import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -32,13 +41,16 @@ from pathlib import Path
 from typing import Any
 
 from politecrawl.errors import ConfigError, PolitecrawlError, StorageError
-from politecrawl.storage.cdxj import index_name, index_warc, sort_key
+from politecrawl.storage.cdxj import index_name, index_warc, read_index, sort_key
 from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.warc import unreadable
 
 __all__ = ["WACZ_VERSION", "main_args", "pack"]
 
 WACZ_VERSION = "1.1.1"
 _PAGES_HEADER = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
+
+log = logging.getLogger(__name__)
 
 
 def main_args(args: argparse.Namespace) -> int:
@@ -54,14 +66,13 @@ def main_args(args: argparse.Namespace) -> int:
 
 def pack(dirs: list[Path], output: Path, *, title: str | None = None) -> dict[str, int]:
     """Write ``output``; returns how many WARC files, index lines and pages went in."""
+    if output.name in ("", "..") or output.is_dir():
+        raise ConfigError(f"--output must name the .wacz file to write, got {str(output)!r}")
     warcs = _warc_files(dirs)
+    _refuse_damaged(warcs)
     lines: list[str] = []
     for path in warcs:
-        sidecar = path.with_name(index_name(path.name))
-        if sidecar.exists():
-            lines += sidecar.read_text(encoding="utf-8").splitlines(keepends=True)
-        else:
-            lines += index_warc(path)
+        lines += _index_of(path)
     lines.sort(key=sort_key)
     pages = [_PAGES_HEADER, *_pages(dirs)]
     from politecrawl import __version__
@@ -77,7 +88,7 @@ def pack(dirs: list[Path], output: Path, *, title: str | None = None) -> dict[st
             resources.append(_add_bytes(zf, "pages/pages.jsonl", body.encode()))
             package: dict[str, Any] = {
                 "profile": "data-package",
-                "resources": resources,
+                "resources": _named(resources),
                 "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "wacz_version": WACZ_VERSION,
                 "software": f"politecrawl/{__version__}",
@@ -101,7 +112,11 @@ def pack(dirs: list[Path], output: Path, *, title: str | None = None) -> dict[st
 def _warc_files(dirs: list[Path]) -> list[Path]:
     """Every closed WARC file of the crawls, each name once; refused while one is open."""
     found: dict[str, Path] = {}
+    given: dict[Path, Path] = {}
     for out in dirs:
+        if (same := given.setdefault(out.resolve(), out)) is not out:
+            also = "" if str(same) == str(out) else f" (as {same} and {out})"
+            raise ConfigError(f"the folder {out} was given twice{also}")
         folder = out / "warc"
         if not folder.is_dir():
             # a folder that is no crawl's is the user's slip (exit 2), as for report and log
@@ -121,19 +136,57 @@ def _warc_files(dirs: list[Path]) -> list[Path]:
     return list(found.values())
 
 
+def _refuse_damaged(warcs: list[Path]) -> None:
+    """Every WARC file reads to its end, or none is packed: a package holding a file cut
+    short or damaged is one pywb and ReplayWeb.page fail on, and nothing would say so."""
+    damaged = [(path, why) for path in warcs if (why := unreadable(path))]
+    if damaged:
+        path, why = damaged[0]
+        more = f"; {len(damaged) - 1} more damaged" if len(damaged) > 1 else ""
+        raise StorageError(
+            f"{path}: {why}{more}; nothing packed (move it out of {path.parent} "
+            "to pack the rest)"
+        )
+
+
+def _index_of(path: Path) -> list[str]:
+    """The WARC file's index lines: its own ``NAME.cdxj`` when every line is whole, else
+    rebuilt from the file as after a crash (``storage.cdxj.index_warc``), and said."""
+    sidecar = path.with_name(index_name(path.name))
+    kept = read_index(sidecar, path.name) if sidecar.exists() else None
+    if kept:
+        return kept
+    try:
+        lines = index_warc(path)
+    except (OSError, ValueError) as exc:  # fastwarc's: a record it cannot parse
+        raise StorageError(f"{path}: cannot index it: {exc}") from exc
+    if kept is None and sidecar.exists():
+        log.warning("%s is damaged: rebuilt from %s", sidecar, path.name)
+    elif kept == [] and lines:
+        log.warning("%s is empty: rebuilt from %s", sidecar, path.name)
+    return lines
+
+
 def _pages(dirs: list[Path]) -> Iterator[dict[str, Any]]:
     """The pages kept in the WARC files (stored, or a revisit of a duplicate), from every
-    process's ``pages.jsonl``; ``ts`` to the second, as the capture's timestamp."""
+    process's ``pages.jsonl``; ``ts`` to the second, as the capture's timestamp. A row
+    without its url or time (a damaged log) is left out, and said."""
     for out in dirs:
+        skipped = 0
         for row in iter_log_records(out, "pages"):
             if row.get("warc_record_id") and row.get("kept") in ("stored", "duplicate"):
-                ts = str(row.get("time", ""))[:19] + "Z"
+                if not (isinstance(row.get("url"), str) and isinstance(row.get("time"), str)):
+                    skipped += 1
+                    continue
+                ts = row["time"][:19] + "Z"
                 # (a duplicate names its original's record: the id is the page's own)
                 page_id = hashlib.sha1(f"{row['url']} {row.get('time')}".encode()).hexdigest()
                 page = {"id": page_id[:32], "url": row["url"], "ts": ts}
                 if row.get("title"):
                     page["title"] = row["title"]
                 yield page
+        if skipped:
+            log.warning("%s: pages rows without a url or time left out: %d", out, skipped)
 
 
 def _sha256(data: bytes) -> str:
@@ -158,3 +211,22 @@ def _add_file(zf: zipfile.ZipFile, name: str, path: Path) -> dict[str, Any]:
 
 def _resource(path: str, digest: str, size: int) -> dict[str, Any]:
     return {"name": path.rsplit("/", 1)[1].lower(), "path": path, "hash": digest, "bytes": size}
+
+
+_NOT_IN_NAME = re.compile(r"[^-a-z0-9._/]")
+
+
+def _named(resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each resource's ``name`` made one Frictionless accepts (``^[-a-z0-9._/]+$``, unique):
+    py-wacz's name (the file name, lowercased) with any other character made ``-``, as
+    ``--processes N``'s files are named ``politecrawl@1-...``; ``path`` stays the file's."""
+    taken: set[str] = set()
+    for res in resources:
+        base = _NOT_IN_NAME.sub("-", res["name"]) or "-"
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name)
+        res["name"] = name
+    return resources
