@@ -76,11 +76,31 @@ def test_bad_url_in_seeds(tmp_path: Path) -> None:
         (["--park-after", "0"], "--park-after"),
         (["--park-time", "-1"], "--park-time"),
         (["--exclude-check", "0"], "--exclude-check"),
+        # NaN passes every comparison: --min-delay nan turned the per-site delay off
+        (["--min-delay", "nan"], "--min-delay must be a finite number, got nan"),
+        (["--ip-min-delay", "nan"], "--ip-min-delay must be a finite number"),
+        (["--jitter", "nan"], "--jitter must be a finite number"),  # was: the default
+        (["--max-time", "inf"], "--max-time must be a finite number"),  # was: a traceback
+        (["--request-time", "1e309"], "--request-time must be a finite number"),
+        (["--request-time", "0"], "--request-time must be > 0"),  # not its field's name
+        (["--log-retention-days", "1e30"], "--log-retention-days must be at most"),
+        (["--dns-timeout", "1e11"], "--dns-timeout must be at most 300 s"),
+        (["--dns-tries", str(10**30)], "--dns-tries must be 1-10"),
+        (["--expected-urls", str(10**12)], "--expected-urls must be 1-1,000,000,000"),
+        (["--robots-ttl", "-1"], "--robots-ttl must be >= 0"),  # had no check at all
+        (["--retry-base", "-1"], "--retry-base must be > 0"),  # nor this
+        (["--user-agent", "bot/1 (+http://bot.example/)\r\nX-Injected: yes"],
+         "holds a control character"),  # fmt: skip
+        (["--frontier", "redis://127.0.0.1:notaport/0"], "--frontier"),
+        (["--config", "."], "cannot read config file"),  # a folder: exit 2, was 1
+        (["--allow", "undecodable.bin"], "cannot read allow-list"),
     ],
 )
 def test_bad_option_values(tmp_path: Path, args: list[str], needle: str) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://ok.example/\n")
+    (tmp_path / "undecodable.bin").write_bytes(b"\xff\xfe\x00garbage")
+    args = [str(tmp_path / a) if a in (".", "undecodable.bin") else a for a in args]
     err = one_line_error(
         run(
             "crawl",
@@ -241,6 +261,8 @@ def test_operator_tools_on_a_real_crawl(tmp_path: Path) -> None:
         ("min-delay = 0.1\nno-such-option = 1", "unknown option(s): no-such-option"),
         ("delay-factor = -2", "--delay-factor must be >= 0"),
         ("min-delay = ", "not valid TOML"),
+        ("min-delay = nan", "--min-delay must be a finite number, got nan"),
+        ("robots-ttl = -inf", "--robots-ttl must be a finite number"),
     ],
 )
 def test_bad_toml_values(tmp_path: Path, toml: str, needle: str) -> None:

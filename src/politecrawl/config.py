@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from politecrawl.errors import ConfigError
 from politecrawl.urls.canonical import canonical_seeds
@@ -38,6 +39,11 @@ def validate_user_agent(user_agent: str) -> str:
         raise ConfigError(
             "--user-agent is blank: name the bot and give an info URL, e.g. "
             "'acmebot/1.0 (+https://acme.example/bot)'"
+        )
+    if any(c < " " or c == "\x7f" for c in ua):
+        raise ConfigError(
+            f"--user-agent {ua!r} holds a control character (a line break?): a header is one "
+            "line of text"
         )
     if _BROWSER_TOKENS.search(ua):
         raise ConfigError(
@@ -81,11 +87,26 @@ def option(name: str, **extra: Any) -> dict[str, Any]:
     return {"option": name, **extra}
 
 
+# The largest number any option takes: 30 years in seconds, a gigabyte and more in bytes.
+# Past it a value is a slip (1e30, 10**30) that overflows a timer or a C integer far from
+# where it was given; NaN and infinities, which every comparison lets through, likewise
+# (``--min-delay nan`` turned the per-site delay off).
+MAX_NUMBER = 1e12
+
+
 def _positive(name: str, value: float, *, zero_ok: bool = False) -> None:
+    if not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, got {value}")
+    if value > MAX_NUMBER:
+        raise ConfigError(f"{name} must be at most {MAX_NUMBER:g}, got {value:g}")
     if value < 0 or (value == 0 and not zero_ok):
         raise ConfigError(f"{name} must be {'>= 0' if zero_ok else '> 0'}, got {value}")
 
 
+MAX_DNS_TIMEOUT_S = 300.0  # c-ares counts a try's time in int milliseconds
+MAX_DNS_TRIES = 10  # c-ares' tries of one lookup; more is a typo, and c-ares takes an int
+MAX_EXPECTED_URLS = 10**9  # --expected-urls: the Bloom filter is sized from it, in memory
+MAX_RETENTION_DAYS = 36500  # --log-retention-days: a hundred years is "keep them"
 MAX_URLS_PER_PATTERN = 5000  # see traps.UrlSpaces (the budget rule; calendars are stopped sooner)
 
 
@@ -160,16 +181,20 @@ class FetchConfig:
     def __post_init__(self) -> None:
         validate_user_agent(self.user_agent)
         _positive("--max-size", self.max_size_bytes)
-        for name in ("connect_timeout_s", "read_timeout_s", "total_timeout_s"):
-            _positive(name, getattr(self, name))
+        _positive("connect_timeout_s", self.connect_timeout_s)
+        _positive("read_timeout_s", self.read_timeout_s)
+        _positive("--request-time", self.total_timeout_s)
         _positive("--dns-timeout", self.dns_timeout_s)
+        if self.dns_timeout_s > MAX_DNS_TIMEOUT_S:
+            raise ConfigError(f"--dns-timeout must be at most {MAX_DNS_TIMEOUT_S:g} s")
         _positive("--dns-negative-ttl", self.dns_negative_ttl_s, zero_ok=True)
-        if self.dns_tries < 1:
-            raise ConfigError(f"--dns-tries must be >= 1, got {self.dns_tries}")
+        if not 1 <= self.dns_tries <= MAX_DNS_TRIES:
+            raise ConfigError(f"--dns-tries must be 1-{MAX_DNS_TRIES}, got {self.dns_tries}")
         if self.max_attempts < 1:  # (not an option: fixed at 3)
             raise ConfigError("max_attempts must be >= 1")
-        if self.transient_attempts < 1:
+        if not 1 <= self.transient_attempts <= MAX_NUMBER:
             raise ConfigError(f"--transient-attempts must be >= 1, got {self.transient_attempts}")
+        _positive("--retry-base", self.retry_base_s)
         _positive("--retry-max-wait", self.retry_max_wait_s)
         _positive("--min-rate", self.min_rate_bytes, zero_ok=True)
         _positive("--min-rate-time", self.min_rate_time_s, zero_ok=True)
@@ -291,12 +316,17 @@ class CrawlConfig:
         if self.scope not in ("host", "domain", "any"):
             raise ConfigError(f"--scope must be host, domain or any, got {self.scope!r}")
         _positive("--exclude-check", self.exclude_check_s)
+        _positive("--robots-ttl", self.robots_ttl_s, zero_ok=True)
         if self.frontier_url is not None:
             check_shared_crawl(self.frontier_url, self.crawl_id)
         if self.seen_mode not in ("auto", "exact", "bloom", "disk"):
             raise ConfigError(f"--seen must be auto, disk, exact or bloom, got {self.seen_mode!r}")
-        if self.expected_urls < 1:
-            raise ConfigError("--expected-urls must be >= 1")
+        if not 1 <= self.expected_urls <= MAX_EXPECTED_URLS:
+            raise ConfigError(
+                f"--expected-urls must be 1-{MAX_EXPECTED_URLS:,} (a Bloom filter that size "
+                f"takes about 1.2 GB at 1 %; --seen disk keeps any number), got "
+                f"{self.expected_urls}"
+            )
         if not 0 < self.seen_fp_rate < 1:
             raise ConfigError("--seen-fp-rate must be between 0 and 1")
         if self.target_relevant is not None and self.target_relevant < 1:
@@ -309,6 +339,8 @@ class CrawlConfig:
             raise ConfigError("--max-urls-per-pattern must be >= 1 (0 on the command line: off)")
         _positive("--log-rotate-bytes", self.log_rotate_bytes)
         _positive("--log-retention-days", self.log_retention_days)
+        if self.log_retention_days > MAX_RETENTION_DAYS:
+            raise ConfigError(f"--log-retention-days must be at most {MAX_RETENTION_DAYS}")
         if self.max_queue is not None and self.max_queue < 1:
             raise ConfigError("--max-queue must be >= 1")
         _positive("--max-wait", self.max_wait_s)
@@ -384,6 +416,10 @@ def check_shared_crawl(frontier_url: str, crawl_id: str | None) -> None:
     """``--frontier`` and ``--crawl-id`` as every command that shares a crawl takes them."""
     if not frontier_url.startswith(("redis://", "rediss://", "unix://", "valkey://")):
         raise ConfigError(f"--frontier must be a redis:// URL, got {frontier_url!r}")
+    try:
+        urlsplit(frontier_url).port  # noqa: B018  (raises on a port that is not one)
+    except ValueError as exc:
+        raise ConfigError(f"--frontier {frontier_url!r}: {exc}") from None
     if crawl_id is not None and not _CRAWL_ID.fullmatch(crawl_id):
         raise ConfigError(
             f"--crawl-id must be 1-100 characters of A-Z a-z 0-9 . _ : -, got {crawl_id!r}"
@@ -424,7 +460,7 @@ def read_lines_file(path: Path, what: str) -> tuple[str, ...]:
     """Lines of an allow-list style file, comments and blanks dropped."""
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {what} {path}: {exc}") from None
     out = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
     return tuple(x for x in out if x)
@@ -439,6 +475,10 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file not found: {path}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8
+        raise ConfigError(f"config file {path} is not UTF-8 text: {exc}") from None
+    except OSError as exc:  # a folder, unreadable
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     table = data.get("crawl", data)
     if not isinstance(table, dict):
         raise ConfigError(f"config file {path}: [crawl] must be a table")

@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import functools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -318,6 +319,8 @@ def config_from_values(v: dict[str, Any]) -> CrawlConfig:
     for name, value in v.items():
         if value is None:
             continue
+        if isinstance(value, float) and not math.isfinite(value):  # NaN passes every check
+            raise ConfigError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
         cls, f = targets[name]
         kwargs[cls][f.name] = _field_value(name, value, f.metadata.get("negate", False))
     return CrawlConfig(

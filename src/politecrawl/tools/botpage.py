@@ -210,8 +210,9 @@ def main_args(args: argparse.Namespace) -> int:
     for key in pace:
         if getattr(args, key, None) is not None:
             pace[key] = float(getattr(args, key))
-    if pace["min_delay"] < 0 or pace["delay_factor"] < 0:
-        raise ConfigError("--min-delay and --delay-factor must be >= 0")
+    from politecrawl.config import PolitenessConfig  # the crawl's own checks (NaN, range)
+
+    PolitenessConfig(min_delay_s=pace["min_delay"], response_time_factor=pace["delay_factor"])
     purpose = args.purpose
     if purpose in PURPOSES:  # the crawl's declared purpose; other text says why, in words
         declared, purpose = purpose, None
