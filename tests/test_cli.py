@@ -89,10 +89,10 @@ def test_bad_url_in_seeds(tmp_path: Path) -> None:
         (["--expected-urls", str(10**12)], "--expected-urls must be 1-1,000,000,000"),
         (["--robots-ttl", "-1"], "--robots-ttl must be >= 0"),  # had no check at all
         (["--retry-base", "-1"], "--retry-base must be > 0"),  # nor this
-        (["--user-agent", "bot/1 (+http://bot.example/)\r\nX-Injected: yes"],
-         "holds a control character"),  # fmt: skip
+        (["--user-agent", "bot/1 (+http://bot.example/)\r\nX-Injected: yes"], "control char"),
         (["--frontier", "redis://127.0.0.1:notaport/0"], "--frontier"),
         (["--config", "."], "cannot read config file"),  # a folder: exit 2, was 1
+        (["--out", ""], "argument --out: an empty name"),  # was: the current folder
         (["--allow", "undecodable.bin"], "cannot read allow-list"),
     ],
 )
@@ -263,6 +263,7 @@ def test_operator_tools_on_a_real_crawl(tmp_path: Path) -> None:
         ("min-delay = ", "not valid TOML"),
         ("min-delay = nan", "--min-delay must be a finite number, got nan"),
         ("robots-ttl = -inf", "--robots-ttl must be a finite number"),
+        ('out = ""', "crawl.toml: out: an empty name"),  # was: the current folder
     ],
 )
 def test_bad_toml_values(tmp_path: Path, toml: str, needle: str) -> None:

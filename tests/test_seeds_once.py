@@ -68,3 +68,11 @@ def test_a_bad_seed_names_itself_and_its_line(tmp_path: Path) -> None:
         read_seeds(seeds_file)
     with pytest.raises(ConfigError, match="not a crawlable URL"):
         canonical_seeds(["not a url"])
+
+
+def test_a_seeds_file_saved_with_a_byte_order_mark_reads_as_its_urls(tmp_path: Path) -> None:
+    """Windows editors save UTF-8 with a mark: it was read as part of the first URL, which
+    was refused as relative."""
+    seeds_file = tmp_path / "seeds.txt"
+    seeds_file.write_bytes(b"\xef\xbb\xbfhttp://a.example/\r\nhttp://b.example/x\r\n")
+    assert list(read_seeds(seeds_file)) == ["http://a.example/", "http://b.example/x"]

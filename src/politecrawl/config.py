@@ -433,7 +433,7 @@ def read_seeds(path: Path) -> tuple[str, ...]:
     if str(path) == "-":
         return seed_lines(sys.stdin.read(), "<stdin>")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is no part of a URL
     except FileNotFoundError:
         raise ConfigError(f"seeds file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -452,14 +452,15 @@ def seed_lines(text: str, where: str) -> tuple[str, ...]:
             seeds.append(line)
             places.append(f"{where}:{lineno}")
     if not seeds:
-        raise ConfigError(f"seeds file {where} holds no URL")
+        raise ConfigError(f"{where if where.startswith('the ') else 'seeds file ' + where} "
+                          "holds no URL")  # fmt: skip
     return canonical_seeds(seeds, places)
 
 
 def read_lines_file(path: Path, what: str) -> tuple[str, ...]:
     """Lines of an allow-list style file, comments and blanks dropped."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {what} {path}: {exc}") from None
     out = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]

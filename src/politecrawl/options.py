@@ -39,6 +39,17 @@ __all__ = [
     "write_config",
 ]
 
+class _BadPath(ConfigError, argparse.ArgumentTypeError):
+    """An empty path (argparse names the option with it)."""
+
+
+def named_path(text: str) -> Path:
+    """A path with a name: ``--out ""`` was the current folder, and the crawl wrote there."""
+    if not text.strip():
+        raise _BadPath("an empty name: give a folder or file name")
+    return Path(text)
+
+
 # The options of `crawl`, `worker` and `fetch`: name, type, help. This list is the one source:
 # argparse flags and the TOML keys are made from it, each sets the config field that
 # ``config.option_fields()`` maps it to, and tests/test_options.py checks it against README's
@@ -47,7 +58,7 @@ __all__ = [
 CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ("seeds", Path, "file of seed URLs, one a line, # comments"),
     ("user-agent", str, "bot name and info URL, e.g. 'acmebot/1.0 (+https://acme.example/bot)'"),
-    ("out", Path, "output folder (state, WARC, logs); the same folder resumes the crawl"),
+    ("out", named_path, "output folder (state, WARC, logs); the same folder resumes the crawl"),
     ("min-delay", float, "per-site floor between request starts, seconds (default 15)"),
     ("delay-factor", float, "delay >= factor x mean of the site's last 5 response times (30)"),
     (
@@ -296,7 +307,10 @@ def _typed(what: str, typ: Any, value: Any) -> Any:
         except argparse.ArgumentTypeError as exc:
             raise ConfigError(f"{what}: {exc}") from None
     if isinstance(value, str):
-        return typ(value)
+        try:
+            return typ(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{what}: {exc}") from None
     raise ConfigError(f"{what} must be a string, got {value!r}")
 
 

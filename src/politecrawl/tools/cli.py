@@ -29,6 +29,7 @@ from politecrawl.frontier.factory import DEFAULT_CRAWL_ID, shared_scope
 from politecrawl.options import (
     add_crawl_options,
     config_from_values,
+    named_path,
     toml_values,
     write_config,
 )
@@ -62,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--hosts", type=int, default=30, help="virtual hosts (default 30)")
     demo.add_argument("--pages", type=int, default=12, help="pages per host (default 12)")
     demo.add_argument("--min-delay", type=float, default=0.2, help="per-site delay (default 0.2)")
-    demo.add_argument("--out", type=Path, default=None, help="output folder (default: a temp dir)")
+    demo.add_argument(
+        "--out", type=named_path, default=None, help="output folder (default: a temp dir)"
+    )
     robots = sub.add_parser(
         "robots",
         help="check URLs against a robots.txt as politecrawl reads it",
@@ -126,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fetch, through the admission gate, sorted by domain.",
     )
     build.add_argument("crawl_dirs", nargs="+", type=Path, metavar="CRAWL_DIR")
-    build.add_argument("--out", type=Path, required=True, help="the segment file to write")
+    build.add_argument("--out", type=named_path, required=True, help="the segment file to write")
     build.add_argument("--scope", default="any", help="host | domain | any (default any)")
     build.add_argument("--allow", type=Path, help="allow-list file (domains or re:REGEX)")
     build.add_argument("--exclude-file", type=Path, help="never-crawl list")
@@ -185,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     bot.add_argument(
         "--config", type=Path, help="the crawl's TOML config: its min-delay and delay-factor"
     )
-    bot.add_argument("--out", type=Path, help="file to write (default: stdout)")
+    bot.add_argument("--out", type=named_path, help="file to write (default: stdout)")
     rep = sub.add_parser(
         "report",
         help="write DIR/report.html with plots of a crawl",
