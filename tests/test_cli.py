@@ -319,6 +319,24 @@ def test_fetch_refuses_seeds(tmp_path: Path) -> None:
     assert "segment" in err
 
 
+def test_max_time_before_the_first_page_says_so_not_that_nothing_was_admitted(
+    tmp_path: Path,
+) -> None:
+    """robots.txt answered at once, then the site's 15 s delay outlasts --max-time 3: no
+    failure, so exit 0 and a line that says the time ran out (it said "nothing could be
+    fetched: no seed URL was admitted" and exited 1)."""
+    from newcomerweb import newcomer_site
+
+    with newcomer_site() as site:
+        p = run("crawl", site.url, "--user-agent", UA, "--out", str(tmp_path / "o"),
+                "--allow-private-addresses", "--max-time", "3", "--no-progress")  # fmt: skip
+        assert site.requests() == ["/robots.txt"]
+    assert p.returncode == 0, p.stderr
+    assert "--max-time ran out before the first page" in p.stderr
+    assert "1 URL queued; the same command again resumes" in p.stderr
+    assert "nothing could be fetched" not in p.stderr
+
+
 def test_nothing_fetched_says_why(tmp_path: Path) -> None:
     """Seeds all refused (loopback without --allow-private-addresses), or nobody listening:
     exit 1 and the reason on one line, not "crawl finished (done)" and 0."""

@@ -459,7 +459,17 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     if summary["stopped_by"] == "interrupted":
         return 130
     if summary["pages_fetched"] == 0 and summary["stopped_by"] in ("done", "max_time"):
-        print(f"politecrawl: {nothing_fetched(summary['counters'], cfg.out_dir)}", file=sys.stderr)
+        why = nothing_fetched(summary["counters"], cfg.out_dir)
+        left = summary["queued_left"]
+        if why is None and summary["stopped_by"] == "max_time":  # nothing failed: time ran out
+            print(
+                f"politecrawl: --max-time ran out before the first page (robots.txt goes first, "
+                f"then each site's delay): {left} URL{'s' * (left != 1)} queued; the same "
+                "command again resumes",
+                file=sys.stderr,
+            )
+            return 0
+        print(f"politecrawl: {why or nothing_fetched_at_all(cfg.out_dir)}", file=sys.stderr)
         return 1
     lost = summary.get("sites_lost") or []
     if lost:
@@ -497,14 +507,25 @@ _WHY_NOTHING = (  # counter, what it means to someone who just ran the crawl
 )
 
 
-def nothing_fetched(counters: dict[str, int], out: Path) -> str:
-    """One line saying why a crawl fetched no page, from its counters."""
+def nothing_fetched(counters: dict[str, int], out: Path) -> str | None:
+    """One line saying why a crawl fetched no page, from its counters (None: nothing failed
+    or was refused)."""
     reasons = [f"{counters[k]} {why}" for k, why in _WHY_NOTHING if counters.get(k)]
     if not reasons:
         other = sorted(k for k, v in counters.items() if k.startswith("error:") and v)
-        reasons = [f"{counters[k]} {k[6:]}" for k in other] or ["no seed URL was admitted"]
+        reasons = [f"{counters[k]} {k[6:]}" for k in other]
+    if not reasons:
+        return None
     return (
         f"nothing could be fetched: {'; '.join(reasons)} "
+        f"(every request is in {out / 'log' / 'requests.jsonl'})"
+    )
+
+
+def nothing_fetched_at_all(out: Path) -> str:
+    """A crawl that ended with no page, no failure and no refusal: no seed was queued."""
+    return (
+        "nothing could be fetched: no seed URL was admitted "
         f"(every request is in {out / 'log' / 'requests.jsonl'})"
     )
 
