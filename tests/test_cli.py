@@ -93,6 +93,9 @@ def test_bad_url_in_seeds(tmp_path: Path) -> None:
         (["--frontier", "redis://127.0.0.1:notaport/0"], "--frontier"),
         (["--config", "."], "cannot read config file"),  # a folder: exit 2, was 1
         (["--out", ""], "argument --out: an empty name"),  # was: the current folder
+        (["--target-relevant", "5"], "--target-relevant needs --topic"),  # it never stopped
+        (["--state", "."], "--state"),  # a folder: exit 2 naming it, was exit 1 and state.sqlite
+        (["--items", "."], "--items"),
         (["--allow", "undecodable.bin"], "cannot read allow-list"),
     ],
 )
@@ -264,6 +267,8 @@ def test_operator_tools_on_a_real_crawl(tmp_path: Path) -> None:
         ("min-delay = nan", "--min-delay must be a finite number, got nan"),
         ("robots-ttl = -inf", "--robots-ttl must be a finite number"),
         ('out = ""', "crawl.toml: out: an empty name"),  # was: the current folder
+        ("min-delay = 1\nmin_delay = 2", "min_delay is given twice"),  # was: silently one
+        ("min-delay = 1\n[crawl]\njitter = 0", "min-delay outside [crawl]"),  # was: ignored
     ],
 )
 def test_bad_toml_values(tmp_path: Path, toml: str, needle: str) -> None:
@@ -335,6 +340,15 @@ def test_max_time_before_the_first_page_says_so_not_that_nothing_was_admitted(
     assert "--max-time ran out before the first page" in p.stderr
     assert "1 URL queued; the same command again resumes" in p.stderr
     assert "nothing could be fetched" not in p.stderr
+
+
+def test_segment_build_refuses_a_missing_never_crawl_file_as_crawl_does(tmp_path: Path) -> None:
+    """It went on without the list (exit 0): the segment could hold what must not be asked."""
+    missing = str(tmp_path / "no-such-never.txt")
+    err = one_line_error(run("segment", "build", str(tmp_path), "--out",
+                             str(tmp_path / "next.seg"), "--exclude-file", missing))  # fmt: skip
+    assert f"--exclude-file {missing}: no such file" in err
+    assert not (tmp_path / "next.seg").exists()
 
 
 def test_nothing_fetched_says_why(tmp_path: Path) -> None:

@@ -60,5 +60,7 @@ async def test_url_source_fetches_robots_through_the_guard(tmp_path: Path) -> No
             *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
         out, _ = await asyncio.wait_for(proc.communicate(), 60)
-        assert "address_refused" in out.decode()
+        text = out.decode()
+        assert "address_refused; add --allow-private-addresses" in text
+        assert "Disallow: / (the status's rule, no robots.txt line)" in text  # was "(line None)"
         assert len(web.access_log) == before

@@ -299,7 +299,11 @@ class CrawlConfig:
         # canonical once, whatever their source (``Seeds`` pass as they are: a replace() or a
         # seeds file does not do it again)
         object.__setattr__(self, "seeds", canonical_seeds(self.seeds))
+        check_exclude_file(self.exclude_file)
         items = self.items_file
+        for option, path in (("--items", items), ("--state", self.state_file)):
+            if path is not None and path.is_dir():
+                raise ConfigError(f"{option} {path} is a folder: give a file name")
         if items is not None and items.suffix not in (".jsonl", ".json", ".csv"):
             raise ConfigError(
                 f"--items {self.items_file}: the name must end in .jsonl, .json or .csv "
@@ -412,6 +416,13 @@ def parse_metrics_address(text: str) -> tuple[str, int]:
 _CRAWL_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")  # as frontier.redis keys take it
 
 
+def check_exclude_file(path: Path | None) -> None:
+    """The never-crawl file must be there when a crawl or a segment starts (it is re-read
+    when it changes; a missing one is a typo, and the crawl would go where it must not)."""
+    if path is not None and not path.is_file():
+        raise ConfigError(f"--exclude-file {path}: no such file")
+
+
 def check_shared_crawl(frontier_url: str, crawl_id: str | None) -> None:
     """``--frontier`` and ``--crawl-id`` as every command that shares a crawl takes them."""
     if not frontier_url.startswith(("redis://", "rediss://", "unix://", "valkey://")):
@@ -483,7 +494,16 @@ def load_toml(path: Path) -> dict[str, Any]:
     table = data.get("crawl", data)
     if not isinstance(table, dict):
         raise ConfigError(f"config file {path}: [crawl] must be a table")
-    return {str(k).replace("-", "_"): v for k, v in table.items()}
+    if table is not data and len(data) > 1:  # keys beside [crawl] would be ignored
+        others = ", ".join(sorted(str(k) for k in data if k != "crawl"))
+        raise ConfigError(f"config file {path}: {others} outside [crawl]: put every option in it")
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        name = str(key).replace("-", "_")
+        if name in values:  # min-delay and min_delay: which one was meant?
+            raise ConfigError(f"config file {path}: {key} is given twice (- and _ spellings)")
+        values[name] = value
+    return values
 
 
 def dataclass_field_names(cls: type) -> set[str]:

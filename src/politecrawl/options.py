@@ -350,8 +350,6 @@ def _field_value(name: str, value: Any, negate: bool) -> Any:
         return tuple(value) if isinstance(value, list | tuple) else read_seeds(Path(value))
     if name == "allow":
         return read_lines_file(Path(value), "allow-list")
-    if name == "exclude_file" and not Path(value).is_file():
-        raise ConfigError(f"--exclude-file {value}: no such file")
     if isinstance(value, list):
         return tuple(value)
     if value in _OFF_VALUES.get(name, ()):

@@ -17,6 +17,7 @@ from politecrawl.config import (
     DEMO_UA,
     CrawlConfig,
     FetchConfig,
+    check_exclude_file,
     check_shared_crawl,
     read_lines_file,
     read_seeds,
@@ -285,6 +286,7 @@ def cmd_segment(args: argparse.Namespace) -> int:
 
     if args.scope not in ("host", "domain", "any"):
         raise ConfigError(f"--scope must be host, domain or any, got {args.scope!r}")
+    check_exclude_file(args.exclude_file)
     if args.max_urls_per_host is not None and args.max_urls_per_host < 1:
         raise ConfigError("--max-urls-per-host must be >= 1")
     allow = read_lines_file(args.allow, "allow-list") if args.allow else ()
@@ -429,7 +431,9 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     from politecrawl.focus.strategy import choose_strategy
 
     # a topic without keywords, a nugget that does not import: one line, before the pace
-    choose_strategy(cfg.strategy, cfg.topic, cfg.relevance)
+    _, nugget = choose_strategy(cfg.strategy, cfg.topic, cfg.relevance)
+    if cfg.target_relevant is not None and nugget is None:  # no page is ever relevant
+        raise ConfigError("--target-relevant needs --topic or --relevance to say what counts")
     print(pace(cfg), flush=True)
     fatal: str | None
     nothing = False

@@ -32,7 +32,11 @@ async def _fetch(url: str, cfg: FetchConfig) -> tuple[RobotsRules, str]:
                 continue
             break
     if res.error is not None or res.status is None:
-        return RobotsRules.disallow_all(), f"{target}: unreachable ({res.error}): all disallowed"
+        hint = "; add --allow-private-addresses" if res.error == "address_refused" else ""
+        return (
+            RobotsRules.disallow_all(),
+            f"{target}: unreachable ({res.error}{hint}): all disallowed",
+        )
     if answer.outcome is RobotsOutcome.RULES:
         return RobotsRules.parse(res.body[:MAX_ROBOTS_BYTES]), f"{target}: HTTP {res.status}"
     if answer.outcome is RobotsOutcome.NO_RULES:
@@ -77,6 +81,11 @@ def check(
         lines.append(f"# Sitemap: {sm}")
     for url in urls:
         v = rules.decide(token, url)
-        why = f"{v.rule} (line {v.line})" if v.rule else "no rule matched"
+        if not v.rule:
+            why = "no rule matched"
+        elif v.line is None:  # no line of a file: what the robots.txt status means (RFC 9309)
+            why = f"{v.rule} (the status's rule, no robots.txt line)"
+        else:
+            why = f"{v.rule} (line {v.line})"
         lines.append(f"{'ALLOWED   ' if v.allowed else 'DISALLOWED'} {url}  <- {why}")
     return lines
