@@ -34,6 +34,7 @@ from politecrawl.options import (
     toml_values,
     write_config,
 )
+from politecrawl.tools.endsummary import nothing_fetched, nothing_fetched_at_all, print_summary
 from politecrawl.tools.examples import add_examples
 from politecrawl.tools.startup import nothing_left, pace
 
@@ -234,45 +235,6 @@ def _merge(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-# counters of pages on which a function of the user's raised: (counter, what it is)
-_USER_CODE = (("handler_errors", "--handler"), ("relevance_errors", "--relevance"))
-
-
-def _print_summary(summary: dict[str, Any], out: Path) -> None:
-    print(f"crawl finished ({summary['stopped_by']}) in {summary['seconds']:.1f} s")
-    for name in (
-        "pages_fetched",
-        "requests",
-        "stored",
-        "robots_disallowed",
-        "excluded",
-        "extension_filtered",
-        "redirects",
-        "hosts",
-        "queued_left",
-    ):
-        print(f"  {name.replace('_', ' '):20} {summary[name]}")
-        if name == "robots_disallowed" and summary.get("robots_absent"):
-            print(f"  {'robots.txt absent':20} {summary['robots_absent']} (404: all allowed)")
-    if summary["errors"]:
-        print(
-            "  errors               " + ", ".join(f"{k} {v}" for k, v in summary["errors"].items())
-        )
-    counters = summary.get("counters") or {}
-    failed = [f"{what} on {n} page{'s' * (n != 1)}" for key, what in _USER_CODE
-              if (n := counters.get(key, 0))]  # fmt: skip
-    if failed:  # the user's own code failed: each page's traceback is in the log
-        print(f"  {'your code failed':20} " + ", ".join(failed) + " (each a warning on stderr)")
-    lost = summary.get("sites_lost") or []
-    if lost:
-        from politecrawl.engine.losses import describe
-
-        print(f"  sites lost           {len(lost)} (parked or given up):")
-        for line in describe(lost):
-            print(line)
-    print(f"  output               {out} (summary.json, warc/, log/, state.sqlite)")
-
-
 def cmd_segment(args: argparse.Namespace) -> int:
     from politecrawl.engine.admission import Gate
     from politecrawl.polite.exclusions import NeverCrawlList
@@ -453,7 +415,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     if nothing:
         print(nothing_left(summary, cfg.out_dir))
         return 0
-    _print_summary(summary, cfg.out_dir)
+    print_summary(summary, cfg.out_dir)
     if fatal:
         print(
             f"politecrawl: stopped: {fatal} (run the same command again to resume)",
@@ -488,52 +450,6 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     return 0
 
 
-_WHY_NOTHING = (  # counter, what it means to someone who just ran the crawl
-    (
-        "error:address_refused",
-        "refused: a loopback/private address (add --allow-private-addresses)",
-    ),
-    ("error:no_such_host", "no such host: the name does not exist in DNS (a typo?)"),
-    ("error:dns", "the host name did not resolve"),
-    (
-        "error:tls:certificate",
-        "TLS certificate did not verify (--tls-insecure crawls such sites anyway)",
-    ),
-    ("error:tls:handshake", "TLS handshake failed"),
-    ("error:too_slow", "too slow (below --min-rate)"),
-    ("error:connect", "no connection (nothing listening, or unreachable)"),
-    ("error:timeout", "timed out"),
-    ("error:invalid_url", "not a fetchable URL"),
-    ("robots_unavailable", "dropped: robots.txt unreachable"),
-    ("robots_disallowed", "disallowed by robots.txt"),
-    ("excluded", "on the never-crawl list"),
-    ("out_of_scope", "out of --scope / --allow"),
-)
-
-
-def nothing_fetched(counters: dict[str, int], out: Path) -> str | None:
-    """One line saying why a crawl fetched no page, from its counters (None: nothing failed
-    or was refused)."""
-    reasons = [f"{counters[k]} {why}" for k, why in _WHY_NOTHING if counters.get(k)]
-    if not reasons:
-        other = sorted(k for k, v in counters.items() if k.startswith("error:") and v)
-        reasons = [f"{counters[k]} {k[6:]}" for k in other]
-    if not reasons:
-        return None
-    return (
-        f"nothing could be fetched: {'; '.join(reasons)} "
-        f"(every request is in {out / 'log' / 'requests.jsonl'})"
-    )
-
-
-def nothing_fetched_at_all(out: Path) -> str:
-    """A crawl that ended with no page, no failure and no refusal: no seed was queued."""
-    return (
-        "nothing could be fetched: no seed URL was admitted "
-        f"(every request is in {out / 'log' / 'requests.jsonl'})"
-    )
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     from politecrawl.demo.run import run_demo
 
@@ -541,7 +457,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise ConfigError("--hosts and --pages must be >= 1, --min-delay >= 0")
     out = args.out or Path(tempfile.mkdtemp(prefix="politecrawl-demo-"))
     summary = asyncio.run(run_demo(out, args.hosts, args.pages, args.min_delay))
-    _print_summary(summary, out)
+    print_summary(summary, out)
     if summary["errors"]:
         n = sum(summary["errors"].values())
         print(
