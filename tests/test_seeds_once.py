@@ -76,3 +76,12 @@ def test_a_seeds_file_saved_with_a_byte_order_mark_reads_as_its_urls(tmp_path: P
     seeds_file = tmp_path / "seeds.txt"
     seeds_file.write_bytes(b"\xef\xbb\xbfhttp://a.example/\r\nhttp://b.example/x\r\n")
     assert list(read_seeds(seeds_file)) == ["http://a.example/", "http://b.example/x"]
+
+
+def test_a_huge_bad_seed_is_shown_by_its_start(tmp_path: Path) -> None:
+    """A 3 MB line was echoed whole in the one-line error."""
+    seeds_file = tmp_path / "seeds.txt"
+    seeds_file.write_text("http://a.example/" + "x" * 3_000_000 + " y\n")
+    with pytest.raises(ConfigError) as err:
+        read_seeds(seeds_file)
+    assert len(str(err.value)) < 400 and "(3,000,019 characters)" in str(err.value)

@@ -435,8 +435,8 @@ def canonical_seeds(seeds: Iterable[str], where: Sequence[str] = ()) -> Seeds:
             out[canonicalize(seed.strip())] = None
         except UrlError as exc:
             if i < len(where):
-                raise SeedError(f"{where[i]}: bad seed URL {seed!r}: {exc}") from None
-            raise SeedError(f"seed {seed[:200]!r} is not a crawlable URL: {exc}") from None
+                raise SeedError(f"{where[i]}: bad seed URL {_shown(seed)}: {exc}") from None
+            raise SeedError(f"seed {_shown(seed)} is not a crawlable URL: {exc}") from None
     return Seeds(out)
 
 
@@ -473,3 +473,8 @@ def politeness_key(url: str, mode: Literal["host", "domain", "ip"], ip: str | No
     if mode == "ip":
         return sys.intern(ip if ip else host_of(url))
     raise ConfigError(f"unknown politeness mode {mode!r}")
+
+
+def _shown(seed: str) -> str:
+    """A seed as an error shows it: its start, for a 10 MB line must not fill the terminal."""
+    return repr(seed) if len(seed) <= 200 else f"{seed[:200]!r}... ({len(seed):,} characters)"
