@@ -122,7 +122,7 @@ def test_time_window_and_json_output(crawl: tuple[Path, TestWeb], capsys: Any) -
     assert len(later) + len(earlier) == len(rows) + sum(r["time"] == mid for r in rows)
     args = argparse.Namespace(dir=str(out), host=host.upper(), since=mid, until=None, json=True)
     assert main_args(args) == 0
-    assert json.loads(capsys.readouterr().out) == later
+    assert json.loads(capsys.readouterr().out) == {"requests": later, "damage": []}
 
 
 @pytest.mark.unit

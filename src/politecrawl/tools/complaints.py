@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from politecrawl.errors import ConfigError
-from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.logs import LogDamage, iter_log_records
+from politecrawl.storage.records import REQUESTS, ROBOTS, time_of
+from politecrawl.tools.textout import warn
 from politecrawl.urls.canonical import host_of, origin_of
 
 __all__ = ["format_text", "host_matches", "lookup", "main_args", "parse_time"]
@@ -53,14 +55,6 @@ def parse_time(text: str, *, end_of_day: bool = False) -> datetime:
     return when.astimezone(UTC)
 
 
-def _record_time(rec: dict[str, Any]) -> datetime | None:
-    try:
-        when = datetime.fromisoformat(str(rec["time"]))
-    except (KeyError, ValueError):
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
 def _as_utc(when: datetime | None) -> datetime | None:
     if when is None:
         return None
@@ -87,18 +81,18 @@ def host_matches(url_host: str, host: str) -> bool:
 
 
 def _robots_versions(
-    log_dir: Path, host: str
+    log_dir: Path, host: str, damage: LogDamage | None
 ) -> dict[str, tuple[list[datetime], list[dict[str, Any]]]]:
     """Per origin of a matching host: robots.txt fetch results, ordered by fetch time."""
     per: dict[str, list[tuple[datetime, dict[str, Any]]]] = defaultdict(list)
-    for rec in iter_log_records(log_dir, "robots"):
+    for rec in iter_log_records(log_dir, "robots", shape=ROBOTS, damage=damage):
         if rec.get("outcome") in ("redirect", "robots:redirect") or not host_matches(
             str(rec.get("host", "")), host
         ):
             continue  # a redirect hop is not a decision; the rules came from the final fetch
-        when = _record_time(rec)
+        when = time_of(rec["time"])
         if when is not None:
-            per[str(rec.get("origin"))].append((when, rec))
+            per[str(rec["origin"])].append((when, rec))
     out = {}
     for origin, items in per.items():
         items.sort(key=lambda it: it[0])
@@ -107,25 +101,32 @@ def _robots_versions(
 
 
 def lookup(
-    out_dir: Path, host: str, since: datetime | None, until: datetime | None
+    out_dir: Path,
+    host: str,
+    since: datetime | None,
+    until: datetime | None,
+    *,
+    damage: LogDamage | None = None,
 ) -> list[dict[str, Any]]:
     """Every logged request to ``host`` or its subdomains with ``since <= time <= until``
     (either may be None; naive datetimes are UTC), oldest first, each with the robots.txt
-    in force: the latest robots log entry for that origin at or before the request."""
+    in force: the latest robots log entry for that origin at or before the request. What
+    the logs held but could not be read is counted in ``damage``."""
     log_dir = out_dir / "log"
     want = _normal_host(host)
     lo, hi = _as_utc(since), _as_utc(until)
-    robots = _robots_versions(log_dir, want)
+    robots = _robots_versions(log_dir, want, damage)
     rows: list[tuple[datetime, dict[str, Any]]] = []
     purpose = "search"  # what the run was for: its header line (before any of its requests)
-    for rec in iter_log_records(log_dir, "requests", headers=True):
+    reqs = iter_log_records(log_dir, "requests", headers=True, shape=REQUESTS, damage=damage)
+    for rec in reqs:
         if rec.get("record") == "header":
             purpose = str(rec.get("purpose") or "search")
             continue
-        url = str(rec.get("url", ""))
+        url = str(rec["url"])
         if "://" not in url or not host_matches(host_of(url), want):
             continue
-        when = _record_time(rec)
+        when = time_of(rec["time"])
         if when is None or (lo is not None and when < lo) or (hi is not None and when > hi):
             continue
         row = {
@@ -274,7 +275,7 @@ def _overview(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"pages fetched but not kept, your statements refusing that use: {reserved}")
     starts: dict[str, list[datetime]] = defaultdict(list)
     for r in rows:
-        when = _record_time(r)
+        when = time_of(r.get("time"))
         url = str(r.get("url", ""))
         if when is not None and "://" in url:
             starts[host_of(url)].append(when)
@@ -296,9 +297,11 @@ def main_args(args: argparse.Namespace) -> int:
     until = parse_time(args.until, end_of_day=True) if args.until else None
     if since is not None and until is not None and since > until:
         raise ConfigError(f"--since {args.since} is after --until {args.until}")
-    rows = lookup(out_dir, args.host, since, until)
+    damage = LogDamage()
+    rows = lookup(out_dir, args.host, since, until, damage=damage)
+    warn(damage.lines(out_dir))
     if args.json:
-        print(json.dumps(rows))
+        print(json.dumps({"requests": rows, "damage": damage.to_json(out_dir)}))
     else:
         print(
             f"Requests to {_normal_host(args.host)} and its subdomains"

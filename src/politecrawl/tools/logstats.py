@@ -17,7 +17,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from politecrawl.errors import ConfigError
-from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.logs import LogDamage, iter_log_records
+from politecrawl.storage.records import REQUESTS, RULES, TRAPS
+from politecrawl.tools.textout import warn
 
 __all__ = ["compute", "format_text", "main_args", "url_extension"]
 
@@ -60,8 +62,10 @@ def _hostname(url: str) -> str:
         return ""
 
 
-def compute(out_dir: Path) -> dict[str, Any]:
-    """Every figure ``format_text`` prints, as plain JSON-able data."""
+def compute(out_dir: Path, damage: LogDamage | None = None) -> dict[str, Any]:
+    """Every figure ``format_text`` prints, as plain JSON-able data; what the logs held but
+    could not be read is counted in ``damage`` (and listed under ``"damage"``)."""
+    damage = LogDamage() if damage is None else damage
     status: Counter[str] = Counter()
     classes: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
@@ -72,15 +76,16 @@ def compute(out_dir: Path) -> dict[str, Any]:
     ext_stored: Counter[str] = Counter()
     hosts: dict[str, _Host] = defaultdict(_Host)
     total, first, last = 0, None, None
-    for rec in iter_log_records(out_dir / "log", "requests", headers=True):
+    log_dir = out_dir / "log"
+    for rec in iter_log_records(log_dir, "requests", headers=True, shape=REQUESTS, damage=damage):
         if rec.get("record") == "header":  # a run's header: what it was for
             purposes[str(rec.get("purpose", "search"))] += 1
             continue
-        url = str(rec.get("url", ""))
+        url = str(rec["url"])
         code = rec.get("status")
         outcome = str(rec.get("outcome", ""))
         total += 1
-        t = rec.get("time")
+        t = str(rec["time"])
         first = t if first is None else min(first, t)
         last = t if last is None else max(last, t)
         status[str(code) if code is not None else f"error:{rec.get('error', 'none')}"] += 1
@@ -126,7 +131,8 @@ def compute(out_dir: Path) -> dict[str, Any]:
         for e, n in ext_req.most_common()
         if e and n >= BLOCKLIST_MIN_REQUESTS and ext_stored[e] / n < BLOCKLIST_MAX_STORED_SHARE
     ]
-    rules = [str(r.get("rule", "")) for r in iter_log_records(out_dir / "log", "rules")]
+    rules = [str(r["rule"]) for r in iter_log_records(log_dir, "rules", shape=RULES, damage=damage)]
+    traps = _traps(hosts, _gate_traps(log_dir, damage))
     return {
         "learned_rules": rules,
         "requests": total,
@@ -144,8 +150,9 @@ def compute(out_dir: Path) -> dict[str, Any]:
         "top_error_hosts": _top(hosts, "errors"),
         "redirects": sum(h.redirects for h in hosts.values()),
         "top_redirect_hosts": _top(hosts, "redirects"),
-        "suspected_traps": _traps(hosts, _gate_traps(out_dir)),
+        "suspected_traps": traps,
         "slowest_hosts": _slowest(hosts),
+        "damage": damage.to_json(out_dir),
     }
 
 
@@ -157,14 +164,13 @@ def _top(hosts: dict[str, _Host], attr: str) -> list[dict[str, Any]]:
     return [{"host": name, attr: n, "requests": req} for n, name, req in ranked[:TOP]]
 
 
-def _gate_traps(out_dir: Path) -> dict[str, list[str]]:
+def _gate_traps(log_dir: Path, damage: LogDamage) -> dict[str, list[str]]:
     """URL patterns the gate stopped following (``log/traps.jsonl``), by host."""
     found: dict[str, list[str]] = {}
-    for rec in iter_log_records(out_dir / "log", "traps"):
-        host, pattern, why = rec.get("host"), rec.get("pattern"), rec.get("why")
-        if isinstance(host, str) and isinstance(pattern, str):
-            named = f"{pattern} ({why})" if isinstance(why, str) else pattern
-            found.setdefault(_hostname(f"http://{host}/"), []).append(named)
+    for rec in iter_log_records(log_dir, "traps", shape=TRAPS, damage=damage):
+        host, pattern, why = rec["host"], rec["pattern"], rec.get("why")
+        named = f"{pattern} ({why})" if isinstance(why, str) else pattern
+        found.setdefault(_hostname(f"http://{host}/"), []).append(named)
     return found
 
 
@@ -274,7 +280,9 @@ def main_args(args: argparse.Namespace) -> int:
     out_dir = Path(args.dir)
     if not (out_dir / "log").is_dir():
         raise ConfigError(f"{out_dir} is not a crawl output folder (no log/ in it)")
-    stats = compute(out_dir)
+    damage = LogDamage()
+    stats = compute(out_dir, damage)
+    warn(damage.lines(out_dir))
     if args.json:
         print(json.dumps(stats, indent=2))
     else:
