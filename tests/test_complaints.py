@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.server
 import json
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import crawl_config
+from conftest import UA, crawl_config
 
 from politecrawl import Crawler
 from politecrawl.demo.web import TestWeb
@@ -270,3 +276,76 @@ def test_text_fits_100_columns(tmp_path: Path) -> None:
     assert "23:59:50.123  timeout" in text and "https://a-r…ment/end.html" in text
     assert "--json has each in full" in text
     assert "https://www.example.org/x" in text  # two origins: full URLs
+
+
+# -- a hostile robots.txt, served for real, through a real crawl and the real command --------
+
+HOSTILE_ROBOTS = (
+    b"User-agent: *\r\n"
+    b"Disallow: /private/\r\n"
+    b"# \x1b[2J\x1b]0;all clear\x07 screen cleared, terminal retitled\n"
+    b"# Disallow: /\rAllow: /\n"  # a comment that a terminal shows as a rule
+    b"Disallow: /\xc2\x9b31mred\n"  # U+009B (CSI), read as ESC [ by some terminals
+)
+_PAGES = {
+    "/robots.txt": (HOSTILE_ROBOTS, "text/plain"),
+    "/": (b'<html><body><a href="/a">a</a></body></html>', "text/html"),
+    "/a": (b"<html><body>a</body></html>", "text/html"),
+}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A crawl of a site whose robots.txt holds terminal control sequences."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body, kind = _PAGES.get(self.path, (b"not here", "text/plain"))
+            self.send_response(200 if self.path in _PAGES else 404)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    out = tmp_path_factory.mktemp("hostile") / "out"
+    try:
+        p = _cli("crawl", f"http://127.0.0.1:{server.server_port}/", "--user-agent", UA,
+                 "--out", str(out), "--allow-private-addresses", "--min-delay", "0.1",
+                 "--ip-min-delay", "0.1", "--no-progress")  # fmt: skip
+        assert p.returncode == 0, p.stderr
+    finally:
+        server.shutdown()
+    yield out
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "politecrawl", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@pytest.mark.e2e
+def test_a_hostile_robots_txt_reaches_the_terminal_escaped(hostile: Path) -> None:
+    p = _cli("log", str(hostile), "--host", "127.0.0.1")
+    assert p.returncode == 0, p.stderr
+    assert _CONTROL.search(p.stdout) is None, repr(p.stdout)
+    assert "    | # \\x1b[2J\\x1b]0;all clear\\x07 screen cleared, terminal retitled\n" in p.stdout
+    assert "    | # Disallow: /\\rAllow: /\n" in p.stdout  # the comment, shown as it is
+    assert "    | Disallow: /\\x9b31mred\n" in p.stdout
+    assert "    | User-agent: *\n" in p.stdout  # a CRLF line end is a line end
+    for tool in ("log-stats", "report"):
+        q = _cli(tool, str(hostile))
+        assert q.returncode == 0 and _CONTROL.search(q.stdout + q.stderr) is None, q
+    # --json keeps the body whole, each control character escaped by JSON itself
+    j = _cli("log", str(hostile), "--host", "127.0.0.1", "--json")
+    assert _CONTROL.search(j.stdout) is None
+    bodies = {r["robots_in_force"]["body"] for r in json.loads(j.stdout)["requests"][1:]}
+    assert bodies == {HOSTILE_ROBOTS.decode()}

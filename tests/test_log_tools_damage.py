@@ -3,7 +3,7 @@
 A real crawl's folder (``politecrawl demo``) is copied and damaged as disks, crashes and hands
 damage them; each tool must read what is left, print its figures, exit 0 and say on stderr
 (and in ``--json``) what it could not read, one line per damaged file. A property feeds the
-tools records of any shape: they never raise.
+tools records of any shape: they never raise, and never print a server's control character.
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def test_report_of_a_crawl_killed_with_kill_9(tmp_path: Path) -> None:
     assert "summary.json: there is none" in p.stderr
 
 
-# -- records of any shape: the tools never raise ---------------------------------------------
+# -- records of any shape: the tools never raise, never print a control character ----------
 
 _ZONES = [None, UTC, timezone(timedelta(hours=14)), timezone(timedelta(hours=-12))]
 _TIMES = st.datetimes(
@@ -296,6 +296,7 @@ _RECORDS = st.lists(
     st.fixed_dictionaries({}, optional={k: st.one_of(v, _ANY) for k, v in _FIELDS.items()}),
     max_size=12,
 )
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @pytest.mark.unit
@@ -318,4 +319,5 @@ def test_records_of_any_shape_never_crash_a_tool(
         rows = complaints.lookup(out, "a.test", None, None, damage=damage)
         text += complaints.format_text(rows)
         json.dumps(rows, allow_nan=False)
+        assert _CONTROL.search(text) is None, text
         render(out)

@@ -22,7 +22,7 @@ from typing import Any
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import LogDamage, iter_log_records
 from politecrawl.storage.records import REQUESTS, ROBOTS, time_of
-from politecrawl.tools.textout import warn
+from politecrawl.tools.textout import printable, printable_lines, warn
 from politecrawl.urls.canonical import host_of, origin_of
 
 __all__ = ["format_text", "host_matches", "lookup", "main_args", "parse_time"]
@@ -163,7 +163,7 @@ def _in_force(
 
 
 def _short_time(iso: Any) -> str:
-    return str(iso).replace("T", " ")
+    return printable(str(iso).replace("T", " "))
 
 
 def format_text(rows: list[dict[str, Any]]) -> str:
@@ -186,13 +186,13 @@ def format_text(rows: list[dict[str, Any]]) -> str:
         status = row.get("status")
         table.append(
             [
-                str(row.get("time") or ""),
-                str(status) if status is not None else str(row.get("error") or "-"),
+                printable(str(row.get("time") or "")),
+                str(status) if status is not None else printable(str(row.get("error") or "-")),
                 f"{row.get('duration_ms') or 0:.0f}",
                 f"{row.get('delay_s') or 0:.1f}",
-                str(row.get("outcome")),
+                printable(str(row.get("outcome"))),
                 label,
-                str(row.get("url")),
+                printable(str(row.get("url"))),
             ]
         )
     lines = _overview(rows)
@@ -200,8 +200,9 @@ def format_text(rows: list[dict[str, Any]]) -> str:
     if versions:
         lines += ["", "robots.txt in force (each version shown once):"]
     for label, rif in first_seen.items():
-        meaning = _ROBOTS_MEANING.get(str(rif.get("outcome")), str(rif.get("outcome")))
-        lines.append(f"{label}: {rif.get('url')}")
+        outcome = str(rif.get("outcome"))
+        meaning = printable(_ROBOTS_MEANING.get(outcome, outcome))
+        lines.append(f"{label}: {printable(str(rif.get('url')))}")
         lines += textwrap.wrap(
             f"first fetched {_short_time(rif.get('time'))}, status {rif.get('status') or 'none'}"
             f" ({meaning})",
@@ -211,7 +212,7 @@ def format_text(rows: list[dict[str, Any]]) -> str:
         )
         body = str(rif.get("body") or "")
         if body.strip() and rif.get("outcome") == "robots:ok":
-            lines += ["    | " + ln for ln in body.rstrip("\n").split("\n")]
+            lines += ["    | " + ln for ln in printable_lines(body.rstrip("\n"))]
         elif body.strip():
             lines.append(f"    (body of {len(body)} characters not used as rules)")
         else:
@@ -260,15 +261,15 @@ def _request_lines(table: list[list[str]]) -> list[str]:
 
 def _overview(rows: list[dict[str, Any]]) -> list[str]:
     """Counts, IPs and the closest spacing per host: what a complaint usually asks about."""
-    statuses = Counter(str(r.get("status") or r.get("error") or "none") for r in rows)
-    ips = sorted({str(r["ip"]) for r in rows if r.get("ip")})
+    statuses = Counter(printable(str(r.get("status") or r.get("error") or "none")) for r in rows)
+    ips = sorted({printable(str(r["ip"])) for r in rows if r.get("ip")})
     lines = [
         f"{len(rows)} requests from {_short_time(rows[0]['time'])} "
         f"to {_short_time(rows[-1]['time'])}",
         "status: " + ", ".join(f"{s} x{n}" for s, n in sorted(statuses.items())),
         "server addresses contacted: " + (", ".join(ips) if ips else "not recorded"),
         "the crawl's declared purpose: "
-        + ", ".join(sorted({str(r.get("purpose") or "search") for r in rows})),
+        + ", ".join(sorted({printable(str(r.get("purpose") or "search")) for r in rows})),
     ]
     reserved = sum(str(r.get("outcome", "")).startswith("reserved:") for r in rows)
     if reserved:
@@ -278,7 +279,7 @@ def _overview(rows: list[dict[str, Any]]) -> list[str]:
         when = time_of(r.get("time"))
         url = str(r.get("url", ""))
         if when is not None and "://" in url:
-            starts[host_of(url)].append(when)
+            starts[printable(host_of(url))].append(when)
     for h, ts in sorted(starts.items()):
         gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(ts)]
         gap = f", closest two started {min(gaps):.1f} s apart" if gaps else ""
@@ -300,12 +301,13 @@ def main_args(args: argparse.Namespace) -> int:
     damage = LogDamage()
     rows = lookup(out_dir, args.host, since, until, damage=damage)
     warn(damage.lines(out_dir))
-    if args.json:
+    if args.json:  # json.dumps escapes every control character a server may have sent
         print(json.dumps({"requests": rows, "damage": damage.to_json(out_dir)}))
     else:
         print(
             f"Requests to {_normal_host(args.host)} and its subdomains"
-            f" ({args.since or 'start of logs'} .. {args.until or 'end of logs'})"
+            f" ({printable(args.since or 'start of logs')} .."
+            f" {printable(args.until or 'end of logs')})"
         )
         print(format_text(rows), end="")
     return 0

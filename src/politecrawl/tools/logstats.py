@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import LogDamage, iter_log_records
 from politecrawl.storage.records import REQUESTS, RULES, TRAPS
-from politecrawl.tools.textout import warn
+from politecrawl.tools.textout import printable, warn
 
 __all__ = ["compute", "format_text", "main_args", "url_extension"]
 
@@ -226,21 +226,23 @@ def _pct(x: float) -> str:
 
 
 def format_text(stats: dict[str, Any]) -> str:
-    """The figures as a short plain-text report, one section each."""
+    """The figures as a short plain-text report, one section each; each name the logs gave
+    (hosts, paths, errors: a server's words) with its control characters escaped."""
+    p = printable
     n = max(1, int(stats["requests"]))
     out = [
         f"{stats['requests']} requests to {stats['hosts']} hosts, "
-        f"{stats['first'] or '-'} .. {stats['last'] or '-'}",
+        f"{p(stats['first'] or '-')} .. {p(stats['last'] or '-')}",
         "",
         "Status classes:",
     ]
     out += [f"  {k:<12} {v:>8}  {_pct(v / n):>4}" for k, v in stats["status_classes"].items()]
     out += ["", "Status codes:"]
-    out += [f"  {k:<12} {v:>8}" for k, v in stats["status"].items()]
+    out += [f"  {p(k):<12} {v:>8}" for k, v in stats["status"].items()]
     out += ["", "By URL extension:      requests  text/html  stored"]
     for ext, e in list(stats["extensions"].items())[:40]:
         out.append(
-            f"  {ext:<20} {e['requests']:>8}  {_pct(e['html_share']):>9}  "
+            f"  {p(ext):<20} {e['requests']:>8}  {_pct(e['html_share']):>9}  "
             f"{_pct(e['stored_share']):>6}"
         )
     sugg = stats["suggested_blocklist_additions"]
@@ -248,30 +250,31 @@ def format_text(stats: dict[str, Any]) -> str:
         "",
         f"Suggested additions to the extension blocklist (>= {BLOCKLIST_MIN_REQUESTS} "
         f"requests, < {_pct(BLOCKLIST_MAX_STORED_SHARE)} stored): "
-        + (", ".join(sugg) if sugg else "none"),
+        + (", ".join(map(p, sugg)) if sugg else "none"),
     ]
-    purposes = ", ".join(stats.get("purposes", {})) or "search"
+    purposes = ", ".join(map(p, stats.get("purposes", {}))) or "search"
     out += ["", f"Pages fetched but not kept, the owner refusing the purpose ({purposes}): "
             f"{stats.get('reserved', 0)}"]  # fmt: skip
-    out += [f"  {k:<28} {v:>8}" for k, v in stats.get("reserved_by", {}).items()]
+    out += [f"  {p(k):<28} {v:>8}" for k, v in stats.get("reserved_by", {}).items()]
     out += ["", "Hosts with the most errors (4xx, 5xx, no response):"]
     out += [
-        f"  {h['host']:<40} {h['errors']:>6} of {h['requests']}" for h in stats["top_error_hosts"]
+        f"  {p(h['host']):<40} {h['errors']:>6} of {h['requests']}"
+        for h in stats["top_error_hosts"]
     ] or ["  none"]
     out += ["", f"Redirects: {stats['redirects']}; top redirecting hosts:"]
     out += [
-        f"  {h['host']:<40} {h['redirects']:>6} of {h['requests']}"
+        f"  {p(h['host']):<40} {h['redirects']:>6} of {h['requests']}"
         for h in stats["top_redirect_hosts"]
     ] or ["  none"]
     out += ["", "Suspected crawler traps:"]
-    out += [f"  {t['host']:<40} {t['why']}" for t in stats["suspected_traps"]] or ["  none"]
+    out += [f"  {p(t['host']):<40} {p(t['why'])}" for t in stats["suspected_traps"]] or ["  none"]
     out += ["", f"Slowest hosts (mean response time, top {TOP}):"]
     out += [
-        f"  {h['host']:<40} {h['mean_ms']:>9.1f} ms  ({h['responses']} responses)"
+        f"  {p(h['host']):<40} {h['mean_ms']:>9.1f} ms  ({h['responses']} responses)"
         for h in stats["slowest_hosts"]
     ] or ["  none"]
     out += ["", "Learned duplicate-URL rules (applied in the admission gate):"]
-    out += [f"  {r}" for r in stats.get("learned_rules", [])] or ["  none"]
+    out += [f"  {p(r)}" for r in stats.get("learned_rules", [])] or ["  none"]
     return "\n".join(out) + "\n"
 
 

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from politecrawl.storage.logs import LogDamage, iter_log_records
 from politecrawl.storage.records import PAGES as PAGE_SHAPE
 from politecrawl.storage.records import REQUESTS, time_of
+from politecrawl.tools.textout import printable
 
 __all__ = [
     "CLASSES",
@@ -161,7 +162,7 @@ def read_requests(out_dir: Path, data: ReportData) -> None:
         if isinstance(code, int) and isinstance(dur, int | float):
             i = next((i for i, e in enumerate(HIST_EDGES_MS) if dur < e), len(HIST_EDGES_MS))
             data.hist[max(0, i - 1)] += 1
-        host = urlsplit(str(rec["url"])).hostname or "?"
+        host = printable(urlsplit(str(rec["url"])).hostname or "?")
         h = data.hosts.get(host)
         if h is None:
             h = data.hosts[host] = [0.0, 0.0, 0.0]

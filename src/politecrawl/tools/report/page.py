@@ -41,7 +41,7 @@ from politecrawl.tools.report.data import (
     read_pages,
     read_requests,
 )
-from politecrawl.tools.textout import warn
+from politecrawl.tools.textout import printable, warn
 
 __all__ = ["main_args", "write_report"]
 
@@ -350,7 +350,7 @@ def _render(out_dir: Path) -> tuple[str, list[str]]:
 <h1>Crawl report: {escape(out_dir.name)}</h1>
 <p class="sub">{escape(span)}{data.total} requests logged · generated {generated}</p>
 {_cards(data, summary)}
-{"".join(f'<p class="note">{escape(n)}</p>' for n in notes)}
+{"".join(f'<p class="note">{escape(printable(n))}</p>' for n in notes)}
 {_harvest_note(data)}
 <div class="grid2">
 {"".join(cards)}
