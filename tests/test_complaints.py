@@ -22,7 +22,7 @@ from politecrawl import Crawler
 from politecrawl.demo.web import TestWeb
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import JsonlLog, iter_log_records, rotated_files
-from politecrawl.tools.complaints import format_text, lookup, main_args, parse_time
+from politecrawl.tools.complaints import format_text, host_arg, lookup, main_args, parse_time
 
 
 def _crawl_with_rotating_logs(out: Path) -> TestWeb:
@@ -278,6 +278,38 @@ def test_text_fits_100_columns(tmp_path: Path) -> None:
     assert "https://www.example.org/x" in text  # two origins: full URLs
 
 
+@pytest.mark.unit
+def test_every_date_only_form_is_a_whole_day_and_no_time_overflows() -> None:
+    end = datetime(2024, 3, 1, 23, 59, 59, 999999, tzinfo=UTC)
+    for day in ("2024-03-01", "20240301", "2024-W09-5", "2024W095"):
+        assert parse_time(day, end_of_day=True) == end, day
+        assert parse_time(day) == datetime(2024, 3, 1, tzinfo=UTC), day
+    assert parse_time("2024-W09", end_of_day=True) == datetime(  # a week: to its Sunday
+        2024, 3, 3, 23, 59, 59, 999999, tzinfo=UTC
+    )
+    assert parse_time("20240301T120000Z", end_of_day=True) == datetime(2024, 3, 1, 12, tzinfo=UTC)
+    latest, earliest = datetime.max.replace(tzinfo=UTC), datetime.min.replace(tzinfo=UTC)
+    assert parse_time("9999-12-31T23:59:59-01:00") == latest  # past what a datetime holds
+    assert parse_time("9999-12-31", end_of_day=True) == latest
+    assert parse_time("0001-01-01T00:00:00+01:00", end_of_day=True) == earliest
+
+
+@pytest.mark.unit
+def test_host_names_a_host_or_is_refused() -> None:
+    assert host_arg("HTTPS://User@Www.Example.COM.:8443/x?y") == "www.example.com"
+    assert host_arg("::1") == host_arg("http://[::1]:8080/") == "[::1]"
+    assert host_arg("bücher.example") == "xn--bcher-kva.example"
+    for bad, says in (
+        ("http://", "names no host"),
+        (".", "names no host"),
+        ("https:///path", "names no host"),
+        ("*.test", "wildcards are not supported, and not needed: --host test covers"),
+        ("exa mple.com", "is not a host name"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            host_arg(bad)
+
+
 # -- a hostile robots.txt, served for real, through a real crawl and the real command --------
 
 HOSTILE_ROBOTS = (
@@ -349,3 +381,31 @@ def test_a_hostile_robots_txt_reaches_the_terminal_escaped(hostile: Path) -> Non
     assert _CONTROL.search(j.stdout) is None
     bodies = {r["robots_in_force"]["body"] for r in json.loads(j.stdout)["requests"][1:]}
     assert bodies == {HOSTILE_ROBOTS.decode()}
+
+
+@pytest.mark.e2e
+def test_until_takes_every_date_form_and_any_time(hostile: Path) -> None:
+    def rows(*args: str) -> list[dict[str, Any]]:
+        p = _cli("log", str(hostile), "--host", "127.0.0.1", "--json", *args)
+        assert p.returncode == 0, p.stderr
+        return list(json.loads(p.stdout)["requests"])
+
+    everything = rows()
+    assert len(everything) >= 3  # robots.txt, /, /a
+    day = datetime.fromisoformat(everything[0]["time"]).date()
+    that_day = rows("--until", day.isoformat())
+    assert that_day  # (the crawl may have run over midnight: the day's part, each form alike)
+    for form in (day.strftime("%Y%m%d"), day.strftime("%G-W%V-%u"), day.strftime("%GW%V%u")):
+        assert rows("--until", form) == that_day, form
+    for late in ("9999-12-31T23:59:59-01:00", "9999-12-31"):
+        assert rows("--until", late) == everything, late
+    assert rows("--since", "0001-01-01T00:00:00+01:00") == everything
+    assert rows("--until", "0001-01-01T00:00:00+01:00") == []
+
+
+@pytest.mark.e2e
+def test_host_misuse_is_one_line_and_exit_2(hostile: Path) -> None:
+    for host in ("http://", ".", "", "*.test", "exa mple.com"):
+        p = _cli("log", str(hostile), "--host", host)
+        assert p.returncode == 2 and p.stdout == "", (host, p)
+        assert len(p.stderr.splitlines()) == 1 and "--host" in p.stderr, (host, p.stderr)

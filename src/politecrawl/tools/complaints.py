@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import ipaddress
 import itertools
 import json
+import re
 import textwrap
 from collections import Counter, defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import MAXYEAR, UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from politecrawl.storage.records import REQUESTS, ROBOTS, time_of
 from politecrawl.tools.textout import printable, printable_lines, warn
 from politecrawl.urls.canonical import host_of, origin_of
 
-__all__ = ["format_text", "host_matches", "lookup", "main_args", "parse_time"]
+__all__ = ["format_text", "host_arg", "host_matches", "lookup", "main_args", "parse_time"]
 
 _ROBOTS_MEANING = {
     "robots:ok": "rules applied",
@@ -35,11 +37,19 @@ _ROBOTS_MEANING = {
 }
 
 
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+_LATEST = datetime.max.replace(tzinfo=UTC)
+_WEEK = re.compile(r"^\d{4}-?W\d\d$")  # a week with no day: 2026-W48
+
+
 def parse_time(text: str, *, end_of_day: bool = False) -> datetime:
     """An ISO 8601 time from the command line, as an aware UTC datetime (naive means UTC).
 
-    A bare date means the start of that day, or with ``end_of_day`` its last microsecond, so
-    ``--since 2024-03-01 --until 2024-03-01`` covers the whole day.
+    A date alone (``2024-03-01``, ``20240301``, ``2024-W09-5``) means the start of that day,
+    or with ``end_of_day`` its last microsecond, so ``--since 2024-03-01 --until 2024-03-01``
+    covers the whole day (a week alone, ``2024-W09``, the whole week). A time beyond what a
+    datetime holds once in UTC (``9999-12-31T23:59:59-01:00``) is the last one it holds: no
+    log line is later.
     """
     raw = text.strip()
     try:
@@ -50,9 +60,20 @@ def parse_time(text: str, *, end_of_day: bool = False) -> datetime:
         ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    if end_of_day and len(raw) == 10:
-        when += timedelta(days=1, microseconds=-1)
-    return when.astimezone(UTC)
+    try:
+        if end_of_day and _date_only(raw):
+            when += timedelta(days=7 if _WEEK.match(raw) else 1, microseconds=-1)
+        return when.astimezone(UTC)
+    except OverflowError:  # before year 1 or after 9999 in UTC
+        return _LATEST if when.year == MAXYEAR else _EARLIEST
+
+
+def _date_only(raw: str) -> bool:
+    try:
+        date.fromisoformat(raw)
+    except ValueError:
+        return False
+    return True
 
 
 def _as_utc(when: datetime | None) -> datetime | None:
@@ -62,16 +83,38 @@ def _as_utc(when: datetime | None) -> datetime | None:
 
 
 def _normal_host(host: str) -> str:
-    """What an operator types (``Example.COM.``, ``example.com:8080``, a URL) -> a log host."""
+    """What an operator types (``Example.COM.``, ``example.com:8080``, a URL, ``::1``) -> a
+    log host."""
     h = host.strip()
     h = h.split("://", 1)[1] if "://" in h else h
     h = h.split("/")[0].split("?")[0].split("#")[0].rpartition("@")[2]
-    h = h[: h.find("]") + 1] if h.startswith("[") else h.partition(":")[0]
+    try:
+        h = f"[{ipaddress.IPv6Address(h)}]"  # a bare IPv6 address: bracketed, as in URLs
+    except ValueError:
+        h = h[: h.find("]") + 1] if h.startswith("[") else h.partition(":")[0]
     h = h.lower().rstrip(".")
     try:
         return h.encode("idna").decode("ascii")
     except UnicodeError:
         return h
+
+
+_HOST = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9_-]+(\.[a-z0-9_-]+)*)$")
+
+
+def host_arg(text: str) -> str:
+    """``--host`` as the logs write hosts, or a ConfigError saying what is wrong with it."""
+    host = _normal_host(text)
+    if "*" in host:
+        raise ConfigError(
+            f"--host {text!r}: wildcards are not supported, and not needed: "
+            f"--host {host.lstrip('*.') or 'example.com'} covers its subdomains too"
+        )
+    if not host:
+        raise ConfigError(f"--host {text!r} names no host: give one, e.g. --host example.com")
+    if not _HOST.match(host):
+        raise ConfigError(f"--host {text!r} is not a host name, e.g. --host example.com")
+    return host
 
 
 def host_matches(url_host: str, host: str) -> bool:
@@ -294,18 +337,19 @@ def main_args(args: argparse.Namespace) -> int:
         raise ConfigError(f"{out_dir} is not a crawl output folder (no log/ in it)")
     if not str(args.host or "").strip():
         raise ConfigError("--host is required, e.g. --host example.com")
+    host = host_arg(args.host)
     since = parse_time(args.since) if args.since else None
     until = parse_time(args.until, end_of_day=True) if args.until else None
     if since is not None and until is not None and since > until:
         raise ConfigError(f"--since {args.since} is after --until {args.until}")
     damage = LogDamage()
-    rows = lookup(out_dir, args.host, since, until, damage=damage)
+    rows = lookup(out_dir, host, since, until, damage=damage)
     warn(damage.lines(out_dir))
     if args.json:  # json.dumps escapes every control character a server may have sent
         print(json.dumps({"requests": rows, "damage": damage.to_json(out_dir)}))
     else:
         print(
-            f"Requests to {_normal_host(args.host)} and its subdomains"
+            f"Requests to {host} and its subdomains"
             f" ({printable(args.since or 'start of logs')} .."
             f" {printable(args.until or 'end of logs')})"
         )
