@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.server
 import json
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import crawl_config
+from conftest import UA, crawl_config
 
 from politecrawl import Crawler
 from politecrawl.demo.web import TestWeb
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import JsonlLog, iter_log_records, rotated_files
-from politecrawl.tools.complaints import format_text, lookup, main_args, parse_time
+from politecrawl.tools.complaints import format_text, host_arg, lookup, main_args, parse_time
 
 
 def _crawl_with_rotating_logs(out: Path) -> TestWeb:
@@ -122,7 +128,7 @@ def test_time_window_and_json_output(crawl: tuple[Path, TestWeb], capsys: Any) -
     assert len(later) + len(earlier) == len(rows) + sum(r["time"] == mid for r in rows)
     args = argparse.Namespace(dir=str(out), host=host.upper(), since=mid, until=None, json=True)
     assert main_args(args) == 0
-    assert json.loads(capsys.readouterr().out) == later
+    assert json.loads(capsys.readouterr().out) == {"requests": later, "damage": []}
 
 
 @pytest.mark.unit
@@ -270,3 +276,136 @@ def test_text_fits_100_columns(tmp_path: Path) -> None:
     assert "23:59:50.123  timeout" in text and "https://a-r…ment/end.html" in text
     assert "--json has each in full" in text
     assert "https://www.example.org/x" in text  # two origins: full URLs
+
+
+@pytest.mark.unit
+def test_every_date_only_form_is_a_whole_day_and_no_time_overflows() -> None:
+    end = datetime(2024, 3, 1, 23, 59, 59, 999999, tzinfo=UTC)
+    for day in ("2024-03-01", "20240301", "2024-W09-5", "2024W095"):
+        assert parse_time(day, end_of_day=True) == end, day
+        assert parse_time(day) == datetime(2024, 3, 1, tzinfo=UTC), day
+    assert parse_time("2024-W09", end_of_day=True) == datetime(  # a week: to its Sunday
+        2024, 3, 3, 23, 59, 59, 999999, tzinfo=UTC
+    )
+    assert parse_time("20240301T120000Z", end_of_day=True) == datetime(2024, 3, 1, 12, tzinfo=UTC)
+    latest, earliest = datetime.max.replace(tzinfo=UTC), datetime.min.replace(tzinfo=UTC)
+    assert parse_time("9999-12-31T23:59:59-01:00") == latest  # past what a datetime holds
+    assert parse_time("9999-12-31", end_of_day=True) == latest
+    assert parse_time("0001-01-01T00:00:00+01:00", end_of_day=True) == earliest
+
+
+@pytest.mark.unit
+def test_host_names_a_host_or_is_refused() -> None:
+    assert host_arg("HTTPS://User@Www.Example.COM.:8443/x?y") == "www.example.com"
+    assert host_arg("::1") == host_arg("http://[::1]:8080/") == "[::1]"
+    assert host_arg("bücher.example") == "xn--bcher-kva.example"
+    for bad, says in (
+        ("http://", "names no host"),
+        (".", "names no host"),
+        ("https:///path", "names no host"),
+        ("*.test", "wildcards are not supported, and not needed: --host test covers"),
+        ("exa mple.com", "is not a host name"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            host_arg(bad)
+
+
+# -- a hostile robots.txt, served for real, through a real crawl and the real command --------
+
+HOSTILE_ROBOTS = (
+    b"User-agent: *\r\n"
+    b"Disallow: /private/\r\n"
+    b"# \x1b[2J\x1b]0;all clear\x07 screen cleared, terminal retitled\n"
+    b"# Disallow: /\rAllow: /\n"  # a comment that a terminal shows as a rule
+    b"Disallow: /\xc2\x9b31mred\n"  # U+009B (CSI), read as ESC [ by some terminals
+)
+_PAGES = {
+    "/robots.txt": (HOSTILE_ROBOTS, "text/plain"),
+    "/": (b'<html><body><a href="/a">a</a></body></html>', "text/html"),
+    "/a": (b"<html><body>a</body></html>", "text/html"),
+}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A crawl of a site whose robots.txt holds terminal control sequences."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body, kind = _PAGES.get(self.path, (b"not here", "text/plain"))
+            self.send_response(200 if self.path in _PAGES else 404)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    out = tmp_path_factory.mktemp("hostile") / "out"
+    try:
+        p = _cli("crawl", f"http://127.0.0.1:{server.server_port}/", "--user-agent", UA,
+                 "--out", str(out), "--allow-private-addresses", "--min-delay", "0.1",
+                 "--ip-min-delay", "0.1", "--no-progress")  # fmt: skip
+        assert p.returncode == 0, p.stderr
+    finally:
+        server.shutdown()
+    yield out
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "politecrawl", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@pytest.mark.e2e
+def test_a_hostile_robots_txt_reaches_the_terminal_escaped(hostile: Path) -> None:
+    p = _cli("log", str(hostile), "--host", "127.0.0.1")
+    assert p.returncode == 0, p.stderr
+    assert _CONTROL.search(p.stdout) is None, repr(p.stdout)
+    assert "    | # \\x1b[2J\\x1b]0;all clear\\x07 screen cleared, terminal retitled\n" in p.stdout
+    assert "    | # Disallow: /\\rAllow: /\n" in p.stdout  # the comment, shown as it is
+    assert "    | Disallow: /\\x9b31mred\n" in p.stdout
+    assert "    | User-agent: *\n" in p.stdout  # a CRLF line end is a line end
+    for tool in ("log-stats", "report"):
+        q = _cli(tool, str(hostile))
+        assert q.returncode == 0 and _CONTROL.search(q.stdout + q.stderr) is None, q
+    # --json keeps the body whole, each control character escaped by JSON itself
+    j = _cli("log", str(hostile), "--host", "127.0.0.1", "--json")
+    assert _CONTROL.search(j.stdout) is None
+    bodies = {r["robots_in_force"]["body"] for r in json.loads(j.stdout)["requests"][1:]}
+    assert bodies == {HOSTILE_ROBOTS.decode()}
+
+
+@pytest.mark.e2e
+def test_until_takes_every_date_form_and_any_time(hostile: Path) -> None:
+    def rows(*args: str) -> list[dict[str, Any]]:
+        p = _cli("log", str(hostile), "--host", "127.0.0.1", "--json", *args)
+        assert p.returncode == 0, p.stderr
+        return list(json.loads(p.stdout)["requests"])
+
+    everything = rows()
+    assert len(everything) >= 3  # robots.txt, /, /a
+    day = datetime.fromisoformat(everything[0]["time"]).date()
+    that_day = rows("--until", day.isoformat())
+    assert that_day  # (the crawl may have run over midnight: the day's part, each form alike)
+    for form in (day.strftime("%Y%m%d"), day.strftime("%G-W%V-%u"), day.strftime("%GW%V%u")):
+        assert rows("--until", form) == that_day, form
+    for late in ("9999-12-31T23:59:59-01:00", "9999-12-31"):
+        assert rows("--until", late) == everything, late
+    assert rows("--since", "0001-01-01T00:00:00+01:00") == everything
+    assert rows("--until", "0001-01-01T00:00:00+01:00") == []
+
+
+@pytest.mark.e2e
+def test_host_misuse_is_one_line_and_exit_2(hostile: Path) -> None:
+    for host in ("http://", ".", "", "*.test", "exa mple.com"):
+        p = _cli("log", str(hostile), "--host", host)
+        assert p.returncode == 2 and p.stdout == "", (host, p)
+        assert len(p.stderr.splitlines()) == 1 and "--host" in p.stderr, (host, p.stderr)

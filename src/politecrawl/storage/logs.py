@@ -11,7 +11,8 @@ records up to that moment, and names sort in time order), then gzip-compressed t
 compress leaves a readable ``.jsonl``, compressed at the next start. Rotated files whose
 rotation time is older than ``retention_days`` are deleted at rotation and at start.
 
-Rotation assumes one writing process per log (the crawler); readers use ``iter_log_records``.
+Rotation assumes one writing process per log (the crawler); readers use ``iter_log_records``,
+which reads damaged files as far as they go and counts what it skipped (``LogDamage``).
 """
 
 from __future__ import annotations
@@ -25,15 +26,26 @@ import os
 import re
 import shutil
 import time
+import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from politecrawl.errors import StorageError
+from politecrawl.storage.records import Shape
 
-__all__ = ["JsonlLog", "iter_log_records", "log_time", "read_jsonl", "rotated_files"]
+__all__ = [
+    "FileDamage",
+    "JsonlLog",
+    "LogDamage",
+    "iter_log_records",
+    "log_time",
+    "read_jsonl",
+    "rotated_files",
+]
 
 DEFAULT_ROTATE_BYTES = 64 << 20
 DEFAULT_RETENTION_DAYS = 30.0
@@ -247,57 +259,189 @@ def rotated_files(log_dir: Path, stem: str) -> list[Path]:
 
 
 def iter_log_records(
-    log_dir: Path, stem: str, *, headers: bool = False
+    log_dir: Path,
+    stem: str,
+    *,
+    headers: bool = False,
+    shape: Shape | None = None,
+    damage: LogDamage | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Every complete record of a log, rotated files first, in time order; with
     ``--processes N``, the log of every process (``stem@1``, ...: ``partition.tagged``)
     merged by time. A run's header line (``"record": "header"``: its user agent and
-    purpose) only with ``headers``.
+    purpose) only with ``headers``; with ``shape`` (``storage.records``), only records of
+    that shape.
 
-    Torn or unparsable lines are skipped: a reader must never fail on a crash's leftovers.
+    A reader must never fail on a crash's leftovers, nor hide them: each file is read as far
+    as it goes, and what was skipped (lines that are no JSON object, records of the wrong
+    shape, a file unreadable from some line on) is counted in ``damage``.
     """
-    for rec in _merged(log_dir, stem):
+    for rec in _merged(log_dir, stem, shape, damage):
         if headers or rec.get("record") != "header":
             yield rec
 
 
-def _merged(log_dir: Path, stem: str) -> Iterator[dict[str, Any]]:
+@dataclass(slots=True)
+class FileDamage:
+    """What one log file held that could not be read as records."""
+
+    lines: int = 0  # lines that are no JSON object: torn, garbage
+    records: int = 0  # JSON objects of the wrong shape for their log
+    cut: str | None = None  # why the file could not be read to its end
+    at_line: int = 0  # lines read before it was cut
+    note: str | None = None  # read, but not as its name says (plain text in a .gz)
+
+    def __bool__(self) -> bool:
+        return bool(self.lines or self.records or self.cut or self.note)
+
+    def said(self) -> str:
+        parts = []
+        if self.lines:
+            parts.append(f"{_n(self.lines, 'damaged line')} skipped")
+        if self.records:
+            parts.append(f"{_n(self.records, 'record')} of the wrong shape skipped")
+        if self.cut is not None:
+            parts.append(
+                f"unreadable after line {self.at_line} ({self.cut}): the rest of it is not read"
+                if self.at_line
+                else f"unreadable ({self.cut}): nothing read from it"
+            )
+        if self.note is not None:
+            parts.append(self.note)
+        return "; ".join(parts)
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+class LogDamage:
+    """What the reader skipped, per file, so a tool reading damaged logs can say so."""
+
+    def __init__(self) -> None:
+        self.files: dict[Path, FileDamage] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.files)
+
+    def add(self, path: Path, found: FileDamage) -> None:
+        if found:
+            self.files[path] = found
+
+    def lines(self, base: Path) -> list[str]:
+        """One line per damaged file, named from ``base`` (the crawl's folder)."""
+        return [f"{_name(p, base)}: {d.said()}" for p, d in sorted(self.files.items())]
+
+    def to_json(self, base: Path) -> list[dict[str, Any]]:
+        return [
+            {
+                "file": _name(p, base),
+                "damaged_lines": d.lines,
+                "wrong_shape_records": d.records,
+                "unreadable": d.cut,
+                "unreadable_after_line": d.at_line if d.cut is not None else None,
+                "note": d.note,
+            }
+            for p, d in sorted(self.files.items())
+        ]
+
+
+def _name(path: Path, base: Path) -> str:
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _merged(
+    log_dir: Path, stem: str, shape: Shape | None, damage: LogDamage | None
+) -> Iterator[dict[str, Any]]:
     stems = [stem]
     with contextlib.suppress(FileNotFoundError):
         tagged = re.compile(rf"^({re.escape(stem)}@\d+)\.")
         stems += sorted({m.group(1) for p in log_dir.iterdir() if (m := tagged.match(p.name))})
     if len(stems) == 1:
-        yield from _one_log(log_dir, stem)
+        yield from _one_log(log_dir, stem, shape, damage)
         return
     yield from heapq.merge(
-        *(_one_log(log_dir, s) for s in stems), key=lambda rec: str(rec.get("time", ""))
+        *(_one_log(log_dir, s, shape, damage) for s in stems),
+        key=lambda rec: str(rec.get("time", "")),
     )
 
 
-def _one_log(log_dir: Path, stem: str) -> Iterator[dict[str, Any]]:
+def _one_log(
+    log_dir: Path, stem: str, shape: Shape | None, damage: LogDamage | None
+) -> Iterator[dict[str, Any]]:
     paths = rotated_files(log_dir, stem)
     current = log_dir / f"{stem}.jsonl"
     if current.exists():
         paths.append(current)
     for path in paths:
+        found = FileDamage()
         try:
-            opener = gzip.open if path.name.endswith(".gz") else open
-            with opener(path, "rb") as fh:
-                yield from _records(fh)
-        except (FileNotFoundError, EOFError, OSError):
-            continue  # rotated away or expired under us, or a truncated gzip member
+            yield from _read_file(path, shape, found)
+        finally:
+            if damage is not None:
+                damage.add(path, found)
 
 
-def _records(fh: Any) -> Iterator[dict[str, Any]]:
-    for raw in fh:
-        if not raw.endswith(b"\n"):
-            continue
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _read_file(path: Path, shape: Shape | None, found: FileDamage) -> Iterator[dict[str, Any]]:
+    """One file, compressed or not whatever its name says (the first bytes tell)."""
+    try:
+        raw = path.open("rb")
+    except FileNotFoundError:
+        return  # rotated away or expired since the folder was listed: nothing lost
+    except OSError as exc:  # a directory, no permission
+        found.cut = exc.strerror or str(exc)
+        return
+    with raw:
         try:
-            rec = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            yield rec
+            start = raw.peek(2)[:2]
+        except OSError as exc:
+            found.cut = exc.strerror or str(exc)
+            return
+        compressed, named = start == _GZIP_MAGIC, path.name.endswith(".gz")
+        if named and not start:
+            found.note = "empty, though a compressed log never is"
+        elif named and not compressed:
+            found.note = "not gzip-compressed as its name says: read as plain text"
+        elif compressed and not named:
+            found.note = "gzip-compressed though its name does not say so: read decompressed"
+        fh: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+        yield from _records(fh, shape, found)
+
+
+def _records(fh: Any, shape: Shape | None, found: FileDamage) -> Iterator[dict[str, Any]]:
+    n = 0
+    try:
+        for raw in fh:
+            n += 1
+            rec = _record(raw)
+            if rec is None:
+                found.lines += 1
+            elif shape is not None and not shape.fits(rec):
+                found.records += 1
+            else:
+                yield rec
+    except EOFError:
+        found.cut, found.at_line = "the compressed data ends early", n
+    except zlib.error as exc:
+        found.cut, found.at_line = f"corrupt compressed data: {exc}", n
+    except OSError as exc:  # gzip.BadGzipFile (a bad checksum, trailing garbage), EIO
+        found.cut, found.at_line = exc.strerror or str(exc), n
+
+
+def _record(raw: bytes) -> dict[str, Any] | None:
+    """A line as a JSON object, or None. A last line without its newline counts if it parses
+    whole (a torn one never does: its object is not closed)."""
+    try:
+        rec = json.loads(raw)
+    except (ValueError, RecursionError):  # not JSON, not UTF-8; nested past the stack
+        return None
+    return rec if isinstance(rec, dict) else None
 
 
 def read_jsonl(path: Path, *, headers: bool = False) -> list[dict[str, Any]]:

@@ -11,19 +11,23 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import ipaddress
 import itertools
 import json
+import re
 import textwrap
 from collections import Counter, defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import MAXYEAR, UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from politecrawl.errors import ConfigError
-from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.logs import LogDamage, iter_log_records
+from politecrawl.storage.records import REQUESTS, ROBOTS, time_of
+from politecrawl.tools.textout import printable, printable_lines, warn
 from politecrawl.urls.canonical import host_of, origin_of
 
-__all__ = ["format_text", "host_matches", "lookup", "main_args", "parse_time"]
+__all__ = ["format_text", "host_arg", "host_matches", "lookup", "main_args", "parse_time"]
 
 _ROBOTS_MEANING = {
     "robots:ok": "rules applied",
@@ -33,11 +37,19 @@ _ROBOTS_MEANING = {
 }
 
 
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+_LATEST = datetime.max.replace(tzinfo=UTC)
+_WEEK = re.compile(r"^\d{4}-?W\d\d$")  # a week with no day: 2026-W48
+
+
 def parse_time(text: str, *, end_of_day: bool = False) -> datetime:
     """An ISO 8601 time from the command line, as an aware UTC datetime (naive means UTC).
 
-    A bare date means the start of that day, or with ``end_of_day`` its last microsecond, so
-    ``--since 2024-03-01 --until 2024-03-01`` covers the whole day.
+    A date alone (``2024-03-01``, ``20240301``, ``2024-W09-5``) means the start of that day,
+    or with ``end_of_day`` its last microsecond, so ``--since 2024-03-01 --until 2024-03-01``
+    covers the whole day (a week alone, ``2024-W09``, the whole week). A time beyond what a
+    datetime holds once in UTC (``9999-12-31T23:59:59-01:00``) is the last one it holds: no
+    log line is later.
     """
     raw = text.strip()
     try:
@@ -48,17 +60,20 @@ def parse_time(text: str, *, end_of_day: bool = False) -> datetime:
         ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    if end_of_day and len(raw) == 10:
-        when += timedelta(days=1, microseconds=-1)
-    return when.astimezone(UTC)
-
-
-def _record_time(rec: dict[str, Any]) -> datetime | None:
     try:
-        when = datetime.fromisoformat(str(rec["time"]))
-    except (KeyError, ValueError):
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+        if end_of_day and _date_only(raw):
+            when += timedelta(days=7 if _WEEK.match(raw) else 1, microseconds=-1)
+        return when.astimezone(UTC)
+    except OverflowError:  # before year 1 or after 9999 in UTC
+        return _LATEST if when.year == MAXYEAR else _EARLIEST
+
+
+def _date_only(raw: str) -> bool:
+    try:
+        date.fromisoformat(raw)
+    except ValueError:
+        return False
+    return True
 
 
 def _as_utc(when: datetime | None) -> datetime | None:
@@ -68,16 +83,38 @@ def _as_utc(when: datetime | None) -> datetime | None:
 
 
 def _normal_host(host: str) -> str:
-    """What an operator types (``Example.COM.``, ``example.com:8080``, a URL) -> a log host."""
+    """What an operator types (``Example.COM.``, ``example.com:8080``, a URL, ``::1``) -> a
+    log host."""
     h = host.strip()
     h = h.split("://", 1)[1] if "://" in h else h
     h = h.split("/")[0].split("?")[0].split("#")[0].rpartition("@")[2]
-    h = h[: h.find("]") + 1] if h.startswith("[") else h.partition(":")[0]
+    try:
+        h = f"[{ipaddress.IPv6Address(h)}]"  # a bare IPv6 address: bracketed, as in URLs
+    except ValueError:
+        h = h[: h.find("]") + 1] if h.startswith("[") else h.partition(":")[0]
     h = h.lower().rstrip(".")
     try:
         return h.encode("idna").decode("ascii")
     except UnicodeError:
         return h
+
+
+_HOST = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9_-]+(\.[a-z0-9_-]+)*)$")
+
+
+def host_arg(text: str) -> str:
+    """``--host`` as the logs write hosts, or a ConfigError saying what is wrong with it."""
+    host = _normal_host(text)
+    if "*" in host:
+        raise ConfigError(
+            f"--host {text!r}: wildcards are not supported, and not needed: "
+            f"--host {host.lstrip('*.') or 'example.com'} covers its subdomains too"
+        )
+    if not host:
+        raise ConfigError(f"--host {text!r} names no host: give one, e.g. --host example.com")
+    if not _HOST.match(host):
+        raise ConfigError(f"--host {text!r} is not a host name, e.g. --host example.com")
+    return host
 
 
 def host_matches(url_host: str, host: str) -> bool:
@@ -87,18 +124,18 @@ def host_matches(url_host: str, host: str) -> bool:
 
 
 def _robots_versions(
-    log_dir: Path, host: str
+    log_dir: Path, host: str, damage: LogDamage | None
 ) -> dict[str, tuple[list[datetime], list[dict[str, Any]]]]:
     """Per origin of a matching host: robots.txt fetch results, ordered by fetch time."""
     per: dict[str, list[tuple[datetime, dict[str, Any]]]] = defaultdict(list)
-    for rec in iter_log_records(log_dir, "robots"):
+    for rec in iter_log_records(log_dir, "robots", shape=ROBOTS, damage=damage):
         if rec.get("outcome") in ("redirect", "robots:redirect") or not host_matches(
             str(rec.get("host", "")), host
         ):
             continue  # a redirect hop is not a decision; the rules came from the final fetch
-        when = _record_time(rec)
+        when = time_of(rec["time"])
         if when is not None:
-            per[str(rec.get("origin"))].append((when, rec))
+            per[str(rec["origin"])].append((when, rec))
     out = {}
     for origin, items in per.items():
         items.sort(key=lambda it: it[0])
@@ -107,25 +144,32 @@ def _robots_versions(
 
 
 def lookup(
-    out_dir: Path, host: str, since: datetime | None, until: datetime | None
+    out_dir: Path,
+    host: str,
+    since: datetime | None,
+    until: datetime | None,
+    *,
+    damage: LogDamage | None = None,
 ) -> list[dict[str, Any]]:
     """Every logged request to ``host`` or its subdomains with ``since <= time <= until``
     (either may be None; naive datetimes are UTC), oldest first, each with the robots.txt
-    in force: the latest robots log entry for that origin at or before the request."""
+    in force: the latest robots log entry for that origin at or before the request. What
+    the logs held but could not be read is counted in ``damage``."""
     log_dir = out_dir / "log"
     want = _normal_host(host)
     lo, hi = _as_utc(since), _as_utc(until)
-    robots = _robots_versions(log_dir, want)
+    robots = _robots_versions(log_dir, want, damage)
     rows: list[tuple[datetime, dict[str, Any]]] = []
     purpose = "search"  # what the run was for: its header line (before any of its requests)
-    for rec in iter_log_records(log_dir, "requests", headers=True):
+    reqs = iter_log_records(log_dir, "requests", headers=True, shape=REQUESTS, damage=damage)
+    for rec in reqs:
         if rec.get("record") == "header":
             purpose = str(rec.get("purpose") or "search")
             continue
-        url = str(rec.get("url", ""))
+        url = str(rec["url"])
         if "://" not in url or not host_matches(host_of(url), want):
             continue
-        when = _record_time(rec)
+        when = time_of(rec["time"])
         if when is None or (lo is not None and when < lo) or (hi is not None and when > hi):
             continue
         row = {
@@ -162,7 +206,7 @@ def _in_force(
 
 
 def _short_time(iso: Any) -> str:
-    return str(iso).replace("T", " ")
+    return printable(str(iso).replace("T", " "))
 
 
 def format_text(rows: list[dict[str, Any]]) -> str:
@@ -185,13 +229,13 @@ def format_text(rows: list[dict[str, Any]]) -> str:
         status = row.get("status")
         table.append(
             [
-                str(row.get("time") or ""),
-                str(status) if status is not None else str(row.get("error") or "-"),
+                printable(str(row.get("time") or "")),
+                str(status) if status is not None else printable(str(row.get("error") or "-")),
                 f"{row.get('duration_ms') or 0:.0f}",
                 f"{row.get('delay_s') or 0:.1f}",
-                str(row.get("outcome")),
+                printable(str(row.get("outcome"))),
                 label,
-                str(row.get("url")),
+                printable(str(row.get("url"))),
             ]
         )
     lines = _overview(rows)
@@ -199,8 +243,9 @@ def format_text(rows: list[dict[str, Any]]) -> str:
     if versions:
         lines += ["", "robots.txt in force (each version shown once):"]
     for label, rif in first_seen.items():
-        meaning = _ROBOTS_MEANING.get(str(rif.get("outcome")), str(rif.get("outcome")))
-        lines.append(f"{label}: {rif.get('url')}")
+        outcome = str(rif.get("outcome"))
+        meaning = printable(_ROBOTS_MEANING.get(outcome, outcome))
+        lines.append(f"{label}: {printable(str(rif.get('url')))}")
         lines += textwrap.wrap(
             f"first fetched {_short_time(rif.get('time'))}, status {rif.get('status') or 'none'}"
             f" ({meaning})",
@@ -210,7 +255,7 @@ def format_text(rows: list[dict[str, Any]]) -> str:
         )
         body = str(rif.get("body") or "")
         if body.strip() and rif.get("outcome") == "robots:ok":
-            lines += ["    | " + ln for ln in body.rstrip("\n").split("\n")]
+            lines += ["    | " + ln for ln in printable_lines(body.rstrip("\n"))]
         elif body.strip():
             lines.append(f"    (body of {len(body)} characters not used as rules)")
         else:
@@ -259,25 +304,25 @@ def _request_lines(table: list[list[str]]) -> list[str]:
 
 def _overview(rows: list[dict[str, Any]]) -> list[str]:
     """Counts, IPs and the closest spacing per host: what a complaint usually asks about."""
-    statuses = Counter(str(r.get("status") or r.get("error") or "none") for r in rows)
-    ips = sorted({str(r["ip"]) for r in rows if r.get("ip")})
+    statuses = Counter(printable(str(r.get("status") or r.get("error") or "none")) for r in rows)
+    ips = sorted({printable(str(r["ip"])) for r in rows if r.get("ip")})
     lines = [
         f"{len(rows)} requests from {_short_time(rows[0]['time'])} "
         f"to {_short_time(rows[-1]['time'])}",
         "status: " + ", ".join(f"{s} x{n}" for s, n in sorted(statuses.items())),
         "server addresses contacted: " + (", ".join(ips) if ips else "not recorded"),
         "the crawl's declared purpose: "
-        + ", ".join(sorted({str(r.get("purpose") or "search") for r in rows})),
+        + ", ".join(sorted({printable(str(r.get("purpose") or "search")) for r in rows})),
     ]
     reserved = sum(str(r.get("outcome", "")).startswith("reserved:") for r in rows)
     if reserved:
         lines.append(f"pages fetched but not kept, your statements refusing that use: {reserved}")
     starts: dict[str, list[datetime]] = defaultdict(list)
     for r in rows:
-        when = _record_time(r)
+        when = time_of(r.get("time"))
         url = str(r.get("url", ""))
         if when is not None and "://" in url:
-            starts[host_of(url)].append(when)
+            starts[printable(host_of(url))].append(when)
     for h, ts in sorted(starts.items()):
         gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(ts)]
         gap = f", closest two started {min(gaps):.1f} s apart" if gaps else ""
@@ -292,17 +337,21 @@ def main_args(args: argparse.Namespace) -> int:
         raise ConfigError(f"{out_dir} is not a crawl output folder (no log/ in it)")
     if not str(args.host or "").strip():
         raise ConfigError("--host is required, e.g. --host example.com")
+    host = host_arg(args.host)
     since = parse_time(args.since) if args.since else None
     until = parse_time(args.until, end_of_day=True) if args.until else None
     if since is not None and until is not None and since > until:
         raise ConfigError(f"--since {args.since} is after --until {args.until}")
-    rows = lookup(out_dir, args.host, since, until)
-    if args.json:
-        print(json.dumps(rows))
+    damage = LogDamage()
+    rows = lookup(out_dir, host, since, until, damage=damage)
+    warn(damage.lines(out_dir))
+    if args.json:  # json.dumps escapes every control character a server may have sent
+        print(json.dumps({"requests": rows, "damage": damage.to_json(out_dir)}))
     else:
         print(
-            f"Requests to {_normal_host(args.host)} and its subdomains"
-            f" ({args.since or 'start of logs'} .. {args.until or 'end of logs'})"
+            f"Requests to {host} and its subdomains"
+            f" ({printable(args.since or 'start of logs')} .."
+            f" {printable(args.until or 'end of logs')})"
         )
         print(format_text(rows), end="")
     return 0

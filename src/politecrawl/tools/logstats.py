@@ -17,7 +17,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from politecrawl.errors import ConfigError
-from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.logs import LogDamage, iter_log_records
+from politecrawl.storage.records import REQUESTS, RULES, TRAPS
+from politecrawl.tools.textout import printable, warn
 
 __all__ = ["compute", "format_text", "main_args", "url_extension"]
 
@@ -60,8 +62,10 @@ def _hostname(url: str) -> str:
         return ""
 
 
-def compute(out_dir: Path) -> dict[str, Any]:
-    """Every figure ``format_text`` prints, as plain JSON-able data."""
+def compute(out_dir: Path, damage: LogDamage | None = None) -> dict[str, Any]:
+    """Every figure ``format_text`` prints, as plain JSON-able data; what the logs held but
+    could not be read is counted in ``damage`` (and listed under ``"damage"``)."""
+    damage = LogDamage() if damage is None else damage
     status: Counter[str] = Counter()
     classes: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
@@ -72,15 +76,16 @@ def compute(out_dir: Path) -> dict[str, Any]:
     ext_stored: Counter[str] = Counter()
     hosts: dict[str, _Host] = defaultdict(_Host)
     total, first, last = 0, None, None
-    for rec in iter_log_records(out_dir / "log", "requests", headers=True):
+    log_dir = out_dir / "log"
+    for rec in iter_log_records(log_dir, "requests", headers=True, shape=REQUESTS, damage=damage):
         if rec.get("record") == "header":  # a run's header: what it was for
             purposes[str(rec.get("purpose", "search"))] += 1
             continue
-        url = str(rec.get("url", ""))
+        url = str(rec["url"])
         code = rec.get("status")
         outcome = str(rec.get("outcome", ""))
         total += 1
-        t = rec.get("time")
+        t = str(rec["time"])
         first = t if first is None else min(first, t)
         last = t if last is None else max(last, t)
         status[str(code) if code is not None else f"error:{rec.get('error', 'none')}"] += 1
@@ -126,7 +131,8 @@ def compute(out_dir: Path) -> dict[str, Any]:
         for e, n in ext_req.most_common()
         if e and n >= BLOCKLIST_MIN_REQUESTS and ext_stored[e] / n < BLOCKLIST_MAX_STORED_SHARE
     ]
-    rules = [str(r.get("rule", "")) for r in iter_log_records(out_dir / "log", "rules")]
+    rules = [str(r["rule"]) for r in iter_log_records(log_dir, "rules", shape=RULES, damage=damage)]
+    traps = _traps(hosts, _gate_traps(log_dir, damage))
     return {
         "learned_rules": rules,
         "requests": total,
@@ -144,8 +150,9 @@ def compute(out_dir: Path) -> dict[str, Any]:
         "top_error_hosts": _top(hosts, "errors"),
         "redirects": sum(h.redirects for h in hosts.values()),
         "top_redirect_hosts": _top(hosts, "redirects"),
-        "suspected_traps": _traps(hosts, _gate_traps(out_dir)),
+        "suspected_traps": traps,
         "slowest_hosts": _slowest(hosts),
+        "damage": damage.to_json(out_dir),
     }
 
 
@@ -157,14 +164,13 @@ def _top(hosts: dict[str, _Host], attr: str) -> list[dict[str, Any]]:
     return [{"host": name, attr: n, "requests": req} for n, name, req in ranked[:TOP]]
 
 
-def _gate_traps(out_dir: Path) -> dict[str, list[str]]:
+def _gate_traps(log_dir: Path, damage: LogDamage) -> dict[str, list[str]]:
     """URL patterns the gate stopped following (``log/traps.jsonl``), by host."""
     found: dict[str, list[str]] = {}
-    for rec in iter_log_records(out_dir / "log", "traps"):
-        host, pattern, why = rec.get("host"), rec.get("pattern"), rec.get("why")
-        if isinstance(host, str) and isinstance(pattern, str):
-            named = f"{pattern} ({why})" if isinstance(why, str) else pattern
-            found.setdefault(_hostname(f"http://{host}/"), []).append(named)
+    for rec in iter_log_records(log_dir, "traps", shape=TRAPS, damage=damage):
+        host, pattern, why = rec["host"], rec["pattern"], rec.get("why")
+        named = f"{pattern} ({why})" if isinstance(why, str) else pattern
+        found.setdefault(_hostname(f"http://{host}/"), []).append(named)
     return found
 
 
@@ -220,21 +226,23 @@ def _pct(x: float) -> str:
 
 
 def format_text(stats: dict[str, Any]) -> str:
-    """The figures as a short plain-text report, one section each."""
+    """The figures as a short plain-text report, one section each; each name the logs gave
+    (hosts, paths, errors: a server's words) with its control characters escaped."""
+    p = printable
     n = max(1, int(stats["requests"]))
     out = [
         f"{stats['requests']} requests to {stats['hosts']} hosts, "
-        f"{stats['first'] or '-'} .. {stats['last'] or '-'}",
+        f"{p(stats['first'] or '-')} .. {p(stats['last'] or '-')}",
         "",
         "Status classes:",
     ]
     out += [f"  {k:<12} {v:>8}  {_pct(v / n):>4}" for k, v in stats["status_classes"].items()]
     out += ["", "Status codes:"]
-    out += [f"  {k:<12} {v:>8}" for k, v in stats["status"].items()]
+    out += [f"  {p(k):<12} {v:>8}" for k, v in stats["status"].items()]
     out += ["", "By URL extension:      requests  text/html  stored"]
     for ext, e in list(stats["extensions"].items())[:40]:
         out.append(
-            f"  {ext:<20} {e['requests']:>8}  {_pct(e['html_share']):>9}  "
+            f"  {p(ext):<20} {e['requests']:>8}  {_pct(e['html_share']):>9}  "
             f"{_pct(e['stored_share']):>6}"
         )
     sugg = stats["suggested_blocklist_additions"]
@@ -242,30 +250,31 @@ def format_text(stats: dict[str, Any]) -> str:
         "",
         f"Suggested additions to the extension blocklist (>= {BLOCKLIST_MIN_REQUESTS} "
         f"requests, < {_pct(BLOCKLIST_MAX_STORED_SHARE)} stored): "
-        + (", ".join(sugg) if sugg else "none"),
+        + (", ".join(map(p, sugg)) if sugg else "none"),
     ]
-    purposes = ", ".join(stats.get("purposes", {})) or "search"
+    purposes = ", ".join(map(p, stats.get("purposes", {}))) or "search"
     out += ["", f"Pages fetched but not kept, the owner refusing the purpose ({purposes}): "
             f"{stats.get('reserved', 0)}"]  # fmt: skip
-    out += [f"  {k:<28} {v:>8}" for k, v in stats.get("reserved_by", {}).items()]
+    out += [f"  {p(k):<28} {v:>8}" for k, v in stats.get("reserved_by", {}).items()]
     out += ["", "Hosts with the most errors (4xx, 5xx, no response):"]
     out += [
-        f"  {h['host']:<40} {h['errors']:>6} of {h['requests']}" for h in stats["top_error_hosts"]
+        f"  {p(h['host']):<40} {h['errors']:>6} of {h['requests']}"
+        for h in stats["top_error_hosts"]
     ] or ["  none"]
     out += ["", f"Redirects: {stats['redirects']}; top redirecting hosts:"]
     out += [
-        f"  {h['host']:<40} {h['redirects']:>6} of {h['requests']}"
+        f"  {p(h['host']):<40} {h['redirects']:>6} of {h['requests']}"
         for h in stats["top_redirect_hosts"]
     ] or ["  none"]
     out += ["", "Suspected crawler traps:"]
-    out += [f"  {t['host']:<40} {t['why']}" for t in stats["suspected_traps"]] or ["  none"]
+    out += [f"  {p(t['host']):<40} {p(t['why'])}" for t in stats["suspected_traps"]] or ["  none"]
     out += ["", f"Slowest hosts (mean response time, top {TOP}):"]
     out += [
-        f"  {h['host']:<40} {h['mean_ms']:>9.1f} ms  ({h['responses']} responses)"
+        f"  {p(h['host']):<40} {h['mean_ms']:>9.1f} ms  ({h['responses']} responses)"
         for h in stats["slowest_hosts"]
     ] or ["  none"]
     out += ["", "Learned duplicate-URL rules (applied in the admission gate):"]
-    out += [f"  {r}" for r in stats.get("learned_rules", [])] or ["  none"]
+    out += [f"  {p(r)}" for r in stats.get("learned_rules", [])] or ["  none"]
     return "\n".join(out) + "\n"
 
 
@@ -274,7 +283,9 @@ def main_args(args: argparse.Namespace) -> int:
     out_dir = Path(args.dir)
     if not (out_dir / "log").is_dir():
         raise ConfigError(f"{out_dir} is not a crawl output folder (no log/ in it)")
-    stats = compute(out_dir)
+    damage = LogDamage()
+    stats = compute(out_dir, damage)
+    warn(damage.lines(out_dir))
     if args.json:
         print(json.dumps(stats, indent=2))
     else:

@@ -10,12 +10,14 @@ the SVG drawing (``reportcharts``) so that what is counted can be read in one pl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.logs import LogDamage, iter_log_records
+from politecrawl.storage.records import PAGES as PAGE_SHAPE
+from politecrawl.storage.records import REQUESTS, time_of
+from politecrawl.tools.textout import printable
 
 __all__ = [
     "CLASSES",
@@ -42,7 +44,11 @@ _GRAINS = (
     21600,
     86400,
     604800,
-)  # each divides the next
+    4 * 604800,
+    52 * 604800,
+    520 * 604800,
+    5200 * 604800,
+)  # each divides the next (the last ones: a damaged log's year 1 beside this year's times)
 _MAX_KEYS = 20000
 _TARGET_BUCKETS = 90
 HIST_EDGES_MS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 60000)
@@ -115,27 +121,32 @@ class ReportData:
     first: float | None = None
     last: float | None = None
     scored_pages: int = 0
+    # the figures summary.json also has, counted from the log as the crawl counts them
+    fetched: int = 0
+    stored: int = 0
+    errors: int = 0
+    damage: LogDamage = field(default_factory=LogDamage)  # what the logs held unread
 
 
 def _epoch(value: Any) -> float | None:
-    if isinstance(value, int | float):
-        return float(value)
-    try:
-        return datetime.fromisoformat(str(value)).timestamp()
-    except ValueError:
-        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)  # pages.jsonl may carry Unix seconds (its shape bounds them)
+    when = time_of(value)
+    return None if when is None else when.timestamp()
 
 
 def read_requests(out_dir: Path, data: ReportData) -> None:
-    for rec in iter_log_records(out_dir / "log", "requests"):
-        t = _epoch(rec.get("time"))
+    log_dir = out_dir / "log"
+    for rec in iter_log_records(log_dir, "requests", shape=REQUESTS, damage=data.damage):
+        t = _epoch(rec["time"])
         if t is None:
             continue
         data.total += 1
         data.first = t if data.first is None else min(data.first, t)
         data.last = t if data.last is None else max(data.last, t)
         code = rec.get("status")
-        outcome = str(rec.get("outcome", ""))
+        outcome = str(rec.get("outcome") or "")
+        _count_as_the_summary(data, code, outcome, rec.get("error"))
         cls = (
             _CNONE
             if not isinstance(code, int) or not 200 <= code < 600
@@ -151,10 +162,7 @@ def read_requests(out_dir: Path, data: ReportData) -> None:
         if isinstance(code, int) and isinstance(dur, int | float):
             i = next((i for i, e in enumerate(HIST_EDGES_MS) if dur < e), len(HIST_EDGES_MS))
             data.hist[max(0, i - 1)] += 1
-        try:
-            host = urlsplit(str(rec.get("url", ""))).hostname or "?"
-        except ValueError:
-            host = "?"
+        host = printable(urlsplit(str(rec["url"])).hostname or "?")
         h = data.hosts.get(host)
         if h is None:
             h = data.hosts[host] = [0.0, 0.0, 0.0]
@@ -165,13 +173,27 @@ def read_requests(out_dir: Path, data: ReportData) -> None:
             h[2] = max(h[2], float(delay))
 
 
+def _count_as_the_summary(data: ReportData, code: Any, outcome: str, error: Any) -> None:
+    """``engine.request`` counts: a page fetched (a response to a page, not a robots.txt
+    nor a sitemap), stored, an error (4xx/5xx but a robots.txt's 4xx, or no response)."""
+    robots = outcome.startswith("robots:")
+    if code is not None and not robots and not outcome.startswith("stored:sitemap"):
+        data.fetched += 1
+    if outcome == "stored":
+        data.stored += 1
+    if isinstance(code, int) and code >= 400 and outcome != "robots:none":
+        data.errors += 1
+    if error:
+        data.errors += 1
+
+
 def read_pages(out_dir: Path, data: ReportData) -> None:
     """pages.jsonl (in log/ or the output folder): harvest rate needs a relevance per page."""
     folder = out_dir / "log"
     if not any(folder.glob("pages*.jsonl*")):
         folder = out_dir
-    for rec in iter_log_records(folder, "pages"):
-        t = _epoch(rec.get("time"))
+    for rec in iter_log_records(folder, "pages", shape=PAGE_SHAPE, damage=data.damage):
+        t = _epoch(rec["time"])
         rel = rec.get("relevant", rec.get("relevance"))
         if t is None or rel is None or not isinstance(rel, bool | int | float):
             continue

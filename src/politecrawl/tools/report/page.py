@@ -41,6 +41,7 @@ from politecrawl.tools.report.data import (
     read_pages,
     read_requests,
 )
+from politecrawl.tools.textout import printable, warn
 
 __all__ = ["main_args", "write_report"]
 
@@ -81,12 +82,15 @@ def _section(title: str, note: str, inner: str, cls: str = "") -> str:
     )
 
 
-def _summary_table(summary: dict[str, Any] | None) -> str:
+def _summary_table(summary: dict[str, Any] | None, problem: str | None) -> str:
     if summary is None:
-        return (
-            '<p class="note">No summary.json in this folder (the crawl may still be '
-            "running, or was killed before it could write one).</p>"
+        why = (
+            f"summary.json is {escape(problem)}"
+            if problem
+            else "No summary.json in this folder (the crawl may still be running, or was "
+            "killed before it could write one)"
         )
+        return f'<p class="note">{why}: the figures above are counted from the log.</p>'
     rows = []
     for k, v in summary.items():
         if isinstance(v, dict | list) or v == 0:  # a zero says nothing the counters don't
@@ -94,11 +98,11 @@ def _summary_table(summary: dict[str, Any] | None) -> str:
         rows.append(
             f'<tr><td>{escape(k.replace("_", " "))}</td><td class="n">{escape(str(v))}</td></tr>'
         )
-    for k, v in (summary.get("errors") or {}).items():
+    for k, v in _dict(summary.get("errors")).items():
         rows.append(
             f'<tr><td>errors: {escape(str(k))}</td><td class="n">{escape(str(v))}</td></tr>'
         )
-    lost = summary.get("sites_lost") or []  # each site parked or given up: one row for all
+    lost = [s for s in _list(summary.get("sites_lost")) if isinstance(s, dict)]  # one row
     if lost:
         names = ", ".join(str(s.get("site", "")) for s in lost[:5]) + (", ..." if lost[5:] else "")
         why = "; ".join(
@@ -114,7 +118,7 @@ def _summary_table(summary: dict[str, Any] | None) -> str:
 
 
 def _counters(summary: dict[str, Any] | None, wide: bool) -> str:
-    counters = (summary or {}).get("counters") or {}
+    counters = _dict((summary or {}).get("counters"))
     if not counters:
         return ""
     cols = "".join(
@@ -123,25 +127,91 @@ def _counters(summary: dict[str, Any] | None, wide: bool) -> str:
     return _section("All counters", "", f'<div class="cols">{cols}</div>', "wide" if wide else "")
 
 
-def _cards(data: ReportData, summary: dict[str, Any] | None) -> str:
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _summary_figures(summary: dict[str, Any] | None) -> dict[str, int | None]:
+    """The figures summary.json shares with the log (None: not there, or not a count)."""
     s = summary or {}
+    errors = _dict(s.get("errors")).values()
+    figures = {
+        "requests": s.get("requests"),
+        "pages fetched": s.get("pages_fetched"),
+        "stored": s.get("stored"),
+        "errors": sum(errors) if summary and all(_is_count(v) for v in errors) else None,
+    }
+    return {k: v if _is_count(v) else None for k, v in figures.items()}
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _logged_figures(data: ReportData) -> dict[str, int]:
+    return {
+        "requests": data.total,
+        "pages fetched": data.fetched,
+        "stored": data.stored,
+        "errors": data.errors,
+    }
+
+
+def _figures(data: ReportData, summary: dict[str, Any] | None) -> list[tuple[str, Any, str]]:
+    """Each card's figure and where it comes from: summary.json's where it has it (the
+    crawl's own count), else the log's."""
+    logged, told = _logged_figures(data), _summary_figures(summary)
     span = (data.last - data.first) if data.first is not None and data.last is not None else 0
-    items = [
-        ("requests", data.total),
-        ("pages fetched", s.get("pages_fetched", "–")),
-        ("stored", s.get("stored", "–")),
-        ("hosts", len(data.hosts)),
-        ("errors", sum((s.get("errors") or {}).values()) if s else "–"),
-        ("time span", _duration(span)),
+
+    def card(k: str) -> tuple[str, Any, str]:
+        return (k, told[k], "summary.json") if told[k] is not None else (k, logged[k], "log")
+
+    return [
+        card("requests"),
+        card("pages fetched"),
+        card("stored"),
+        ("hosts", len(data.hosts), "log"),
+        card("errors"),
+        ("time span", _duration(span), "log"),
     ]
+
+
+def _cards(data: ReportData, summary: dict[str, Any] | None) -> str:
     return (
         '<div class="cards">'
         + "".join(
-            f"<div class=card><b>{escape(str(v))}</b><span>{escape(k)}</span></div>"
-            for k, v in items
+            f"<div class=card><b>{escape(str(v))}</b><span>{escape(k)} · {src}</span></div>"
+            for k, v, src in _figures(data, summary)
         )
         + "</div>"
     )
+
+
+def _sources_said(
+    data: ReportData, summary: dict[str, Any] | None, summary_problem: str | None
+) -> list[str]:
+    """Where the figures came from when it is not the usual: no summary.json, or one that
+    disagrees with the log (damaged, expired past --log-retention-days, or still growing)."""
+    if summary is None:
+        why = summary_problem or "there is none (the crawl is running, or was killed)"
+        return [f"summary.json: {why}: the figures are counted from the log"]
+    told, logged = _summary_figures(summary), _logged_figures(data)
+    differ = [f"{k} {logged[k]} / {v}" for k, v in told.items() if v is not None and v != logged[k]]
+    if not differ:
+        return []
+    why = (
+        "the log is damaged (said above)"
+        if data.damage
+        else "the log may be cut by --log-retention-days, or the crawl still running"
+    )
+    return [
+        f"the log and summary.json differ ({', '.join(differ)}: log / summary.json); the "
+        f"cards show summary.json's figures, the charts the log's; {why}"
+    ]
 
 
 def _duration(s: float) -> str:
@@ -234,16 +304,35 @@ def _harvest_note(data: ReportData) -> str:
     )
 
 
+def read_summary(out_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """summary.json, or None and why it could not be read (None, None: there is none)."""
+    try:
+        summary = json.loads((out_dir / "summary.json").read_bytes())
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    except (ValueError, RecursionError):
+        return None, "damaged (not JSON)"
+    if not isinstance(summary, dict):
+        return None, "damaged (not a JSON object)"
+    return summary, None
+
+
 def render(out_dir: Path) -> str:
     """The report page for a crawl output folder."""
+    page, _ = _render(out_dir)
+    return page
+
+
+def _render(out_dir: Path) -> tuple[str, list[str]]:
+    """The page, and what it says about its sources (for stderr too)."""
     data = ReportData()
     read_requests(out_dir, data)
     read_pages(out_dir, data)
-    summary_path = out_dir / "summary.json"
-    try:
-        summary: dict[str, Any] | None = json.loads(summary_path.read_text())
-    except (FileNotFoundError, ValueError):
-        summary = None
+    summary, problem = read_summary(out_dir)
+    said = _sources_said(data, summary, problem)
+    notes = [*data.damage.lines(out_dir), *said]
     span = ""
     if data.first is not None and data.last is not None:
         span = (
@@ -252,8 +341,8 @@ def render(out_dir: Path) -> str:
         )
     generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     # two columns, no holes: the summary is a card, the counters fill the last gap or a row
-    cards = [*_charts(data), _section("summary.json", "", _summary_table(summary))]
-    return f"""<!DOCTYPE html>
+    cards = [*_charts(data), _section("summary.json", "", _summary_table(summary, problem))]
+    page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Crawl report: {escape(out_dir.name)}</title><style>{_CSS}</style></head>
@@ -261,6 +350,7 @@ def render(out_dir: Path) -> str:
 <h1>Crawl report: {escape(out_dir.name)}</h1>
 <p class="sub">{escape(span)}{data.total} requests logged · generated {generated}</p>
 {_cards(data, summary)}
+{"".join(f'<p class="note">{escape(printable(n))}</p>' for n in notes)}
 {_harvest_note(data)}
 <div class="grid2">
 {"".join(cards)}
@@ -268,15 +358,21 @@ def render(out_dir: Path) -> str:
 </div>
 </body></html>
 """
+    return page, notes
 
 
 def write_report(out_dir: Path) -> Path:
     """Write ``out_dir/report.html`` (atomically) and return its path."""
+    return _write(out_dir)[0]
+
+
+def _write(out_dir: Path) -> tuple[Path, list[str]]:
+    page, notes = _render(out_dir)
     path = out_dir / "report.html"
     tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render(out_dir), encoding="utf-8")
+    tmp.write_text(page, encoding="utf-8")
     tmp.replace(path)
-    return path
+    return path, notes
 
 
 def main_args(args: argparse.Namespace) -> int:
@@ -284,5 +380,7 @@ def main_args(args: argparse.Namespace) -> int:
     out_dir = Path(args.dir)
     if not (out_dir / "log").is_dir():
         raise ConfigError(f"{out_dir} is not a crawl output folder (no log/ in it)")
-    print(write_report(out_dir))
+    path, notes = _write(out_dir)
+    warn(notes)  # damaged logs, figures from the log: said on the page and here
+    print(path)
     return 0
