@@ -228,7 +228,9 @@ def test_operator_tools_on_a_real_crawl(tmp_path: Path) -> None:
     asyncio.run(crawl())
     p = run("log", str(tmp_path / "out"), "--host", "h1.test", "--json")
     assert p.returncode == 0, p.stderr
-    rows = json.loads(p.stdout)
+    answer = json.loads(p.stdout)
+    rows = answer["requests"]
+    assert answer["damage"] == []  # an intact crawl's logs
     assert rows and all("h1.test" in r["url"] for r in rows)
     assert any(r["robots_in_force"] for r in rows)
     p = run("log-stats", str(tmp_path / "out"))
