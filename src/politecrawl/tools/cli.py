@@ -416,7 +416,8 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     """Exit codes: 0 done (or a limit reached), 1 a storage error or nothing could be
     fetched, 3 finished but sites were lost (parked or given up: the summary names them),
     130 stopped by Ctrl-C / SIGTERM."""
-    from politecrawl.engine.supervisor import check_layout, run_partitioned
+    from politecrawl.engine.supervisor import run_partitioned
+    from politecrawl.storage.outdir import check_layout
 
     cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
     if cfg.frontier_url:
