@@ -21,7 +21,7 @@ from yarl import URL
 from politecrawl.config import CrawlConfig
 from politecrawl.continuity.tracker import Continuity
 from politecrawl.engine.admission import Admission, Gate
-from politecrawl.engine.journal import trap_found
+from politecrawl.engine.journal import Counts, trap_found
 from politecrawl.engine.losses import GIVEN_UP_OUTCOMES, Losses
 from politecrawl.engine.metrics import Metrics
 from politecrawl.engine.metrics import serve as serve_metrics
@@ -121,7 +121,7 @@ class CrawlContext:
         if self.partition is not None and self.frontier.outbox is None:
             raise ConfigError("--processes N > 1 partitions the embedded frontier only")
         self.store: CrawlStore = self.frontier.store
-        self.counters: Counter[str] = Counter()
+        self.counters = Counts()  # saved with every commit of the state (SQLite)
         self.rng = random.Random()
         self.sitemaps_per_host: Counter[str] = Counter()
         self.pages_this_run = 0
