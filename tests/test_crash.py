@@ -153,3 +153,36 @@ async def test_requests_begun_together_share_one_commit_and_each_waits_for_it(
         assert (got.last_start, got.next_allowed) == (100.0, 116.0), k
     await other.store.close()
     await f.store.close()
+
+
+@pytest.mark.unit
+async def test_every_commit_of_the_state_carries_the_counts_made_before_it(
+    tmp_path: Path,
+) -> None:
+    """``Counts`` in the store's commits (``counters_from``): a request's group commit saves
+    the counts made since the last one, so what another process reads (the state after a
+    ``kill -9``) counts every URL it holds as done; a count is saved once, however many
+    commits follow."""
+    from politecrawl.engine.journal import Counts
+    from politecrawl.frontier import UrlEntry
+    from politecrawl.frontier.sqlite import SqliteFrontier
+
+    path = tmp_path / "state.sqlite"
+    f = SqliteFrontier.open(path)
+    counts = Counts()
+    counts.update(await f.store.counters())
+    counts.mark_saved()
+    f.store.counters_from(counts.unsaved)
+    await f.add([UrlEntry("http://h0.test/", "h0.test")])
+    counts["requests"] += 3
+    counts["stored"] += 2
+    host = await f.store.host("h0.test")
+    await f.begin_request(host.key, host)
+    await f.begin_request(host.key, host)  # a second commit adds nothing twice
+    other = SqliteFrontier.open(path)
+    assert await other.store.counters() == {"requests": 3, "stored": 2}
+    counts["requests"] += 1
+    assert counts.unsaved() == {"requests": 1}
+    assert counts.unsaved() == {}
+    await other.store.close()
+    await f.store.close()

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from politecrawl.engine.partition import IpTable, Partition, Shared, owner, tagged
-from politecrawl.engine.supervisor import check_layout
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.outdir import check_layout
 
 pytestmark = pytest.mark.unit
 
@@ -82,6 +82,13 @@ def test_a_crawl_keeps_its_process_count(tmp_path: Path) -> None:
     (one / "state.sqlite").write_bytes(b"")
     with pytest.raises(ConfigError, match="--processes 1"):
         check_layout(one, 3)
+    # partitions.json lost: the files tagged @i say how many processes made the crawl
+    (tmp_path / "new" / "partitions.json").unlink()
+    (tmp_path / "new" / "state@1.sqlite").write_bytes(b"")
+    with pytest.raises(ConfigError, match=r"--processes 2 \(state@1.sqlite, with partitions"):
+        check_layout(tmp_path / "new", 1)
+    check_layout(tmp_path / "new", 2)
+    assert json.loads((tmp_path / "new" / "partitions.json").read_text()) == {"processes": 2}
 
 
 def test_a_log_is_read_across_processes_in_time_order(tmp_path: Path) -> None:

@@ -64,7 +64,16 @@ no special links, no ``<area>`` page — every request is a 200 that costs no ba
 measuring how close the crawler comes to the rate its politeness allows.
 
 ``latency_s`` sleeps before each response. Unknown hosts and paths answer 404 (and are logged).
-Every request is recorded in ``access_log`` (and as a JSON line in ``access_log_path``).
+Every request is recorded in ``access_log`` (and as a JSON line in ``access_log_path``,
+appended to with ``append_log``: a resumed demo's judge reads every run's requests).
+
+Run by another process (``politecrawl demo``), ``--until-stdin-closes`` ties the web's life to
+its parent's: the parent gives a pipe as standard input and never writes to it, and when the
+parent ends, however it ends (``kill -9`` included), the kernel closes the pipe's other end
+and the web stops. A pipe is used rather than ``PR_SET_PDEATHSIG``, which is Linux only, fires
+when the forking *thread* ends, and kills without letting the access log close; or than
+polling the parent's pid, which is late and wrong once the pid is reused or the child is
+adopted by a subreaper.
 
 The server is this module (``TestWeb``: serving, latency, conditional requests, the access
 log, ``python -m politecrawl.demo.web``); what each path answers is ``testwebsite``, the
@@ -77,8 +86,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
@@ -150,6 +161,7 @@ class TestWeb:
         rich: bool = False,
         lean: bool = False,
         bind: str = "127.0.0.1",
+        append_log: bool = False,
     ) -> None:
         if n_hosts < 1 or pages_per_host < 1 or extra_hosts < 0:
             raise ConfigError("need n_hosts >= 1, pages_per_host >= 1, extra_hosts >= 0")
@@ -158,6 +170,7 @@ class TestWeb:
         self.seed = seed
         self.suffix = suffix
         self.access_log_path = access_log_path
+        self.append_log = append_log
         self.latency_s = latency_s
         self.port = port
         self.rich = rich  # realistic pages: 30-100 links, tens of KB of markup (implies plain)
@@ -188,7 +201,8 @@ class TestWeb:
         if self._runner is not None or self._lean is not None:
             raise ConfigError("TestWeb already started")
         if self.access_log_path is not None:
-            self._log_file = open(self.access_log_path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
+            mode = "a" if self.append_log else "w"
+            self._log_file = open(self.access_log_path, mode, buffering=1, encoding="utf-8")  # noqa: SIM115
         if self.lean:
             self._lean = await serve_lean(self, self.port)
             self.port = int(self._lean[0].sockets[0].getsockname()[1])
@@ -373,9 +387,12 @@ async def _serve(args: argparse.Namespace) -> None:
         plain=args.plain,
         rich=args.rich,
         lean=args.lean,
+        append_log=args.append_log,
     )
     await serve_until_signal(
-        web_, lambda: [f"serving {len(web_.hosts)} hosts on 127.0.0.1:{web_.port}"]
+        web_,
+        lambda: [f"serving {len(web_.hosts)} hosts on 127.0.0.1:{web_.port}"],
+        until_stdin_closes=args.until_stdin_closes,
     )
 
 
@@ -384,13 +401,20 @@ class Servable(Protocol):
     async def stop(self) -> None: ...
 
 
-async def serve_until_signal(site: Servable, banner: Callable[[], list[str]]) -> None:
+async def serve_until_signal(
+    site: Servable, banner: Callable[[], list[str]], *, until_stdin_closes: bool = False
+) -> None:
     """Serve ``site``, print ``banner()`` once it listens, stop at SIGINT or SIGTERM (this
-    module's command and the tests' own webs)."""
+    module's command and the tests' own webs). ``until_stdin_closes``: also when standard
+    input ends (the parent died: see the module's docstring), and not at SIGINT, which a
+    Ctrl-C sends the whole process group while the parent still finishes its requests."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGTERM,) if until_stdin_closes else (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if until_stdin_closes:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _on_stdin_eof(loop, stop)
     await site.start()
     try:
         for line in banner():
@@ -398,6 +422,22 @@ async def serve_until_signal(site: Servable, banner: Callable[[], list[str]]) ->
         await stop.wait()
     finally:
         await site.stop()
+
+
+def _on_stdin_eof(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """``stop`` is set when standard input ends: a thread blocks reading it (any kind of
+    file, on any OS), so the event loop needs no pipe support of its own. The descriptor is
+    read, not ``sys.stdin``: a daemon thread blocked holding the buffered reader's lock
+    aborts the interpreter's shutdown."""
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            while os.read(0, 4096):
+                pass
+        with contextlib.suppress(RuntimeError):  # the loop already closed: nothing to stop
+            loop.call_soon_threadsafe(stop.set)
+
+    threading.Thread(target=watch, name="stdin-eof", daemon=True).start()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -429,11 +469,25 @@ def main(argv: list[str] | None = None) -> int:
         help="serve on a bare asyncio protocol, not aiohttp: the same answers and access log "
         "for less CPU (benchmarks); no --latency",
     )
+    p.add_argument(
+        "--append-log", action="store_true", help="append to --access-log (default: replace it)"
+    )
+    p.add_argument(
+        "--until-stdin-closes",
+        action="store_true",
+        help="also stop when standard input ends (a parent's pipe: the web dies with it), "
+        "and ignore SIGINT",
+    )
     args = p.parse_args(argv)
     if args.lean and args.latency > 0:
         p.error("--lean has no --latency")
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve(args))
+    except OSError as exc:  # the port taken, most often: one line, not a traceback
+        print(f"{p.prog}: cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}",
+              file=sys.stderr)  # fmt: skip
+        return 1
     sys.stdout.flush()
     return 0
 

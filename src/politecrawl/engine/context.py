@@ -21,7 +21,7 @@ from yarl import URL
 from politecrawl.config import CrawlConfig
 from politecrawl.continuity.tracker import Continuity
 from politecrawl.engine.admission import Admission, Gate
-from politecrawl.engine.journal import trap_found
+from politecrawl.engine.journal import Counts, trap_found
 from politecrawl.engine.losses import GIVEN_UP_OUTCOMES, Losses
 from politecrawl.engine.metrics import Metrics
 from politecrawl.engine.metrics import serve as serve_metrics
@@ -40,6 +40,7 @@ from politecrawl.polite.politeness import robots_retry_base_s
 from politecrawl.polite.usage import Purpose, UsageBook
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.storage import JsonlLog, WarcWriter, log_time
+from politecrawl.storage.outdir import check_state
 from politecrawl.storage.outlock import OutputLock
 from politecrawl.storage.sinks import ContentLog, ItemsCsv, ItemsJson, ItemsLog, PagesLog, Sink
 from politecrawl.tools.dashboard import Dashboard
@@ -114,11 +115,13 @@ class CrawlContext:
         ips = self.partition.ips if self.partition is not None else None
         if config.politeness.ip_min_delay_s is None:
             ips = None  # no IP rule
+        if frontier is None and not config.frontier_url:  # an earlier crawl's output, no state
+            check_state(out, self.partition.index if self.partition is not None else 0)
         self.frontier: Backend = frontier or make_frontier(config, self.tagged("state.sqlite"), ips)
         if self.partition is not None and self.frontier.outbox is None:
             raise ConfigError("--processes N > 1 partitions the embedded frontier only")
         self.store: CrawlStore = self.frontier.store
-        self.counters: Counter[str] = Counter()
+        self.counters = Counts()  # saved with every commit of the state (SQLite)
         self.rng = random.Random()
         self.sitemaps_per_host: Counter[str] = Counter()
         self.pages_this_run = 0

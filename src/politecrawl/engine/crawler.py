@@ -102,7 +102,6 @@ class Crawler:
         )
         self.partition = partition
         self._max_turns = config.concurrency * _SLOW_ROOM  # slow requests' turns included
-        self._flushed: Counter[str] = Counter()
         self._rescoring: asyncio.Task[None] | None = None
         self._probing: asyncio.Task[None] | None = None
         self._last_focus_save = time.monotonic()
@@ -162,7 +161,9 @@ class Crawler:
         self._started = self.clock()
         self._wake = asyncio.Event()
         ctx.counters.update(await ctx.store.counters())
-        self._flushed = Counter(ctx.counters)
+        ctx.counters.mark_saved()
+        if (counted := getattr(ctx.store, "counters_from", None)) is not None:
+            counted(ctx.counters.unsaved)  # SQLite: the counts in every commit of the state
         ctx.admission.gate.restore_host_counts(ctx.counters)
         tasks: set[asyncio.Task[None]] = set()
         last_flush = time.monotonic()
@@ -294,11 +295,9 @@ class Crawler:
         with the OS, never the other way round."""
         ctx = self.ctx
         ctx.warc.flush()
-        now = Counter(ctx.counters)  # before the await: what turns add meanwhile goes next time
-        delta = {k: v - self._flushed[k] for k, v in now.items() if v != self._flushed[k]}
+        delta = ctx.counters.unsaved()  # before the await: what turns add meanwhile goes next
         if delta:
             await ctx.store.add_counters(delta)
-            self._flushed = now
         await ctx.store.flush()
         ctx.continuity.flush()
         if ctx.metrics is not None:

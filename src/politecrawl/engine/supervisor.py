@@ -22,7 +22,6 @@ import socket
 import sys
 import tempfile
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from politecrawl import errors
@@ -33,30 +32,10 @@ from politecrawl.engine.journal import summary_of, write_summary
 from politecrawl.engine.partition import STOP_REASONS, Partition, Shared, tagged
 from politecrawl.errors import ConfigError, PolitecrawlError
 from politecrawl.handler import load_handler
+from politecrawl.storage.outdir import check_layout
 from politecrawl.storage.outlock import OutputLock
 
-_LAYOUT = "partitions.json"  # OUT/partitions.json: how many processes the crawl was made with
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def check_layout(out: Path, processes: int) -> None:
-    """A crawl is resumed with the processes it was made with: its sites are spread over
-    them by hash, and a different count would hand a site to two processes."""
-    layout = out / _LAYOUT
-    before = 1
-    if layout.exists():
-        with contextlib.suppress(ValueError, OSError):
-            before = int(json.loads(layout.read_text())["processes"])
-    elif not (out / "state.sqlite").exists():
-        before = processes  # a new crawl
-    if before != processes:
-        raise ConfigError(
-            f"{out} is a crawl made with --processes {before}: resume it with --processes "
-            f"{before} (its sites are spread over that many processes)"
-        )
-    if processes > 1 and not layout.exists():
-        out.mkdir(parents=True, exist_ok=True)
-        layout.write_text(json.dumps({"processes": processes}) + "\n")
 
 
 def run_partitioned(config: CrawlConfig) -> tuple[dict[str, Any], str | None]:

@@ -158,6 +158,7 @@ class SqliteStore:
         self.hosts: dict[str, HostState] = {}
         self._robots: OrderedDict[str, RobotsRecord] = OrderedDict()
         self._robots_cap = robots_cache_size
+        self._unsaved_counters: Callable[[], dict[str, int]] | None = None
         self._flushes = 0
         # what the queues add to ``stats`` (set by the frontier that shares this store)
         self.queue_stats: Callable[[], dict[str, int]] = dict
@@ -275,11 +276,19 @@ class SqliteStore:
 
     # -- bookkeeping ------------------------------------------------------------------
     async def add_counters(self, delta: dict[str, int]) -> None:
+        self._add_counters(delta)
+
+    def _add_counters(self, delta: dict[str, int]) -> None:
         self.db.executemany(
             "INSERT INTO counters VALUES (?,?) ON CONFLICT(name) DO UPDATE "
             "SET value = value + excluded.value",
             [(k, v) for k, v in delta.items() if v],
         )
+
+    def counters_from(self, unsaved: Callable[[], dict[str, int]]) -> None:
+        """Every commit adds ``unsaved()`` to the counters first, in the same transaction:
+        the counts on disk are those of the URLs on disk, whenever the process dies."""
+        self._unsaved_counters = unsaved
 
     async def counters(self) -> dict[str, int]:
         return dict(self.db.execute("SELECT name, value FROM counters").fetchall())
@@ -315,6 +324,8 @@ class SqliteStore:
 
     def commit(self) -> None:
         try:
+            if self._unsaved_counters is not None and (delta := self._unsaved_counters()):
+                self._add_counters(delta)
             self.db.commit()
         except sqlite3.DatabaseError as exc:
             raise FrontierError(f"cannot save crawl state: {exc}") from exc

@@ -383,7 +383,8 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     """Exit codes: 0 done (or a limit reached), 1 a storage error or nothing could be
     fetched, 3 finished but sites were lost (parked or given up: the summary names them),
     130 stopped by Ctrl-C / SIGTERM."""
-    from politecrawl.engine.supervisor import check_layout, run_partitioned
+    from politecrawl.engine.supervisor import run_partitioned
+    from politecrawl.storage.outdir import check_layout
 
     cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
     if cfg.frontier_url:
@@ -451,25 +452,26 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from politecrawl.demo.run import run_demo
+    """Exit codes as crawl's: 1 when something failed that the test web does not do on
+    purpose (a failure, or the web gone), 130 when stopped by Ctrl-C / SIGTERM."""
+    from politecrawl.demo.run import run_demo, what_went_wrong
 
     if args.hosts < 1 or args.pages < 1 or args.min_delay < 0:
         raise ConfigError("--hosts and --pages must be >= 1, --min-delay >= 0")
     out = args.out or Path(tempfile.mkdtemp(prefix="politecrawl-demo-"))
     summary = asyncio.run(run_demo(out, args.hosts, args.pages, args.min_delay))
     print_summary(summary, out)
-    if summary["errors"]:
-        n = sum(summary["errors"].values())
-        print(
-            f"\nThe {n} errors are deliberate: the test web answers some URLs with 403, 404, "
-            "410, 429, 500 and 503, serves robots.txt errors and redirect loops, to show how the "
-            "crawler treats them (see log/requests.jsonl)."
-        )
+    deliberate, failed = what_went_wrong(summary)
+    if deliberate:
+        print(deliberate)
     kept = " (a temporary folder, kept: delete it when done)" if args.out is None else ""
     print(f"Output: {out}{kept}.")
     print(f"Next:   politecrawl report {out}    (then open {out / 'report.html'})")
     print(f"        politecrawl log-stats {out}")
-    return 0
+    if failed:
+        print(failed, file=sys.stderr)
+        return 1
+    return 130 if summary["stopped_by"] == "interrupted" else 0
 
 
 def _tool(module: str) -> Callable[[argparse.Namespace], int]:

@@ -1,0 +1,115 @@
+"""What an output folder holds, told before a crawl opens it: nothing yet, a crawl to resume
+(made with how many processes), or a crawl's output whose state is gone.
+
+The state (``state.sqlite``, ``state@i.sqlite`` with ``--processes``) is the only record of the
+URLs found but not fetched yet, of what was fetched and of the counts; the logs, the WARC files
+and ``summary.json`` cannot give it back (no log lists the links a page queued). Opened without
+it, a folder holding an earlier crawl's output would be crawled afresh: everything fetched
+again and ``summary.json`` overwritten, the earlier figures lost without a word. So that is
+refused, one line naming the missing file: put it back to resume, or give a new ``--out``.
+
+A crawl is resumed with the processes it was made with (its sites are spread over them by
+hash, and another count would hand a site to two processes): ``partitions.json`` says how
+many, and when it is missing the files tagged ``@i`` say it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from pathlib import Path
+
+from politecrawl.errors import ConfigError
+
+__all__ = ["LAYOUT", "check_layout", "check_state", "processes_of"]
+
+LAYOUT = "partitions.json"  # OUT/partitions.json: how many processes the crawl was made with
+
+# a file of process i > 0 (``partition.tagged``): state@1.sqlite, log/requests@1.jsonl, ...
+_TAGGED = re.compile(r"^[a-z_]+@(\d+)[.-]")
+
+
+def _tag(index: int) -> str:
+    return f"@{index}" if index else ""
+
+
+def processes_of(out: Path) -> tuple[int | None, str]:
+    """How many processes the crawl in ``out`` was made with (None: no crawl there yet),
+    and what says so."""
+    layout = out / LAYOUT
+    if layout.exists():
+        with contextlib.suppress(ValueError, OSError, KeyError, TypeError):
+            return int(json.loads(layout.read_text())["processes"]), str(layout)
+    found = {
+        int(m.group(1)): p.name
+        for folder in (out, out / "log", out / "warc")
+        if folder.is_dir()
+        for p in folder.iterdir()
+        if (m := _TAGGED.match(p.name))
+    }
+    if found:
+        last = max(found)
+        return last + 1, f"{found[last]}, with {LAYOUT} missing"
+    if (out / "state.sqlite").exists():
+        return 1, "state.sqlite"
+    return None, ""
+
+
+def _output_of(out: Path, index: int) -> list[str]:
+    """What process ``index`` of a crawl left in ``out`` besides its state."""
+    t = _tag(index)
+    found = []
+    if index == 0 and (out / "summary.json").exists():
+        found.append("summary.json")
+    log = out / "log"
+    if log.is_dir() and any(log.glob(f"requests{t}.*jsonl*")):
+        found.append(f"log/requests{t}.jsonl")
+    if (out / f"pages{t}.jsonl").exists():
+        found.append(f"pages{t}.jsonl")
+    warc = out / "warc"
+    if warc.is_dir() and any(warc.glob(f"politecrawl{t}-*.warc.gz*")):
+        found.append("warc/")
+    return found
+
+
+def _state_missing(out: Path, index: int) -> str | None:
+    """Why process ``index``'s state is not there (None: it is)."""
+    name = f"state{_tag(index)}.sqlite"
+    path = out / name
+    if not path.exists():
+        return f"{name} is missing"
+    wal = out / f"{name}-wal"
+    if path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size > 0):
+        return f"{name} is empty"
+    return None
+
+
+def check_state(out: Path, index: int = 0) -> None:
+    """Refuse a folder holding process ``index``'s output without its state (see above)."""
+    why = _state_missing(out, index)
+    found = _output_of(out, index) if why is not None else []
+    if found:
+        raise ConfigError(
+            f"{out} holds an earlier crawl's output ({', '.join(found)}) but not its state: "
+            f"{why}, and a crawl here would fetch everything again and overwrite "
+            "summary.json; put it back to resume, or give a new --out to start afresh"
+        )
+
+
+def check_layout(out: Path, processes: int) -> None:
+    """Before a crawl (or a resume) on ``out`` with ``processes`` processes: the count it
+    was made with, each process's state there if its output is; ``partitions.json`` written
+    for a new crawl of more than one process (or written again)."""
+    made, source = processes_of(out)
+    if made is not None and made != processes:
+        raise ConfigError(
+            f"{out} is a crawl made with --processes {made} ({source}): resume it with "
+            f"--processes {made} (its sites are spread over that many processes)"
+        )
+    for index in range(processes):
+        check_state(out, index)
+    layout = out / LAYOUT
+    if processes > 1 and not layout.exists():
+        out.mkdir(parents=True, exist_ok=True)
+        layout.write_text(json.dumps({"processes": processes}) + "\n")
