@@ -81,7 +81,8 @@ def test_page_says_everything_an_operator_needs() -> None:
 def test_everything_user_given_is_escaped() -> None:
     evil = '<script>alert("x")</script>'
     page = render(
-        "evilbot/2 (+https://e.example/?a=1&b=<i>)", "a&b@e.example", [evil], evil + " & more"
+        "evilbot/2 (+https://e.example/?a=1&b=<i>)", "a&b@e.example", ["192.0.2.1"],
+        evil + " & more",
     )
     c = _check(page)
     assert "<script>" not in page and "<i>" not in page
@@ -102,6 +103,14 @@ def test_defaults_without_purpose_or_ips() -> None:
 def test_dishonest_user_agent_refused(ua: str) -> None:
     with pytest.raises(ConfigError):
         render(ua, "ops@acme.example", [], None)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("ip", ["999.1.1.1", "<script>", "", "2001:db8::zz"])
+def test_an_address_that_is_none_is_refused(ip: str) -> None:
+    """The page tells operators which addresses to expect: a typo there misleads them."""
+    with pytest.raises(ConfigError, match="is not an IP address"):
+        render(UA, "ops@acme.example", ["192.0.2.7", ip], None)
 
 
 @pytest.mark.unit

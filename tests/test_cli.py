@@ -94,6 +94,9 @@ def test_bad_url_in_seeds(tmp_path: Path) -> None:
         (["--config", "."], "cannot read config file"),  # a folder: exit 2, was 1
         (["--out", ""], "argument --out: an empty name"),  # was: the current folder
         (["--target-relevant", "5"], "--target-relevant needs --topic"),  # it never stopped
+        (["--handler", ""], "--handler is empty"),  # these three were taken for none given
+        (["--relevance", " "], "--relevance is empty"),
+        (["--extract", ""], "--extract names no format"),
         (["--state", "."], "--state"),  # a folder: exit 2 naming it, was exit 1 and state.sqlite
         (["--items", "."], "--items"),
         (["--allow", "undecodable.bin"], "cannot read allow-list"),
@@ -269,6 +272,7 @@ def test_operator_tools_on_a_real_crawl(tmp_path: Path) -> None:
         ("min-delay = nan", "--min-delay must be a finite number, got nan"),
         ("robots-ttl = -inf", "--robots-ttl must be a finite number"),
         ('out = ""', "crawl.toml: out: an empty name"),  # was: the current folder
+        ("min-delay = true", "min-delay must be a number, got true"),  # was: "a string"
         ("min-delay = 1\nmin_delay = 2", "min_delay is given twice"),  # was: silently one
         ("min-delay = 1\n[crawl]\njitter = 0", "min-delay outside [crawl]"),  # was: ignored
     ],

@@ -348,6 +348,9 @@ class CrawlConfig:
         if self.max_queue is not None and self.max_queue < 1:
             raise ConfigError("--max-queue must be >= 1")
         _positive("--max-wait", self.max_wait_s)
+        for option, spec in (("--handler", self.handler), ("--relevance", self.relevance)):
+            if spec is not None and not spec.strip():  # it was taken for none given
+                raise ConfigError(f"{option} is empty: give 'package.module:function'")
         if self.topic is not None and not self.topic.strip():
             raise ConfigError("--topic is empty: say what to look for, e.g. 'steam locomotives'")
         if self.defer_ratio is not None and not 0.0 <= self.defer_ratio <= 1.0:
@@ -399,6 +402,8 @@ def parse_extract(values: tuple[str, ...] | list[str]) -> tuple[str, ...]:
                 raise ConfigError(f"--extract must be text or markdown, got {part.strip()!r}")
             if name not in found:
                 found.append(name)
+    if values and not found:  # --extract "": it was taken for off
+        raise ConfigError("--extract names no format: text, markdown or text,markdown")
     return tuple(found)
 
 

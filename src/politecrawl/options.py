@@ -291,7 +291,10 @@ def _typed(what: str, typ: Any, value: Any) -> Any:
         if isinstance(value, list) and all(isinstance(x, str) for x in value):
             return value
         raise ConfigError(f"{what} must be a string or a list of strings, got {value!r}")
-    if typ in (int, float) and not isinstance(value, bool):
+    if typ in (int, float) and isinstance(value, bool):  # TOML's true is no number
+        raise ConfigError(f"{what} must be {'a whole number' if typ is int else 'a number'}, "
+                          f"got {str(value).lower()}")  # fmt: skip
+    if typ in (int, float):
         try:
             if isinstance(value, (int, float, str)) and (
                 typ is float or not isinstance(value, float)

@@ -9,6 +9,7 @@ supporting information." Everything here is what politecrawl really does by defa
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import re
 from html import escape
 from pathlib import Path
@@ -81,6 +82,11 @@ def render(
     if declared not in PURPOSES:
         raise ConfigError(f"--purpose must be one of {', '.join(PURPOSES)}, got {declared!r}")
     token = validate_user_agent(user_agent)
+    for ip in ips:
+        try:
+            ipaddress.ip_address(ip.strip())
+        except ValueError:
+            raise ConfigError(f"--ip {ip!r} is not an IP address") from None
     if not _EMAIL.match(contact.strip()):
         raise ConfigError(f"--contact {contact!r} is not an e-mail address")
     t, ua, mail = escape(token), escape(user_agent.strip()), escape(contact.strip())
