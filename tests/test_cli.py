@@ -348,6 +348,26 @@ def test_max_time_before_the_first_page_says_so_not_that_nothing_was_admitted(
     assert "nothing could be fetched" not in p.stderr
 
 
+@pytest.mark.parametrize("refused", [["--state", "st.sqlite"], ["--politeness-key", "ip"],
+                                     ["--handler", "no_such_module_x:items"]])  # fmt: skip
+def test_a_refused_run_of_many_processes_leaves_nothing_that_blocks_the_fixed_command(
+    tmp_path: Path, refused: list[str]
+) -> None:
+    """The refused run left partitions.json and config.json in --out, and the corrected
+    command (without --processes) was then refused as a resume of a 2-process crawl."""
+    out = tmp_path / "o"
+    common = ["crawl", "http://127.0.0.1:9/", "--user-agent", UA, "--out", str(out),
+              "--allow-private-addresses", "--no-progress", "--max-time", "2"]  # fmt: skip
+    args = [str(tmp_path / a) if a == "st.sqlite" else a for a in refused]
+    first = run(*common, "--processes", "2", *args)
+    one_line_error(first)
+    assert "pace:" not in first.stdout  # refused before the crawl states its pace
+    assert not (out / "partitions.json").exists() and not (out / "config.json").exists()
+    fixed = run(*common)
+    assert fixed.returncode == 1, fixed.stderr  # it ran: nothing listens on port 9
+    assert "nothing could be fetched" in fixed.stderr
+
+
 def test_segment_build_refuses_a_missing_never_crawl_file_as_crawl_does(tmp_path: Path) -> None:
     """It went on without the list (exit 0): the segment could hold what must not be asked."""
     missing = str(tmp_path / "no-such-never.txt")

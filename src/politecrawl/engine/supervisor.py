@@ -22,6 +22,7 @@ import socket
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from politecrawl import errors
@@ -31,17 +32,16 @@ from politecrawl.engine.crawler import Crawler
 from politecrawl.engine.journal import summary_of, write_summary
 from politecrawl.engine.partition import STOP_REASONS, Partition, Shared, tagged
 from politecrawl.errors import ConfigError, PolitecrawlError
-from politecrawl.handler import load_handler
 from politecrawl.storage.outdir import check_layout
 from politecrawl.storage.outlock import OutputLock
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def run_partitioned(config: CrawlConfig) -> tuple[dict[str, Any], str | None]:
-    """The crawl in ``config.processes`` crawler processes; returns the merged summary and the
-    first fatal error. Runs in the CLI's process, which holds the output folder's lock."""
-    n, out = config.processes, config.out_dir
+def check_partitioned(config: CrawlConfig) -> None:
+    """What a crawl of many processes cannot do, said before anything is written to its
+    folder (a refused run left ``partitions.json`` there, and the corrected command was then
+    refused as a resume of another layout)."""
     if config.politeness.key_mode == "ip":
         raise ConfigError(
             "--politeness-key ip needs every site resolved before it is assigned to a "
@@ -49,12 +49,23 @@ def run_partitioned(config: CrawlConfig) -> tuple[dict[str, Any], str | None]:
         )
     if config.state_file is not None:
         raise ConfigError("--state is one file for one process: use --processes 1 with it")
-    if config.handler:
-        load_handler(config.handler)  # a bad import string: one line here, not N tracebacks
+
+
+def run_partitioned(
+    config: CrawlConfig, on_locked: Callable[[], None] | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """The crawl in ``config.processes`` crawler processes; returns the merged summary and the
+    first fatal error. Runs in the CLI's process, which holds the output folder's lock;
+    ``on_locked`` runs once it does (the CLI writes ``config.json`` there: a run refused by
+    the lock must not overwrite a live crawl's)."""
+    n, out = config.processes, config.out_dir
+    check_partitioned(config)
     out.mkdir(parents=True, exist_ok=True)
     lock = OutputLock(out)
     try:
         check_layout(out, n)
+        if on_locked is not None:
+            on_locked()
         seeds_file = out / "seeds.txt"
         if not seeds_file.exists():
             seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")

@@ -97,10 +97,11 @@ def check_state(out: Path, index: int = 0) -> None:
         )
 
 
-def check_layout(out: Path, processes: int) -> None:
+def check_layout(out: Path, processes: int, *, write: bool = True) -> None:
     """Before a crawl (or a resume) on ``out`` with ``processes`` processes: the count it
     was made with, each process's state there if its output is; ``partitions.json`` written
-    for a new crawl of more than one process (or written again)."""
+    for a new crawl of more than one process (or written again), unless ``write`` is False
+    (a check before the crawl's other options are judged: a refused run writes nothing)."""
     made, source = processes_of(out)
     if made is not None and made != processes:
         raise ConfigError(
@@ -110,6 +111,6 @@ def check_layout(out: Path, processes: int) -> None:
     for index in range(processes):
         check_state(out, index)
     layout = out / LAYOUT
-    if processes > 1 and not layout.exists():
+    if write and processes > 1 and not layout.exists():
         out.mkdir(parents=True, exist_ok=True)
         layout.write_text(json.dumps({"processes": processes}) + "\n")

@@ -383,27 +383,32 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     """Exit codes: 0 done (or a limit reached), 1 a storage error or nothing could be
     fetched, 3 finished but sites were lost (parked or given up: the summary names them),
     130 stopped by Ctrl-C / SIGTERM."""
-    from politecrawl.engine.supervisor import run_partitioned
+    from politecrawl.engine.supervisor import check_partitioned, run_partitioned
+    from politecrawl.handler import load_handler
     from politecrawl.storage.outdir import check_layout
 
     cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
     if cfg.frontier_url:
         cfg = _join_shared(cfg, values)
     else:
-        check_layout(cfg.out_dir, cfg.processes)  # resumed with the processes it was made with
+        # resumed with the processes it was made with; written once every option is judged
+        check_layout(cfg.out_dir, cfg.processes, write=False)
     from politecrawl.focus.strategy import choose_strategy
 
     # a topic without keywords, a nugget that does not import: one line, before the pace
     _, nugget = choose_strategy(cfg.strategy, cfg.topic, cfg.relevance)
     if cfg.target_relevant is not None and nugget is None:  # no page is ever relevant
         raise ConfigError("--target-relevant needs --topic or --relevance to say what counts")
+    if cfg.handler:
+        load_handler(cfg.handler)  # a bad import string: one line, not a traceback per process
+    if cfg.processes > 1 and not cfg.frontier_url:
+        check_partitioned(cfg)  # before anything is written to the folder
     print(pace(cfg), flush=True)
     fatal: str | None
     nothing = False
     if cfg.processes > 1 and not cfg.frontier_url:
         # the sites partitioned over N crawler processes (partition); this one supervises
-        write_config(cfg)
-        summary, fatal = run_partitioned(cfg)
+        summary, fatal = run_partitioned(cfg, on_locked=lambda: write_config(cfg))
     else:
         from politecrawl.engine.crawler import Crawler  # (the partitions' supervisor does without)
 
