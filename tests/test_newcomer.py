@@ -293,6 +293,6 @@ def test_robots_txt_404_is_absent_not_an_error(tmp_path: Path) -> None:
     )  # fmt: skip
     assert report.returncode == 0, report.stderr
     html = (out / "report.html").read_text()
-    assert "<div class=card><b>1</b><span>errors</span></div>" in html
+    assert "<div class=card><b>1</b><span>errors · summary.json</span></div>" in html
     assert "robots absent" in html
 

@@ -142,11 +142,12 @@ async def test_bloom_seen_set_sized_by_expected_urls_and_rate(tmp_path: Path) ->
 
 async def test_logs_rotate_at_size_and_old_ones_go(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    (out / "log").mkdir(parents=True)
     five_days_ago = time.strftime("%Y-%m-%dT%H%M%S", time.gmtime(time.time() - 5 * 86400))
     old = out / "log" / f"requests.{five_days_ago}.jsonl.gz"
-    old.write_bytes(gzip.compress(b'{"url": "http://old.test/"}\n'))
     async with TestWeb(n_hosts=2, pages_per_host=6, seed=6, plain=True) as web:
+        p = await crawl(web, out, "--max-pages", "2")  # a crawl of days ago, then resumed
+        assert p.returncode == 0, p.stderr
+        old.write_bytes(gzip.compress(b'{"url": "http://old.test/"}\n'))
         p = await crawl(web, out, "--log-rotate-bytes", "1000", "--log-retention-days", "1")
     assert p.returncode == 0, p.stderr
     assert not old.exists()  # older than --log-retention-days (the default 30 keeps it)
