@@ -273,6 +273,7 @@ def test_operator_tools_on_a_real_crawl(tmp_path: Path) -> None:
         ("robots-ttl = -inf", "--robots-ttl must be a finite number"),
         ('out = ""', "crawl.toml: out: an empty name"),  # was: the current folder
         ("min-delay = true", "min-delay must be a number, got true"),  # was: "a string"
+        ("max-pages = -3", "crawl.toml: --max-pages must be >= 1"),  # out of range: the file
         ("min-delay = 1\nmin_delay = 2", "min_delay is given twice"),  # was: silently one
         ("min-delay = 1\n[crawl]\njitter = 0", "min-delay outside [crawl]"),  # was: ignored
     ],

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -224,15 +225,36 @@ def cmd_robots(args: argparse.Namespace) -> int:
     return 0
 
 
+_FROM_FILE = "\0from the TOML file"  # values' key: (the file, the options it set)
+
+
 def _merge(args: argparse.Namespace) -> dict[str, Any]:
-    """TOML values, overridden by the flags given."""
+    """TOML values, overridden by the flags given; under ``_FROM_FILE``, the file and the
+    options whose value is the file's (``_config``'s errors name it)."""
     values: dict[str, Any] = {}
     if args.config is not None:
         values.update(toml_values(args.config))
+    from_file = set(values)
     for key, val in vars(args).items():
         if val is not None and key not in ("config", "command", "verbose"):
             values[key] = val
+            from_file.discard(key)
+    if from_file:
+        values[_FROM_FILE] = (args.config, from_file)
     return values
+
+
+def _config(values: dict[str, Any]) -> CrawlConfig:
+    """The crawl's config from merged values; an option out of range that the TOML file set
+    is named with the file, as a wrong type there is."""
+    where = values.pop(_FROM_FILE, None)
+    try:
+        return config_from_values(values)
+    except ConfigError as exc:
+        named = re.match(r"--([a-z][a-z0-9-]*)", str(exc))
+        if where is not None and named and named[1].replace("-", "_") in where[1]:
+            raise ConfigError(f"{where[0]}: {exc}") from None
+        raise
 
 
 def cmd_segment(args: argparse.Namespace) -> int:
@@ -387,7 +409,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     from politecrawl.handler import load_handler
     from politecrawl.storage.outdir import check_layout
 
-    cfg = dataclasses.replace(config_from_values(values), follow_links=follow)
+    cfg = dataclasses.replace(_config(values), follow_links=follow)
     if cfg.frontier_url:
         cfg = _join_shared(cfg, values)
     else:
