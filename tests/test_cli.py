@@ -475,6 +475,8 @@ print(summary.stored, summary.errors)
         (["seed", "seeds.txt", "--frontier", "http://127.0.0.1:1/0"], "--frontier"),
         (["worker", "--frontier", "redis://127.0.0.1:1/0", "--crawl-id", "a b", "--user-agent",
           UA, "--out", "w"], "--crawl-id"),
+        (["crawl", "--seeds", "seeds.txt", "--crawl-id", "mine", "--user-agent", UA, "--out",
+          "w"], "--crawl-id names a shared crawl: it needs --frontier"),
     ],
 )  # fmt: skip
 def test_shared_crawl_misuse(tmp_path: Path, args: list[str], needle: str) -> None:

@@ -203,3 +203,41 @@ async def test_sigterm_to_the_command_and_ctrl_c_to_its_group_stop_every_process
                 summary = json.loads((out / "summary.json").read_text())
                 assert summary["stopped_by"] == "interrupted" and summary["queued_left"] > 0
             web.access_log.clear()
+
+
+def _limit_files(soft: int, hard: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_many_processes_under_a_low_descriptor_limit(tmp_path: Path) -> None:
+    """Every two processes share a channel: 24 need 552 descriptors in the supervisor, over
+    a soft limit of 200 (the command raises it, as far as the hard limit lets it); 64 need
+    more than a hard limit of 300 allows, said in one line before anything is written."""
+    async with TestWeb(n_hosts=6, pages_per_host=3, seed=11, plain=True) as web:
+        cfg = _config(tmp_path, web)
+        out = tmp_path / "out"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "politecrawl", "crawl", "--config", str(cfg),
+            "--out", str(out), "--no-progress", "--processes", "24",
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            preexec_fn=lambda: _limit_files(200, 4096),
+        )  # fmt: skip
+        _, err = await asyncio.wait_for(proc.communicate(), 240)
+        assert proc.returncode == 0, err.decode()[-3000:]
+        seen = collections.Counter((e.host, e.path) for e in web.access_log)
+        assert {k for k in seen if k[1] != "/robots.txt"} == _pages(web)
+        assert max(seen.values()) == 1
+        refused = tmp_path / "refused"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "politecrawl", "crawl", "--config", str(cfg),
+            "--out", str(refused), "--no-progress", "--processes", "64",
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            preexec_fn=lambda: _limit_files(300, 300),
+        )  # fmt: skip
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+        lines = err.decode().strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, lines
+        assert "--processes 64 needs about 4,544 open files" in lines[0]
+        assert not refused.exists()

@@ -107,3 +107,17 @@ async def test_build_then_fetch_a_segment_with_shared_state(tmp_path: Path) -> N
         robots_after = sum(e.path == "/robots.txt" for e in web.access_log)
         assert robots_after == robots_before
         assert politeness_violations(web.access_log, 0.1) == []
+
+        # a damaged links log (a torn line, a record of the wrong shape) still gives the links
+        # it holds, and says what it could not give
+        links_log = tmp_path / "s1" / "log" / "links.jsonl"
+        found = [u for r in read_jsonl(links_log) for u in r["links"]]
+        assert found  # the segment's pages link on
+        with links_log.open("a") as fh:
+            fh.write('{"url": "http://x.test/", "links": "not a list"}\n{"url": "http://x.te')
+        seg2 = tmp_path / "then.seg"
+        rc, _, err = await _cli("segment", "build", str(tmp_path / "s1"), "--out", str(seg2))
+        assert rc == 0, err
+        assert "s1/log/links.jsonl: 1 damaged line skipped; 1 record of the wrong shape" in err
+        assert "Traceback" not in err
+        assert [u for u in seg2.read_text().splitlines() if u and u[0] != "#"]

@@ -323,6 +323,10 @@ class CrawlConfig:
         _positive("--robots-ttl", self.robots_ttl_s, zero_ok=True)
         if self.frontier_url is not None:
             check_shared_crawl(self.frontier_url, self.crawl_id)
+        elif self.crawl_id is not None:
+            # a name for a shared crawl with no shared frontier would name nothing: the
+            # user meant a shared crawl and forgot where it lives
+            raise ConfigError("--crawl-id names a shared crawl: it needs --frontier redis://...")
         if self.seen_mode not in ("auto", "exact", "bloom", "disk"):
             raise ConfigError(f"--seen must be auto, disk, exact or bloom, got {self.seen_mode!r}")
         if not 1 <= self.expected_urls <= MAX_EXPECTED_URLS:

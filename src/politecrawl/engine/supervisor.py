@@ -16,6 +16,7 @@ import json
 import multiprocessing
 import multiprocessing.connection
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -49,6 +50,24 @@ def check_partitioned(config: CrawlConfig) -> None:
         )
     if config.state_file is not None:
         raise ConfigError("--state is one file for one process: use --processes 1 with it")
+    _open_files_for(config.processes)
+
+
+def _open_files_for(n: int) -> None:
+    """Room for the n x (n - 1) channel ends the supervisor holds while it starts the
+    partitions (each pair of processes talks over a socket pair): the soft limit raised as
+    far as the hard one allows, or one line now (256 processes ran out of descriptors in
+    the middle of starting, under the usual limit of 1,024)."""
+    need = n * (n - 1) + 512  # and the files, logs and sockets of the process itself
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    if hard != resource.RLIM_INFINITY and hard < need:
+        raise ConfigError(
+            f"--processes {n} needs about {need:,} open files (a channel between every two "
+            f"processes) and this system allows {hard:,} (ulimit -Hn): use fewer processes"
+        )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
 
 
 def run_partitioned(
@@ -87,10 +106,19 @@ def run_partitioned(
                 a, b = socket.socketpair()
                 ends[i][j], ends[j][i] = a, b
         child_cfg = dataclasses.replace(config, processes=1, progress=False)
+
+        def others(i: int) -> list[socket.socket]:
+            """The channel ends a forked partition inherits but does not own: it closes them,
+            so that a partition that dies is seen to (its peers' ends reach EOF) and each
+            holds n - 1 channels, not n x (n - 1). Spawned ones inherit nothing."""
+            if ctx.get_start_method() != "fork":
+                return []
+            return [s for j, socks in ends.items() if j != i for s in socks.values()]
+
         procs = [
             ctx.Process(
                 target=_partition_main,
-                args=(child_cfg, i, n, ends[i], shared, os.getpid()),
+                args=(child_cfg, i, n, ends[i], shared, os.getpid(), others(i)),
                 name=f"politecrawl-partition-{i}",
             )
             for i in range(n)
@@ -176,8 +204,11 @@ def _partition_main(
     socks: dict[int, socket.socket],
     shared: Shared,
     parent: int,
+    not_mine: list[socket.socket],
 ) -> None:
     """One partition's life: a crawler of its sites, its summary saved for the supervisor."""
+    for sock in not_mine:
+        sock.close()
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["PAGES", "REQUESTS", "ROBOTS", "RULES", "TRAPS", "Shape", "time_of"]
+__all__ = ["LINKS", "PAGES", "REQUESTS", "ROBOTS", "RULES", "TRAPS", "Shape", "time_of"]
 
 Check = Callable[[Any], bool]
 
@@ -152,3 +152,10 @@ PAGES = Shape(
 )
 TRAPS = Shape("trap", {"host": _text, "pattern": _text}, {"time": _time, "why": _text})
 RULES = Shape("learned rule", {"rule": _text}, {"time": _time, "host": _text})
+
+
+def _urls(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(u, str) for u in v)
+
+
+LINKS = Shape("links found", {"links": _urls}, {"url": _url})

@@ -14,6 +14,7 @@ crawl -> build -> fetch -> build -> fetch ... goes on, segment after segment, wi
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -21,11 +22,14 @@ from pathlib import Path
 
 from politecrawl.engine.admission import Gate
 from politecrawl.errors import ConfigError
-from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.logs import LogDamage, iter_log_records
+from politecrawl.storage.records import LINKS
 from politecrawl.urls.canonical import host_of, registered_domain
 
 _HEADER = "# politecrawl segment: one URL a line, sorted by registered domain\n"
 _UNFETCHED = "state = 0 OR outcome = 'dropped:queue_full'"
+
+log = logging.getLogger(__name__)
 
 
 def _rows(crawl_dir: Path) -> Iterator[tuple[str, bool]]:
@@ -45,11 +49,14 @@ def _rows(crawl_dir: Path) -> Iterator[tuple[str, bool]]:
 
 
 def _recorded_links(crawl_dir: Path) -> Iterator[str]:
-    """Links a segment fetch found and did not follow (``reporting.record_links``)."""
-    for rec in iter_log_records(crawl_dir / "log", "links"):
-        links = rec.get("links")
-        if isinstance(links, list):
-            yield from (u for u in links if isinstance(u, str))
+    """Links a segment fetch found and did not follow (``reporting.record_links``). What a
+    damaged log could not give is said (a segment built from part of the links is smaller
+    than the user expects)."""
+    damage = LogDamage()
+    for rec in iter_log_records(crawl_dir / "log", "links", shape=LINKS, damage=damage):
+        yield from rec["links"]
+    for line in damage.lines(crawl_dir.parent):  # (the crawl folder named: there may be many)
+        log.warning("%s", line)
 
 
 def issued_before(out: Path) -> set[str]:

@@ -42,7 +42,8 @@ from typing import Any
 
 from politecrawl.errors import ConfigError, PolitecrawlError, StorageError
 from politecrawl.storage.cdxj import index_name, index_warc, read_index, sort_key
-from politecrawl.storage.logs import iter_log_records
+from politecrawl.storage.logs import LogDamage, iter_log_records
+from politecrawl.storage.records import PAGES
 from politecrawl.storage.warc import unreadable
 
 __all__ = ["WACZ_VERSION", "main_args", "pack"]
@@ -172,8 +173,8 @@ def _pages(dirs: list[Path]) -> Iterator[dict[str, Any]]:
     process's ``pages.jsonl``; ``ts`` to the second, as the capture's timestamp. A row
     without its url or time (a damaged log) is left out, and said."""
     for out in dirs:
-        skipped = 0
-        for row in iter_log_records(out, "pages"):
+        skipped, damage = 0, LogDamage()
+        for row in iter_log_records(out, "pages", shape=PAGES, damage=damage):
             if row.get("warc_record_id") and row.get("kept") in ("stored", "duplicate"):
                 if not (isinstance(row.get("url"), str) and isinstance(row.get("time"), str)):
                     skipped += 1
@@ -187,6 +188,8 @@ def _pages(dirs: list[Path]) -> Iterator[dict[str, Any]]:
                 yield page
         if skipped:
             log.warning("%s: pages rows without a url or time left out: %d", out, skipped)
+        for line in damage.lines(out):
+            log.warning("%s: %s (left out of pages.jsonl)", out, line)
 
 
 def _sha256(data: bytes) -> str:
