@@ -258,11 +258,28 @@ def test_decompress_trailing_garbage_ignored() -> None:
     (b"not deflate at all, not even raw", "deflate"),
     (b"\xff\xff\xff\xff brotli? no", "br"),
     (b"x", "zstd"),
-    (b"x", "gzip, br"),
+    (b"x", "gzip, zstd"),
+    (b"x", "gzip, gzip, gzip, gzip"),
 ])  # fmt: skip
 def test_decompress_corrupt_or_unsupported(raw: bytes, encoding: str) -> None:
     with pytest.raises(ValueError):
         decompress(raw, encoding, 1000)
+
+
+@pytest.mark.unit
+def test_decompress_stacked_codings_in_the_order_applied() -> None:
+    """RFC 9110 8.4: ``gzip, br`` was gzipped, then brotli'd; undone br first. Each layer
+    stops at the cap: a bomb wrapped twice costs the cap, not its size."""
+    body = b"<html>" + b"stacked " * 500 + b"</html>"
+    assert decompress(brotli.compress(gzip.compress(body)), "gzip, br", 10**6) == (body, False)
+    assert decompress(gzip.compress(zlib.compress(body)), "deflate, gzip", 10**6) == (body, False)
+    assert decompress(gzip.compress(gzip.compress(body)), "gzip, gzip", 10**6) == (body, False)
+    assert decompress(gzip.compress(body), "gzip, identity", 10**6) == (body, False)
+    bomb = gzip.compress(gzip.compress(bytes(50_000_000)))
+    out, truncated = decompress(bomb, "gzip, gzip", 100_000)
+    assert len(out) == 100_000 and truncated
+    out, truncated = decompress(gzip.compress(gzip.compress(body))[:-30], "gzip, gzip", 10**6)
+    assert truncated  # a stream cut short at either layer
 
 
 @pytest.mark.unit

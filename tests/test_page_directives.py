@@ -108,3 +108,15 @@ def test_meta_never_raises(pairs: list[tuple[str, str]], token: str) -> None:
 @given(st.lists(st.text(), max_size=5), st.text(max_size=20))
 def test_x_robots_tag_never_raises(values: list[str], token: str) -> None:
     assert isinstance(from_x_robots_tag(values, token), PageDirectives)
+
+
+def test_bot_names_with_digits_and_dots_are_scopes() -> None:
+    """A bot whose name has a digit is bound by its own name, as its robots.txt group binds
+    it; another such bot's header (``mj12bot:``, ``bing.bot:``) does not bind us."""
+    ours = "probe2bot/1.0 (+http://x.example/bot)"
+    assert from_meta([("probe2bot", "noindex, nofollow")], ours) == PageDirectives(True, True)
+    assert from_x_robots_tag(["mj12bot: noindex, nofollow"], ours) == PageDirectives()
+    assert from_x_robots_tag(["bing.bot: noindex"], ours) == PageDirectives()
+    assert from_x_robots_tag(["probe2bot: noarchive"], ours) == PageDirectives(noarchive=True)
+    assert from_x_robots_tag(["noindex; nofollow"], ours) == PageDirectives(True, True)
+    assert from_meta([("description", "noindex")], ours) == PageDirectives()

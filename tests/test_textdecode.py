@@ -313,3 +313,44 @@ def test_central_european_page_labelled_latin1_is_read_as_such() -> None:
     text = SAMPLES[3][2]
     d = decode_html(page(text).encode("cp1250"), "text/html; charset=iso-8859-1")
     assert d.source == "detected" and text in d.text
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("strays", [1, 3, 5])
+def test_utf8_with_a_few_stray_latin1_bytes_stays_utf8(strays: int) -> None:
+    """A UTF-8 page with a pasted Latin-1 footer: chardet answered cp866 for it, and the
+    page's links were asked garbled. Declared or not, it is UTF-8 with U+FFFD."""
+    text = "<title>Café – naïve résumé</title><p>Les élèves à l’école, Größe, 東京</p>"
+    body = text.encode() + b"<p>\xa9 caf\xe9</p>" * strays
+    for header in ("text/html; charset=utf-8", "text/html"):
+        got = decode_html(body, header)
+        assert got.charset == "utf-8", (header, got.charset)
+        assert "Café – naïve résumé" in got.text
+
+
+@pytest.mark.unit
+def test_a_short_french_page_labelled_utf8_is_read_as_windows_1252() -> None:
+    body = "<title>Café crème</title><p>Les élèves à l'école, où êtes-vous?</p>".encode("cp1252")
+    got = decode_html(body, "text/html; charset=utf-8")
+    assert got.charset in ("cp1252", "iso8859-15") and "Café crème" in got.text
+    russian = "<title>Новости</title><p>Сегодня в Москве прошла конференция</p>".encode("cp1251")
+    assert decode_html(russian, "text/html; charset=utf-8").charset == "cp1251"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("text", "codec"),
+    [
+        ("東京都の天気予報です。今日は晴れです。日本語のページ。", "shift_jis"),
+        ("東京都の天気予報です。今日は晴れです。日本語のページ。", "euc_jp"),
+        ("今天天气很好，我们去公园散步吧。中文网页测试内容。", "gb18030"),
+        ("안녕하세요 한국어 페이지입니다. 오늘 날씨가 좋습니다.", "cp949"),
+    ],
+)
+def test_cjk_pages_labelled_utf8_are_not_taken_for_utf8_with_strays(text: str, codec: str) -> None:
+    """CJK encodings form some UTF-8 sequences by chance (0.08-0.23 per stray byte): the
+    stray-byte rule must not take them for UTF-8."""
+    body = f"<title>{text}</title><p>{text * 4}</p>".encode(codec)
+    for header in ("text/html; charset=utf-8", "text/html"):
+        got = decode_html(body, header)
+        assert got.charset != "utf-8" and text in got.text, (header, got.charset)

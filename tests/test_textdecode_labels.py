@@ -14,19 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from politecrawl.content.decoding import (
-    _DETECTABLE,
-    _DETECTED_ALIASES,
-    _ENCODINGS,
-    _LABELS,
-    _codec,
-    decode_html,
-)
+from politecrawl.content.charsets import _LABELS, DETECTABLE, DETECTED_ALIASES, ENCODINGS
+from politecrawl.content.charsets import codec as label_codec
+from politecrawl.content.decoding import decode_html
 
 pytestmark = pytest.mark.unit
 
 RUSSIAN = "Москва - столица России, крупнейший по численности населения город страны."
-WEB_CODECS = {codec for codec, _ in _ENCODINGS.values() if codec is not None}
+WEB_CODECS = {codec for codec, _ in ENCODINGS.values() if codec is not None}
 
 # Python codecs a server might name that no browser knows (the fuzzer's list and a few more)
 PYTHON_ONLY = [
@@ -60,7 +55,7 @@ def page(text: str, head: str = "") -> str:
      ("ucs-2", "utf-16-le"), ("unicodefffe", "utf-16-be"), ("utf-16be", "utf-16-be")],
 )  # fmt: skip
 def test_whatwg_labels_resolve(label: str, codec: str) -> None:
-    assert _codec(label) == codec
+    assert label_codec(label) == codec
 
 
 @pytest.mark.parametrize(
@@ -83,15 +78,15 @@ def test_aliases_decode_pages(label: str, codec: str, text: str, where: str) -> 
 
 
 def test_the_table_is_the_standard() -> None:
-    labels = [label for _, ls in _ENCODINGS.values() for label in ls.split()]
+    labels = [label for _, ls in ENCODINGS.values() for label in ls.split()]
     assert len(labels) == len(set(labels)) == len(_LABELS) == 228  # the standard's count
     assert all(label == label.lower().strip() for label in labels)
-    for name, (codec, _) in _ENCODINGS.items():
+    for name, (codec, _) in ENCODINGS.items():
         assert _LABELS[name] == name  # each encoding's name is one of its labels
         if codec is not None:
             assert codecs.lookup(codec).name == codec  # what Decoded.charset reports
-    for name in _DETECTABLE:  # every answer the detector may give has a decoder here
-        assert _codec(_DETECTED_ALIASES.get(name, name)) is not None, name
+    for name in DETECTABLE:  # every answer the detector may give has a decoder here
+        assert label_codec(DETECTED_ALIASES.get(name, name)) is not None, name
 
 
 def test_unicode_escape_header_is_ignored() -> None:
@@ -104,7 +99,7 @@ def test_unicode_escape_header_is_ignored() -> None:
 @pytest.mark.parametrize("label", PYTHON_ONLY)
 @pytest.mark.parametrize("where", ["header", "meta"])
 def test_python_only_codecs_are_no_labels(label: str, where: str) -> None:
-    assert _codec(label) is None
+    assert label_codec(label) is None
     text = "C:\\new +ADw-script+AD4- naïve café — Grüße"
     head = f'<meta charset="{label}">' if where == "meta" else ""
     header = f"text/html; charset={label}" if where == "header" else None
@@ -126,7 +121,7 @@ LABEL_CHARS = st.characters(exclude_characters=";,\"'\\<>", exclude_categories=[
 def test_only_whatwg_labels_resolve(label: str, case: str) -> None:
     """Any Python codec name or alias, in any case, names a charset only if WHATWG lists it."""
     label = getattr(label, case)()
-    codec = _codec(label)
+    codec = label_codec(label)
     if label.isascii() and label.strip("\t\n\f\r ").lower() in _LABELS:
         assert codec in WEB_CODECS or codec is None
     else:
@@ -145,7 +140,7 @@ def test_only_whatwg_labels_resolve(label: str, case: str) -> None:
 )  # fmt: skip
 def test_replacement_labels_do_not_decode(label: str) -> None:
     """Browsers decode these to one U+FFFD; here they count as no declaration."""
-    assert label in _LABELS and _codec(label) is None
+    assert label in _LABELS and label_codec(label) is None
     for text, codec in (("中文网页", "hz"), ("한국어 텍스트", "iso2022_kr")):
         head = f'<meta charset="{label}">'
         for body, header in (

@@ -36,7 +36,7 @@ x their legacy encodings and UTF-8 (52 documents): chardet 52/52, charset_normal
 ../shared/LIBRARIES.md (198/198 vs 179/198); ``decode_html`` without declarations got all 52
 right. chardet is slow on small inputs (~0.4 MB/s, 1-2 ms per undeclared legacy-charset
 page), so it runs last and reads at most ``_DETECT_MAX_BYTES``; valid UTF-8 never reaches it.
-It only chooses among encodings a browser has (``_DETECTABLE``: no EBCDIC, no DOS code page
+It only chooses among encodings a browser has (``DETECTABLE``: no EBCDIC, no DOS code page
 but 866, no UTF-7 or UTF-32...). Its ``prefer_superset`` is not used: it turns iso-8859-2 into
 cp1250, which is no superset.
 
@@ -68,6 +68,9 @@ import chardet
 import ftfy
 from ftfy.badness import is_bad
 
+from politecrawl.content import charsets
+from politecrawl.content.charsets import DETECTABLE, DETECTED_ALIASES, ENCODINGS
+
 __all__ = ["Decoded", "Source", "decode_html", "repair_text"]
 
 Source = Literal["header", "bom", "meta", "detected", "default"]
@@ -76,6 +79,10 @@ _META_WINDOW = 4096
 _DETECT_MAX_BYTES = 65536
 # a declared multibyte charset survives this share of U+FFFD among its non-ASCII output
 _STRAY_SHARE = 0.05
+# UTF-8 with stray bytes: at least this many real multibyte characters, and at most this many
+# stray bytes for each
+_UTF8_MIN_GOOD = 4
+_UTF8_STRAYS = 2
 _UTF8 = "utf-8"
 # ftfy reads at most this many characters per page (4-15 us each: at most ~0.25 s)
 _REPAIR_BUDGET = 16_384
@@ -104,108 +111,6 @@ class Decoded:
     charset: str  # a Python codec name, e.g. "utf-8", "cp1252", "koi8-r", "cp932"
     source: Source
     repaired: bool  # ftfy's fix_encoding steps changed the text
-
-
-# -- labels -------------------------------------------------------------------------------------
-
-# WHATWG encoding -> (the Python codec that decodes it, None if none does; its labels), from
-# https://encoding.spec.whatwg.org/#names-and-labels (228 labels). A table here rather than a
-# dependency: webencodings, the one library with it, is not installed here, and decodes with
-# the narrow Python namesakes (big5, euc_kr, gbk, shift_jis) where browsers' decoders match
-# big5hkscs, cp949, gb18030 and cp932, so this second column would be needed anyway.
-_ENCODINGS: dict[str, tuple[str | None, str]] = {
-    "utf-8": ("utf-8", "unicode-1-1-utf-8 unicode11utf8 unicode20utf8 utf-8 utf8 x-unicode20utf8"),
-    "ibm866": ("cp866", "866 cp866 csibm866 ibm866"),
-    "iso-8859-2": ("iso8859-2", "csisolatin2 iso-8859-2 iso-ir-101 iso8859-2 iso88592 "
-                   "iso_8859-2 iso_8859-2:1987 l2 latin2"),
-    "iso-8859-3": ("iso8859-3", "csisolatin3 iso-8859-3 iso-ir-109 iso8859-3 iso88593 "
-                   "iso_8859-3 iso_8859-3:1988 l3 latin3"),
-    "iso-8859-4": ("iso8859-4", "csisolatin4 iso-8859-4 iso-ir-110 iso8859-4 iso88594 "
-                   "iso_8859-4 iso_8859-4:1988 l4 latin4"),
-    "iso-8859-5": ("iso8859-5", "csisolatincyrillic cyrillic iso-8859-5 iso-ir-144 iso8859-5 "
-                   "iso88595 iso_8859-5 iso_8859-5:1988"),
-    "iso-8859-6": ("iso8859-6", "arabic asmo-708 csiso88596e csiso88596i csisolatinarabic "
-                   "ecma-114 iso-8859-6 iso-8859-6-e iso-8859-6-i iso-ir-127 iso8859-6 "
-                   "iso88596 iso_8859-6 iso_8859-6:1987"),
-    "iso-8859-7": ("iso8859-7", "csisolatingreek ecma-118 elot_928 greek greek8 iso-8859-7 "
-                   "iso-ir-126 iso8859-7 iso88597 iso_8859-7 iso_8859-7:1987 sun_eu_greek"),
-    "iso-8859-8": ("iso8859-8", "csiso88598e csisolatinhebrew hebrew iso-8859-8 iso-8859-8-e "
-                   "iso-ir-138 iso8859-8 iso88598 iso_8859-8 iso_8859-8:1988 visual"),
-    "iso-8859-8-i": ("iso8859-8", "csiso88598i iso-8859-8-i logical"),
-    "iso-8859-10": ("iso8859-10", "csisolatin6 iso-8859-10 iso-ir-157 iso8859-10 iso885910 "
-                    "l6 latin6"),
-    "iso-8859-13": ("iso8859-13", "iso-8859-13 iso8859-13 iso885913"),
-    "iso-8859-14": ("iso8859-14", "iso-8859-14 iso8859-14 iso885914"),
-    "iso-8859-15": ("iso8859-15", "csisolatin9 iso-8859-15 iso8859-15 iso885915 iso_8859-15 l9"),
-    "iso-8859-16": ("iso8859-16", "iso-8859-16"),
-    "koi8-r": ("koi8-r", "cskoi8r koi koi8 koi8-r koi8_r"),
-    "koi8-u": ("koi8-u", "koi8-ru koi8-u"),
-    "macintosh": ("mac-roman", "csmacintosh mac macintosh x-mac-roman"),
-    "windows-874": ("cp874", "dos-874 iso-8859-11 iso8859-11 iso885911 tis-620 windows-874"),
-    "windows-1250": ("cp1250", "cp1250 windows-1250 x-cp1250"),
-    "windows-1251": ("cp1251", "cp1251 windows-1251 x-cp1251"),
-    "windows-1252": ("cp1252", "ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 "
-                     "iso-ir-100 iso8859-1 iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 "
-                     "us-ascii windows-1252 x-cp1252"),
-    "windows-1253": ("cp1253", "cp1253 windows-1253 x-cp1253"),
-    "windows-1254": ("cp1254", "cp1254 csisolatin5 iso-8859-9 iso-ir-148 iso8859-9 iso88599 "
-                     "iso_8859-9 iso_8859-9:1989 l5 latin5 windows-1254 x-cp1254"),
-    "windows-1255": ("cp1255", "cp1255 windows-1255 x-cp1255"),
-    "windows-1256": ("cp1256", "cp1256 windows-1256 x-cp1256"),
-    "windows-1257": ("cp1257", "cp1257 windows-1257 x-cp1257"),
-    "windows-1258": ("cp1258", "cp1258 windows-1258 x-cp1258"),
-    "x-mac-cyrillic": ("mac-cyrillic", "x-mac-cyrillic x-mac-ukrainian"),
-    "gbk": ("gb18030", "chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk "
-            "iso-ir-58 x-gbk"),  # the standard's GBK decoder is its gb18030 decoder
-    "gb18030": ("gb18030", "gb18030"),
-    "big5": ("big5hkscs", "big5 big5-hkscs cn-big5 csbig5 x-x-big5"),
-    "euc-jp": ("euc_jp", "cseucpkdfmtjapanese euc-jp x-euc-jp"),
-    "iso-2022-jp": ("iso2022_jp", "csiso2022jp iso-2022-jp"),
-    "shift_jis": ("cp932", "csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j "
-                  "x-sjis"),
-    "euc-kr": ("cp949", "cseuckr csksc56011987 euc-kr iso-ir-149 korean ks_c_5601-1987 "
-               "ks_c_5601-1989 ksc5601 ksc_5601 windows-949"),
-    # browsers decode a whole page in these to one U+FFFD (they were XSS vectors)
-    "replacement": (None, "csiso2022kr hz-gb-2312 iso-2022-cn iso-2022-cn-ext iso-2022-kr "
-                    "replacement"),
-    "utf-16be": ("utf-16-be", "unicodefffe utf-16be"),
-    "utf-16le": ("utf-16-le", "csunicode iso-10646-ucs-2 ucs-2 unicode unicodefeff utf-16 "
-                 "utf-16le"),
-    "x-user-defined": (None, "x-user-defined"),  # bytes 0x80-0xFF as U+F780-U+F7FF
-}  # fmt: skip
-
-_LABELS: dict[str, str] = {
-    label: name for name, (_, labels) in _ENCODINGS.items() for label in labels.split()
-}
-
-# chardet's names (compat_names=False) of the encodings above that are not WHATWG labels
-_DETECTED_ALIASES = {
-    "utf-16-le": "utf-16le", "utf-16-be": "utf-16be", "iso8859-16": "iso-8859-16",
-    "mac-roman": "macintosh", "mac-cyrillic": "x-mac-cyrillic", "cp874": "windows-874",
-    "big5hkscs": "big5", "euc_jis_2004": "euc-jp", "iso2022_jp_2": "iso-2022-jp",
-    "shift_jis_2004": "shift_jis", "cp932": "shift_jis", "euc_kr": "euc-kr", "cp949": "euc-kr",
-}  # fmt: skip
-# what chardet may answer: encodings a browser decodes (its other 40-odd are not web charsets)
-_DETECTABLE = (
-    "utf-8", "ascii", "iso8859-1", "cp1250", "cp1251", "cp1252", "cp1253", "cp1254", "cp1255",
-    "cp1256", "cp1257", "cp1258", "iso8859-2", "iso8859-3", "iso8859-4", "iso8859-5",
-    "iso8859-6", "iso8859-7", "iso8859-8", "iso8859-9", "iso8859-10", "iso8859-13",
-    "iso8859-14", "iso8859-15", "koi8-r", "koi8-u", "cp866", "tis-620", "gb18030",
-    *_DETECTED_ALIASES,
-)  # fmt: skip
-
-
-def _encoding(label: str | None) -> str | None:
-    """The WHATWG encoding a label names ("get an encoding"), None for no such label."""
-    if not label or not label.isascii():  # str.lower would turn the Kelvin sign into "k"
-        return None
-    return _LABELS.get(label.strip("\t\n\f\r ").lower())
-
-
-def _codec(label: str | None) -> str | None:
-    """The Python codec for a WHATWG label; None for any other name, or no Python decoder."""
-    name = _encoding(label)
-    return None if name is None else _ENCODINGS[name][0]
 
 
 # -- declarations -------------------------------------------------------------------------------
@@ -259,17 +164,17 @@ def _attributes(window: str, pos: int) -> tuple[dict[str, str], int]:
 def _meta_encoding(attrs: dict[str, str]) -> str | None:
     """What a <meta> declares, as the HTML prescan reads it; None for nothing usable."""
     if "charset" in attrs:
-        return _encoding(attrs["charset"])
+        return charsets.encoding(attrs["charset"])
     if attrs.get("http-equiv", "").lower() != "content-type" or "content" not in attrs:
         return None
     m = _CONTENT_CHARSET.search(attrs["content"])
-    return None if m is None else _encoding(m[1] or m[2] or m[3])
+    return None if m is None else charsets.encoding(m[1] or m[2] or m[3])
 
 
 def _prescan(head: bytes) -> str | None:
     """The WHATWG encoding declared in the first bytes (HTML's prescan, minus its 1024-byte cap)."""
     window = head.decode("latin-1")  # labels and markup are ASCII
-    if (xml := _XML_DECLARATION.match(window)) is not None and (name := _encoding(xml[1])):
+    if (xml := _XML_DECLARATION.match(window)) is not None and (name := charsets.encoding(xml[1])):
         return name
     if _META.search(window) is None:
         return None
@@ -301,7 +206,7 @@ def _meta_codec(body: bytes) -> str | None:
         return _UTF8  # a meta read as ASCII cannot be in UTF-16
     if name == "x-user-defined":
         name = "windows-1252"
-    return None if name is None else _ENCODINGS[name][0]
+    return None if name is None else ENCODINGS[name][0]
 
 
 def _bom(body: bytes) -> tuple[str, int] | None:
@@ -354,23 +259,45 @@ def _fits(body: bytes, codec: str) -> bool:
     text = body.decode(codec, "replace")
     bad = text.count("\ufffd")
     non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    if codec == _UTF8 and _utf8_with_strays(non_ascii - bad, bad):
+        return True
     return bad <= _STRAY_SHARE * non_ascii
+
+
+def _utf8_with_strays(good: int, bad: int) -> bool:
+    """UTF-8 text with some stray bytes (a Latin-1 footer pasted into a UTF-8 page), as
+    browsers read it: real multibyte characters, not far outnumbered by bytes that are not
+    UTF-8. Legacy text practically never forms UTF-8 sequences by chance (an accented letter
+    is a lead byte, and what follows it is a letter or a space, no continuation byte), so a
+    page in windows-1252 or windows-1251 has ``good`` 0 against hundreds of ``bad``. CJK
+    encodings do form some (Shift_JIS, EUC-JP, GB18030, Big5, EUC-KR text: 0.08 to 0.23
+    of ``bad``), hence at most two stray bytes for each character."""
+    return good >= _UTF8_MIN_GOOD and good * _UTF8_STRAYS >= bad
+
+
+def _mostly_utf8(body: bytes) -> bool:
+    """Undeclared UTF-8 with stray bytes (chardet, given such a page, answered cp866 or
+    iso-8859-16 for 1 to 20 stray bytes in a page of accented French)."""
+    text = body[:_DETECT_MAX_BYTES].decode(_UTF8, "replace")
+    bad = text.count("\ufffd")
+    good = sum(1 for ch in text if ord(ch) > 127) - bad
+    return _utf8_with_strays(good, bad)
 
 
 def _detect(body: bytes) -> str | None:
     """chardet's answer as a codec name; None when it has none."""
-    if _valid_utf8_with_multibyte(body):
+    if _valid_utf8_with_multibyte(body) or _mostly_utf8(body):
         return _UTF8  # cheaper and surer than any statistical detector
     try:
         found = chardet.detect(
-            body, max_bytes=_DETECT_MAX_BYTES, include_encodings=_DETECTABLE, compat_names=False
+            body, max_bytes=_DETECT_MAX_BYTES, include_encodings=DETECTABLE, compat_names=False
         )
     except Exception:  # a detector bug must not lose the page
         return None
     name = found.get("encoding")
     if not isinstance(name, str):  # binary: chardet says None
         return None
-    return _codec(_DETECTED_ALIASES.get(name, name))
+    return charsets.codec(DETECTED_ALIASES.get(name, name))
 
 
 def _shape(text: str) -> tuple[float, int, bool]:
@@ -442,7 +369,7 @@ def _choose(body: bytes, header_content_type: str | None) -> tuple[str, Source, 
     sources: tuple[Source, Source] = ("header", "meta")
     for source in sources:  # the meta scan only when the header does not settle it
         if source == "header":
-            codec = _codec(_header_label(header_content_type))
+            codec = charsets.codec(_header_label(header_content_type))
         else:
             codec = _meta_codec(body)
         if codec is None:
@@ -456,8 +383,32 @@ def _choose(body: bytes, header_content_type: str | None) -> tuple[str, Source, 
         return _UTF8, "default", 0
     found = _detect(body)
     if found is not None:
-        return found, "detected", 0
+        return _western_unless_detected_better(body, found), "detected", 0
     return _UTF8, "default", 0
+
+
+_LATIN_ISO = frozenset({"iso8859-1", "iso8859-15"})
+
+
+def _western_unless_detected_better(body: bytes, found: str) -> str:
+    """windows-1252 over a single-byte detector answer in another script when windows-1252
+    reads as a Western European language: on a short French page chardet answered
+    mac-cyrillic ("Cafй crиme"). A Cyrillic or Greek page read as windows-1252 makes words
+    of accented letters only, so keeps its detected charset (``_shape``)."""
+    if found == _WESTERN or _is_multibyte(found):
+        return found
+    if found in _LATIN_ISO and any(0x80 <= b < 0xA0 for b in body[:_DETECT_MAX_BYTES]):
+        # bytes that are C1 controls in ISO-8859-1/15, and curly quotes and dashes in
+        # windows-1252: no page holds the controls
+        return _WESTERN
+    try:
+        _, _, found_latin = _shape(body[:_DETECT_MAX_BYTES].decode(found, "replace"))
+    except LookupError:
+        return found
+    if found_latin:
+        return found
+    share, odd, latin = _shape(body[:_DETECT_MAX_BYTES].decode(_WESTERN, "replace"))
+    return _WESTERN if latin and share <= _WESTERN_SHARE and odd < 2 else found
 
 
 # -- mojibake -----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 robots.txt decides what we may fetch; these decide what we may do with a page we
 fetched: ``noindex`` (do not store it as a result), ``nofollow`` (do not queue
 its links), ``noarchive`` (do not keep a copy). We follow Google's documented
-syntax: values are comma (or space) separated and case-insensitive, ``none``
+syntax: values are comma (or space, or semicolon) separated and case-insensitive, ``none``
 means ``noindex, nofollow``, ``all``/``index``/``follow`` are no-ops, and
 anything else (``nosnippet``, ``unavailable_after: ...``, ``max-snippet: 5``)
 is ignored. A directive scoped to another crawler ("googlebot: noindex") does
@@ -19,8 +19,10 @@ from typing import Final
 
 __all__ = ["PageDirectives", "from_meta", "from_x_robots_tag", "merge"]
 
-_SPLIT: Final = re.compile(r"[\s,]+")
-_SCOPED: Final = re.compile(r"\s*([A-Za-z_-]+)\s*:\s*(.*)", re.DOTALL)
+_SPLIT: Final = re.compile(r"[\s,;]+")  # ";" as some sites write it
+# a scope is any bot name, digits and dots included ("mj12bot:", "bing.bot:"): read as
+# letters only, such a name was no scope, and its directives bound every crawler
+_SCOPED: Final = re.compile(r"\s*([A-Za-z0-9_.-]+)\s*:\s*(.*)", re.DOTALL)
 # Directives that themselves take a "name: value" form, so a leading "name:" is
 # not a user-agent scope.
 _VALUED: Final = frozenset(
@@ -73,7 +75,9 @@ def from_meta(name_content_pairs: Iterable[tuple[str, str]], product_token: str)
     ours = {"robots", _token(product_token)} - {""}
     flags = _new_flags()
     for name, content in name_content_pairs:
-        if name.strip().lower() in ours:
+        # a name is read as robots.txt reads a User-agent line (its leading letters): a bot
+        # "probe2bot" is bound by <meta name="probe2bot">, as by its robots.txt group
+        if _token(name) in ours:
             _apply(_SPLIT.split(content), flags)
     return PageDirectives(**flags)
 
@@ -99,7 +103,7 @@ def from_x_robots_tag(header_values: Iterable[str], product_token: str) -> PageD
                 name = m.group(1).lower()
                 if name in _VALUED:
                     continue  # e.g. "unavailable_after: 25 Jun 2010": ignored
-                scope = name
+                scope = _token(name)  # (as a robots.txt User-agent line is read)
                 item = m.group(2)
             if scope is None or (scope == token and token):
                 _apply(_SPLIT.split(item.strip()), flags)

@@ -48,6 +48,9 @@ def extract_main(html: str, url: str, fmt: Format) -> Extract:
     from trafilatura.utils import normalize_unicode
     from trafilatura.xml import xmltotxt
 
+    # trafilatura says "ERROR ... empty HTML tree" on stderr for a page with no main text (a
+    # tiny valid page): not an error of the crawl's, and the page's record says "no text"
+    logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
     markdown = fmt == "markdown"
     try:
         found = trafilatura.bare_extraction(

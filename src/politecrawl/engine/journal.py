@@ -156,6 +156,7 @@ def log_request(
     *,
     refetch: bool = False,
     revisit: bool = False,
+    redirect_refused: str | None = None,
 ) -> None:
     """One line of ``log/requests.jsonl`` (and the dashboard's request feed)."""
     rec: dict[str, Any] = {
@@ -165,7 +166,7 @@ def log_request(
         "status": res.status,
         "content_type": res.header("content-type"),
         "content_length": res.header("content-length"),
-        "location": res.header("location"),
+        "location": res.location(),
         "duration_ms": round(res.duration_s * 1000, 1),
         "bytes": res.bytes_received,
         "outcome": outcome,
@@ -182,6 +183,8 @@ def log_request(
         rec["refetch"] = True
     if revisit:
         rec["revisit"] = True
+    if redirect_refused is not None:  # the target was not queued: the URL ends here
+        rec["redirect_refused"] = redirect_refused
     ctx.request_log.write(rec)
     if ctx.metrics is not None:
         robots = res.url == origin_of(res.url) + "/robots.txt"

@@ -105,7 +105,9 @@ async def store_page(
             record_id = archive(ctx, entry.url, res, seen.original, packed, digest, page.usage)
             kept = "stored"
         counters["stored"] += 1
-        if etag or modified:
+        if (etag or modified) and kept == "stored":
+            # (a page kept out of the archive has no copy a 304's revisit record could name:
+            # it is asked in full again)
             await ctx.store.save_validators(entry.url, etag, modified, res.started)
     # a folder of copies goes last; a relevant page's section is re-scored with what it taught
     changed = focus.saw_stored(entry.url, seen.duplicate_of, score.relevant)
@@ -285,19 +287,26 @@ async def admit_sitemaps(ctx: CrawlContext, origin: str, urls: list[str]) -> Non
     await ctx.admission.admit([(u, SITEMAP_PRIORITY) for u in take], kind=SITEMAP, raw=True)
 
 
-async def follow_redirect(ctx: CrawlContext, entry: UrlEntry, outcome: Redirect) -> None:
-    """A redirect's target to the gate, one hop further (capped: ``max_redirect_hops``)."""
+async def follow_redirect(ctx: CrawlContext, entry: UrlEntry, outcome: Redirect) -> str | None:
+    """A redirect's target to the gate, one hop further (capped: ``max_redirect_hops``).
+    Returns why the target was not queued, if the gate refused it (the request log says it
+    beside the redirect: the URL asked for ends there, and its operator asks why); None when
+    it was queued, already seen, or is another process's."""
     target = join(entry.url, outcome.location)
     if target is None:
         ctx.counters[DropReason.BAD_REDIRECT.value] += 1
-        return
+        return DropReason.BAD_REDIRECT.value
     if entry.hops + 1 > ctx.cfg.fetch.max_redirect_hops:
         ctx.counters[DropReason.TOO_MANY_REDIRECTS.value] += 1
-        return
-    await ctx.admission.admit(
+        return DropReason.TOO_MANY_REDIRECTS.value
+    queued = await ctx.admission.admit(
         [(target, entry.priority)],
         depth=entry.depth,
         hops=entry.hops + 1,
         kind=entry.kind,
         source=entry.url,
     )
+    if queued:
+        return None
+    why = ctx.admission.gate.refusal(target, entry.kind)
+    return None if why is None else why[0].value

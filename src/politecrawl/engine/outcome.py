@@ -5,9 +5,11 @@ Pure and table-driven, so it reads like the policy it is:
 =========================================  =======================================
 2xx HTML                                   Store
 304 (to a conditional GET)                 NotModified: a WARC revisit record, nothing parsed
+304 to a GET that asked nothing            Drop(UNEXPECTED_STATUS): no copy to refer to
 2xx not HTML                               Drop(NOT_HTML) (abandoned after headers)
 301 302 303 307 308 + Location             Redirect (target re-admitted, hop + 1)
 400 401 403 404 406 410 451, other 4xx     Drop(HTTP_PERMANENT), never retried
+408 425                                    Retry as a 5xx (the server asks to be asked again)
 429 503                                    Retry after Retry-After (capped), host slowed
 other 5xx, network (reset, disconnect)     Retry with exponential backoff, 3 attempts
 DNS failure, refused connection, timeout   Retry, transient: 30 attempts, the wait doubling
@@ -141,6 +143,9 @@ Outcome = Store | NotModified | Redirect | Retry | Drop
 _PERMANENT_4XX = frozenset({400, 401, 403, 404, 406, 410, 451})
 _REDIRECTS = {301: True, 308: True, 302: False, 303: False, 307: False}
 _OVERLOAD = frozenset({429, 503})
+# 4xx that say "ask again": 408 Request Timeout (RFC 9110 15.5.9: the client may repeat the
+# request) and 425 Too Early (RFC 8470 5.2): retried as a 5xx is, not given up
+_ASK_AGAIN = frozenset({408, 425})
 _REFUSALS = frozenset({401, 403, 429})
 
 
@@ -209,11 +214,13 @@ def classify(
     if 200 <= status < 300:
         if result.abandoned:
             return Drop(DropReason.NOT_HTML, result.content_type)
-        return Store(truncated=result.truncated)
-    if status == 304:
+        # a 206 to a request without Range holds part of the page (its Content-Range says
+        # which): kept, marked as the start of a body only
+        return Store(truncated=result.truncated or status == 206)
+    if status == 304 and result.conditional():
         return NotModified()
     if status in _REDIRECTS:
-        loc = result.header("location")
+        loc = result.location()
         if not loc or not loc.strip():
             return Drop(DropReason.BAD_REDIRECT, f"{status} without Location")
         return Redirect(loc.strip(), permanent=_REDIRECTS[status])
@@ -227,9 +234,10 @@ def classify(
             else _backoff(attempt, retry_base_s)
         )
         return Retry(after, overload=True, error_class=f"http_{status}")
-    if 500 <= status < 600:
+    if 500 <= status < 600 or status in _ASK_AGAIN:
         if can_retry:
-            return Retry(_backoff(attempt, retry_base_s), overload=True, error_class="http_5xx")
+            error_class = f"http_{status}" if status in _ASK_AGAIN else "http_5xx"
+            return Retry(_backoff(attempt, retry_base_s), overload=True, error_class=error_class)
         return Drop(DropReason.RETRIES_EXHAUSTED, f"http_{status}")
     if status in _PERMANENT_4XX or 400 <= status < 500:
         return Drop(DropReason.HTTP_PERMANENT, f"http_{status}")
@@ -296,7 +304,7 @@ def classify_robots(result: FetchResult, url: str, hops: int) -> RobotsAnswer:
         return RobotsAnswer(RobotsOutcome.UNFETCHABLE, 0)
     status = result.status if result.error is None and result.status is not None else 0
     if 300 <= status < 400:
-        location = result.header("location")
+        location = result.location()
         target = join(url, location) if location and hops < ROBOTS_MAX_HOPS else None
         if target is not None:
             return RobotsAnswer(RobotsOutcome.REDIRECT, status, target)

@@ -110,11 +110,20 @@ async def fetch_and_handle(ctx: CrawlContext, entry: UrlEntry, host: politeness.
         refused_why: str | None = None
     else:
         outcome, refused_why = await classify_result(ctx, entry, host, res)
-    label, due = await act(ctx, entry, host, res, outcome, refused_why)
+    label, due, redirect_refused = await act(ctx, entry, host, res, outcome, refused_why)
     if due is not None:  # a continuous crawl: back in the queue, due at its interval
         entry.not_before, entry.attempt, entry.refetch = due, 0, False
         ctx.counters["revisits_scheduled"] += 1
-    log_request(ctx, res, label, entry.attempt, host, refetch=entry.refetch, revisit=revisit)
+    log_request(
+        ctx,
+        res,
+        label,
+        entry.attempt,
+        host,
+        refetch=entry.refetch,
+        revisit=revisit,
+        redirect_refused=redirect_refused,
+    )
     # the frontier last: a write error above leaves the URL for _step to put back
     if due is not None or isinstance(outcome, Retry):
         await ctx.frontier.push_back(entry)
@@ -150,26 +159,26 @@ async def act(
     res: FetchResult,
     outcome: Outcome,
     refused_why: str | None,
-) -> tuple[str, float | None]:
-    """Do what the outcome says; returns the request log's label and, with ``--recrawl``,
-    when the URL is due again."""
+) -> tuple[str, float | None, str | None]:
+    """Do what the outcome says; returns the request log's label, with ``--recrawl`` when
+    the URL is due again, and why a redirect's target was refused, if it was."""
     label = outcome_label(outcome)
     counters = ctx.counters
     if isinstance(outcome, Store):
         if entry.kind == SITEMAP:
-            return await read_sitemap(ctx, entry, res), None
-        return await store_page(ctx, entry, res)
+            return await read_sitemap(ctx, entry, res), None, None
+        return (*await store_page(ctx, entry, res), None)
     if isinstance(outcome, NotModified):
         counters["not_modified"] += 1
         due = ctx.continuity.on_not_modified(entry.url, now=res.started)
         # names the capture holding the content, so replay shows it, not an empty 304
         original = ctx.continuity.capture_of(entry.url)
         ctx.warc.write_revisit(res, profile="server-not-modified", original=original)
-        return label, due
+        return label, due, None
     if isinstance(outcome, Redirect):
         counters["redirects"] += 1
         ctx.warc.write_exchange(res)
-        await follow_redirect(ctx, entry, outcome)
+        return label, None, await follow_redirect(ctx, entry, outcome)
     elif isinstance(outcome, Retry):
         retry_later(ctx, entry, host, res, outcome, refused_why)
     else:
@@ -184,7 +193,7 @@ async def act(
             changed = ctx.focus.saw_no_page(entry.url)
             if changed:
                 await ctx.reprioritize(changed)
-    return label, None
+    return label, None, None
 
 
 def retry_later(

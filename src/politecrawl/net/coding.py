@@ -24,6 +24,7 @@ __all__ = ["Decoder", "decompress"]
 
 _ZLIB_KINDS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": 0}
 _ENCODINGS = frozenset({"", "identity", "br", *_ZLIB_KINDS})
+_MAX_LAYERS = 3  # stacked codings undone (each bounded by the cap; more is no real server)
 
 
 def _has_zlib_header(data: bytes) -> bool:
@@ -38,8 +39,8 @@ class BadContentCoding(FetchError, ValueError):
     kind = "bad_encoding"
 
 
-class Decoder:
-    """Undoes a Content-Encoding piece by piece, never producing more than ``limit`` bytes.
+class _Layer:
+    """Undoes one content coding piece by piece, never producing more than ``limit`` bytes.
 
     Each piece is asked for at most one byte more than the room left, so ``overflow`` says
     exactly whether the decoded body is longer than ``limit`` without inflating the rest: a
@@ -86,6 +87,11 @@ class Decoder:
 
     def body(self) -> bytes:
         return b"".join(self._out)
+
+    def take(self) -> bytes:
+        """What was decoded since the last call (for the next layer inward)."""
+        out, self._out = b"".join(self._out), []
+        return out
 
     def _emit(self, data: bytes) -> None:
         room = self.limit - self.size
@@ -138,6 +144,45 @@ class Decoder:
                 raise BadContentCoding(f"corrupt {self.kind} body") from None
             self._emit(out)
             data = z.unused_data if z.eof else b""  # gzip allows several members
+
+
+class Decoder:
+    """Undoes a Content-Encoding, the codings listed in the order they were applied
+    (RFC 9110 8.4: ``gzip, br`` is gzip then br, undone br first), never producing more than
+    ``limit`` bytes at any layer. Raises ValueError on an unsupported coding, more than
+    ``_MAX_LAYERS`` of them, or a corrupt stream."""
+
+    __slots__ = ("_layers", "kind")
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        kinds = [k.strip().lower() for k in encoding.split(",")]
+        kinds = [k for k in kinds if k not in ("", "identity")]
+        if len(kinds) > _MAX_LAYERS:
+            raise BadContentCoding(f"{len(kinds)} stacked content codings (at most {_MAX_LAYERS})")
+        self._layers = [_Layer(kind, limit) for kind in reversed(kinds)] or [
+            _Layer("identity", limit)
+        ]
+        self.kind = ", ".join(kinds) or "identity"
+
+    @property
+    def overflow(self) -> bool:
+        """There is more decoded body than ``limit`` (at some layer)."""
+        return any(layer.overflow for layer in self._layers)
+
+    @property
+    def finished(self) -> bool:
+        """Every coding's stream ended properly (or there was no body at all)."""
+        return all(layer.finished for layer in self._layers)
+
+    def body(self) -> bytes:
+        return self._layers[-1].body()
+
+    def feed(self, data: bytes) -> None:
+        *outer, inner = self._layers
+        for layer in outer:
+            layer.feed(data)
+            data = layer.take()
+        inner.feed(data)
 
 
 def decompress(raw: bytes, encoding: str, max_bytes: int) -> tuple[bytes, bool]:

@@ -90,6 +90,23 @@ class FetchResult:
                 return v
         return None
 
+    def location(self) -> str | None:
+        """The Location header as a browser reads it: its raw bytes as UTF-8 when they are
+        (``/café`` sent unescaped), else as they came. Headers are kept as Latin-1 text so the
+        WARC holds their very bytes; read as Latin-1, ``/café`` was asked as ``/cafÃ©``."""
+        value = self.header("location")
+        if value is None or value.isascii():
+            return value
+        try:
+            return value.encode("latin-1").decode("utf-8")
+        except UnicodeError:
+            return value
+
+    def conditional(self) -> bool:
+        """Whether the request asked "only if changed" (a 304 answers nothing else)."""
+        names = {k.lower() for k, _ in self.request_headers}
+        return bool(names & {"if-none-match", "if-modified-since"})
+
     def header_all(self, name: str) -> list[str]:
         lname = name.lower()
         return [v for k, v in self.headers if k.lower() == lname]

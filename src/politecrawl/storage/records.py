@@ -130,6 +130,7 @@ REQUESTS = Shape(
         "truncated": _flag,
         "refetch": _flag,
         "revisit": _flag,
+        "redirect_refused": _text,
     },
     header=Shape("header", {"time": _time}, {"user_agent": _text, "purpose": _text}),
 )

@@ -178,6 +178,8 @@ def lookup(
         }
         if rec.get("error"):
             row["error"] = rec["error"]
+        if rec.get("redirect_refused"):  # the target was not asked: why
+            row["redirect_refused"] = rec["redirect_refused"]
         row["purpose"] = purpose
         row["robots_in_force"] = _in_force(robots.get(origin_of(url)), when)
         rows.append((when, row))
@@ -203,6 +205,13 @@ def _in_force(
         "outcome": rec.get("outcome"),
         "body": rec.get("body", ""),
     }
+
+
+def _outcome(row: dict[str, Any]) -> str:
+    """The outcome column: a redirect whose target was refused says why it was not asked."""
+    outcome = str(row.get("outcome"))
+    why = row.get("redirect_refused")
+    return f"{outcome} (target {why})" if why else outcome
 
 
 def _short_time(iso: Any) -> str:
@@ -233,7 +242,7 @@ def format_text(rows: list[dict[str, Any]]) -> str:
                 str(status) if status is not None else printable(str(row.get("error") or "-")),
                 f"{row.get('duration_ms') or 0:.0f}",
                 f"{row.get('delay_s') or 0:.1f}",
-                printable(str(row.get("outcome"))),
+                printable(_outcome(row)),
                 label,
                 printable(str(row.get("url"))),
             ]

@@ -1,0 +1,137 @@
+"""What real servers send that a kind test web does not, through the real command: a UTF-8
+page with a few stray Latin-1 bytes, a Location in raw UTF-8, 408 once, stacked content
+codings, a 304 to a request that asked nothing, a bot name with a digit in a page's
+directives, another bot's X-Robots-Tag, redirects the gate refuses. Judged by the raw
+server's log and the output files."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import brotli
+import pytest
+
+from politecrawl.storage.logs import read_jsonl
+
+pytestmark = pytest.mark.e2e
+
+UA = "probe2bot/1.0 (+http://bot.example/info)"  # a product token with a digit in it
+
+_FOOTER = b"<p>copyright \xa9 2024 caf\xe9</p>"  # Latin-1 pasted into a UTF-8 page
+_HOME = (
+    "<html><head><meta charset=utf-8><title>Café – naïve résumé</title></head><body>"
+    "<p>Les élèves étudient à l’école; “quotes” — déjà vu. Größe. 東京</p>"
+    '<a href="/café/menu">menu</a> <a href="/uni">uni</a> <a href="/s408">again</a>'
+    ' <a href="/stacked">stacked</a> <a href="/unprompted">304</a> <a href="/meta">meta</a>'
+    ' <a href="/xrt-other">other</a> <a href="/r1">hops</a> <a href="/away">away</a>'
+    "</body></html>"
+).encode() + _FOOTER
+
+
+def _page(title: str, body: str = "") -> bytes:
+    return f"<html><head><title>{title}</title></head><body>{body}</body></html>".encode()
+
+
+class RawServer:
+    """Answers from a table, byte for byte; logs each request's path and headers."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, dict[str, str]]] = []
+        self.asked: dict[str, int] = {}
+        self.port = 0
+
+    def answer(self, path: str, headers: dict[str, str]) -> bytes:
+        n = self.asked[path] = self.asked.get(path, 0) + 1
+        html = b"Content-Type: text/html; charset=utf-8\r\n"
+        if path == "/robots.txt":
+            return _ok(b"Content-Type: text/plain\r\n", b"User-agent: *\nDisallow: /private/\n")
+        if path == "/":
+            return _ok(html, _HOME)
+        if path == "/uni":  # the Location's bytes are UTF-8, unescaped
+            return b"HTTP/1.1 302 Found\r\nLocation: /caf\xc3\xa9/\xe6\x97\xa5\r\n" + _empty()
+        if path == "/s408" and n == 1:
+            return b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n" + _empty()
+        if path == "/stacked":  # gzipped, then brotli'd: listed in that order
+            body = brotli.compress(gzip.compress(_page("Stacked codings")))
+            return _ok(html + b"Content-Encoding: gzip, br\r\n", body)
+        if path == "/unprompted":  # 304 though nothing was asked conditionally
+            return b"HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n"
+        if path == "/meta":
+            meta = '<meta name="probe2bot" content="noindex, nofollow">'
+            body = f"<html><head>{meta}<title>Meta</title></head><body>"
+            body += '<a href="/from-meta">no</a></body></html>'
+            return _ok(html, body.encode())
+        if path == "/xrt-other":  # another bot's directive, a name with a digit
+            body = _page("Other bot", '<a href="/from-other">yes</a>')
+            return _ok(html + b"X-Robots-Tag: mj12bot: noindex, nofollow\r\n", body)
+        if path.startswith("/r") and path[2:].isdigit():  # /r1 -> /r2 -> ... : 4 hops
+            return f"HTTP/1.1 302 Found\r\nLocation: /r{int(path[2:]) + 1}\r\n".encode() + _empty()
+        if path == "/away":  # to another host: out of the crawl's scope
+            return b"HTTP/1.1 301 Moved\r\nLocation: http://elsewhere.test/\r\n" + _empty()
+        return _ok(html, _page(f"page {path}"))
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            line, *rest = head.decode("latin-1").split("\r\n")
+            path = line.split(" ")[1]
+            headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in rest if h)}
+            self.log.append((path, headers))
+            writer.write(self.answer(path, headers))
+            await writer.drain()
+        finally:
+            writer.close()
+
+
+def _empty() -> bytes:
+    return b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+def _ok(headers: bytes, body: bytes) -> bytes:
+    length = f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+    return b"HTTP/1.1 200 OK\r\n" + headers + length + body
+
+
+async def test_what_real_servers_send(tmp_path: Path) -> None:
+    server = RawServer()
+    listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+    server.port = listener.sockets[0].getsockname()[1]
+    out = tmp_path / "out"
+    async with listener:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "politecrawl", "crawl", f"http://127.0.0.1:{server.port}/",
+            "--user-agent", UA, "--out", str(out), "--allow-private-addresses",
+            "--min-delay", "0.05", "--ip-min-delay", "0", "--retry-base", "0.1", "--no-progress",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    asked = [path for path, _ in server.log]
+    # the stray bytes did not turn the page into cp866: its link is asked as written
+    assert "/caf%C3%A9/menu" in asked
+    pages = {r["url"].split(str(server.port), 1)[1]: r for r in read_jsonl(out / "pages.jsonl")}
+    assert pages["/"]["title"] == "Café – naïve résumé"
+    # the Location's UTF-8 bytes, as a browser reads them
+    assert "/caf%C3%A9/%E6%97%A5" in asked
+    # 408: asked again, and kept
+    assert asked.count("/s408") == 2 and "/s408" in pages
+    assert pages["/stacked"]["title"] == "Stacked codings"
+    # a 304 to a GET that asked nothing: no page, said as such, no revisit record
+    assert "/unprompted" not in pages
+    requests = {r["url"].split(str(server.port), 1)[1]: r for r in read_jsonl(
+        out / "log" / "requests.jsonl") if r.get("record") != "header"}  # fmt: skip
+    assert requests["/unprompted"]["outcome"] == "dropped:unexpected_status"
+    # our own name in a meta tag binds us, another bot's X-Robots-Tag does not
+    assert "/meta" not in pages and "/from-meta" not in asked
+    assert "/xrt-other" in pages and "/from-other" in asked
+    # redirects whose targets the gate refused: never asked, and the log says why
+    assert [p for p in asked if p[:2] == "/r" and p[2:].isdigit()] == ["/r1", "/r2", "/r3", "/r4"]
+    assert requests["/r4"]["redirect_refused"] == "too_many_redirects"
+    assert "redirect_refused" not in requests["/r3"]
+    assert requests["/away"]["redirect_refused"] == "out_of_scope"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counters"]["too_many_redirects"] == 1
