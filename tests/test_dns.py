@@ -138,3 +138,19 @@ async def test_an_answer_expiring_before_the_next_turn_is_refreshed_before_it() 
     await names.lookup("a.example")
     assert len(fake.asked) == 2
     await names.close()
+
+
+@pytest.mark.unit
+def test_no_data_after_a_timeout_is_a_failed_lookup_not_no_such_name() -> None:
+    """c-ares answers ENODATA when the A query times out and the AAAA one is empty: that is
+    a slow resolver, not a name without addresses (live sites were dropped at once)."""
+    import aiodns.error
+
+    from politecrawl.net.dns import _lookup_errno
+
+    no_data = aiodns.error.DNSError(aiodns.error.ARES_ENODATA, "no data")
+    not_found = aiodns.error.DNSError(aiodns.error.ARES_ENOTFOUND, "not found")
+    assert _lookup_errno(no_data, waited_s=0.01, timeout_s=2.0) == socket.EAI_NONAME
+    assert _lookup_errno(no_data, waited_s=5.0, timeout_s=2.0) == socket.EAI_AGAIN
+    assert _lookup_errno(not_found, waited_s=5.0, timeout_s=2.0) == socket.EAI_NONAME
+    assert _lookup_errno(TimeoutError(), waited_s=5.0, timeout_s=2.0) == socket.EAI_AGAIN

@@ -96,11 +96,10 @@ def _ok(headers: bytes, body: bytes) -> bytes:
     return b"HTTP/1.1 200 OK\r\n" + headers + length + body
 
 
-async def test_what_real_servers_send(tmp_path: Path) -> None:
-    server = RawServer()
+async def _crawl(server: RawServer, out: Path) -> tuple[int, str]:
+    """The real command on the server's site; (exit code, stdout and stderr)."""
     listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
     server.port = listener.sockets[0].getsockname()[1]
-    out = tmp_path / "out"
     async with listener:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "politecrawl", "crawl", f"http://127.0.0.1:{server.port}/",
@@ -108,8 +107,16 @@ async def test_what_real_servers_send(tmp_path: Path) -> None:
             "--min-delay", "0.05", "--ip-min-delay", "0", "--retry-base", "0.1", "--no-progress",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        _, err = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode == 0, err.decode()
+        said, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode is not None
+    return proc.returncode, said.decode() + err.decode()
+
+
+async def test_what_real_servers_send(tmp_path: Path) -> None:
+    server = RawServer()
+    out = tmp_path / "out"
+    code, said = await _crawl(server, out)
+    assert code == 0, said
     asked = [path for path, _ in server.log]
     # the stray bytes did not turn the page into cp866: its link is asked as written
     assert "/caf%C3%A9/menu" in asked
@@ -135,3 +142,26 @@ async def test_what_real_servers_send(tmp_path: Path) -> None:
     assert requests["/away"]["redirect_refused"] == "out_of_scope"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["counters"]["too_many_redirects"] == 1
+
+
+class FailingServer(RawServer):
+    """Every page a 500 (robots.txt 404: all allowed): the site never answers a page."""
+
+    def answer(self, path: str, headers: dict[str, str]) -> bytes:
+        if path == "/robots.txt":
+            return b"HTTP/1.1 404 Not Found\r\n" + _empty()
+        return b"HTTP/1.1 500 Internal Server Error\r\n" + _empty()
+
+
+async def test_a_site_whose_every_page_fails_is_named_lost(tmp_path: Path) -> None:
+    """Its URL dropped after 3 attempts, and nothing else of it: the site is lost, named in
+    the summary with its last error, and the exit code says so (it was 0, the site unnamed)."""
+    server = FailingServer()
+    out = tmp_path / "out"
+    code, said = await _crawl(server, out)
+    assert [p for p, _ in server.log].count("/") == 3
+    assert code == 3, said
+    lost = json.loads((out / "summary.json").read_text())["sites_lost"]
+    assert [(x["site"], x["state"], x["urls_left"]) for x in lost] == [("127.0.0.1", "failed", 1)]
+    assert "http_500" in lost[0]["reason"]
+    assert "127.0.0.1: failed" in said

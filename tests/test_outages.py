@@ -187,7 +187,10 @@ def test_a_one_byte_a_second_server_is_cut_as_too_slow_and_not_retried(tmp_path:
     assert len(server.hits("/drip")) == 2
     c = summary(out)["counters"]
     assert c["too_slow"] == 2, c
-    assert p.returncode in (0, 1), p.stderr
+    # each site's one page failed, nothing else of it answered: both named lost, exit 3
+    lost = summary(out)["sites_lost"]
+    assert sorted(x["state"] for x in lost) == ["failed", "failed"], lost
+    assert p.returncode == 3, p.stderr
 
 
 def _drip_crawl(tmp_path: Path) -> tuple[SitesServer, Path, list[str]]:

@@ -183,6 +183,8 @@ def log_request(
         rec["refetch"] = True
     if revisit:
         rec["revisit"] = True
+    if res.lookup_s >= 0.001:  # of duration_ms, the wait on DNS (not the server's time)
+        rec["lookup_ms"] = round(res.lookup_s * 1000, 1)
     if redirect_refused is not None:  # the target was not queued: the URL ends here
         rec["redirect_refused"] = redirect_refused
     ctx.request_log.write(rec)

@@ -1,4 +1,5 @@
-"""Every site the crawl lost, named: parked (asked again later) or given up (its URLs dropped).
+"""Every site the crawl lost, named: parked (asked again later), given up (its URLs dropped)
+or failed (every URL it was asked dropped after its retries, and never an answer).
 
 A crawl that ends with sites parked or given up has not done all it was asked, and must say
 so: the summary (printed and ``summary.json``'s ``sites_lost``) lists each such site with its
@@ -14,10 +15,11 @@ from typing import Any
 
 from politecrawl.storage import log_time
 
-PARKED, GIVEN_UP = "parked", "given_up"
+PARKED, GIVEN_UP, FAILED = "parked", "given_up", "failed"
 # the request log's outcomes of URLs dropped with their site, and what they say about it
+ROBOTS_UNAVAILABLE = "dropped:robots_unavailable"
 GIVEN_UP_OUTCOMES = {
-    "dropped:robots_unavailable": "robots.txt unreachable",
+    ROBOTS_UNAVAILABLE: "robots.txt unreachable",
     "dropped:site_refused": "refused request after request",
 }
 
@@ -29,6 +31,9 @@ class Loss:
     reason: str
     retry_at: float | None  # parked: when the site is asked again; given up: never
     dropped: int = 0  # given up: the URLs dropped with it
+    # given up while its robots.txt could not be reached: a resume asks that again and
+    # queues the URLs once more (``readmit``); a site that refused is not asked again
+    resumable: bool = False
 
 
 class Losses:
@@ -37,6 +42,10 @@ class Losses:
     def __init__(self) -> None:
         self._by_key: dict[str, Loss] = {}
         self._last_error: dict[str, str] = {}
+        # sites whose URLs were dropped after their retries, and sites that answered: a site
+        # with the first and not the second lost every URL it was asked (named as FAILED)
+        self._failed_urls: dict[str, int] = {}
+        self._answered: set[str] = set()
 
     def note_error(self, key: str, error: str) -> None:
         """The site's last failure (``FetchResult.error``): named in its reason if it is lost."""
@@ -50,10 +59,22 @@ class Losses:
         if self._by_key.get(key, Loss(key, PARKED, "", None)).state != GIVEN_UP:
             self._by_key[key] = Loss(key, PARKED, self._why(key, reason), until)
 
-    def given_up(self, key: str, reason: str, dropped: int) -> None:
+    def given_up(self, key: str, reason: str, dropped: int, *, resumable: bool = False) -> None:
         old = self._by_key.get(key)
         before = old.dropped if old is not None and old.state == GIVEN_UP else 0
-        self._by_key[key] = Loss(key, GIVEN_UP, self._why(key, reason), None, before + dropped)
+        why = self._why(key, reason)
+        self._by_key[key] = Loss(key, GIVEN_UP, why, None, before + dropped, resumable)
+
+    def page_answered(self, key: str) -> None:
+        """A page of the site came to an end other than a failure (kept, a redirect, a 404):
+        the site is not one that failed throughout (its robots.txt answering is not that)."""
+        self._answered.add(key)
+
+    def url_failed(self, key: str, detail: str) -> None:
+        """A URL of the site was dropped after its retries (5xx, 429, a broken answer)."""
+        self._failed_urls[key] = self._failed_urls.get(key, 0) + 1
+        if detail:
+            self._last_error[key] = detail
 
     def recovered(self, key: str) -> None:
         """The site answered normally: a parked site is back (a given-up one stays lost)."""
@@ -78,7 +99,8 @@ class Losses:
                 old.dropped = max(old.dropped, n)
             else:
                 why = GIVEN_UP_OUTCOMES.get(outcome, outcome)
-                self._by_key[key] = Loss(key, GIVEN_UP, why, None, n)
+                resumable = outcome == ROBOTS_UNAVAILABLE
+                self._by_key[key] = Loss(key, GIVEN_UP, why, None, n, resumable)
 
     def report(self, queued_of: Callable[[str], int | None], now: float) -> list[dict[str, Any]]:
         """One entry per site lost, as the summary lists it. A parked site with nothing left
@@ -107,9 +129,26 @@ class Losses:
                         "reason": loss.reason,
                         "urls_left": loss.dropped,
                         "retry_at": None,
-                        "resume": "never: its queued URLs were dropped",
+                        "resume": "a resume asks its robots.txt again and queues them once more"
+                        if loss.resumable
+                        else "never: its queued URLs were dropped",
                     }
                 )
+        for key, n in sorted(self._failed_urls.items()):
+            if key in self._by_key or key in self._answered:
+                continue
+            err = self._last_error.get(key)
+            out.append(
+                {
+                    "site": key,
+                    "state": FAILED,
+                    "reason": "every request failed; its URLs were dropped after their retries"
+                    + (f"; last error {err}" if err else ""),
+                    "urls_left": n,
+                    "retry_at": None,
+                    "resume": "never: its URLs were dropped",
+                }
+            )
         return out
 
 

@@ -1,4 +1,6 @@
-"""A resumed crawl takes its new options at their word.
+"""A resumed crawl takes its new options at their word, and asks again what failed for want
+of a robots.txt (an origin whose robots.txt could not be reached had its URLs dropped; a
+resume forgets the failures and queues them once more).
 
 A URL refused for a reason an option decides (a loopback/private address without
 ``--allow-private-addresses``; out of ``--scope``/``--allow``; on the never-crawl list) is
@@ -17,7 +19,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from politecrawl.engine.losses import ROBOTS_UNAVAILABLE
 from politecrawl.engine.outcome import DropReason
+from politecrawl.urls.canonical import origin_of
 
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
@@ -49,6 +53,17 @@ async def readmit(ctx: CrawlContext, notify: Callable[[str], None]) -> list[str]
             notes.append(
                 f"{_urls(len(urls))} refused before as loopback/private addresses "
                 "queued again (--allow-private-addresses is given now)"
+            )
+    rows = kept.finished_as(ROBOTS_UNAVAILABLE)
+    if rows:  # their sites' robots.txt could not be reached: it may be back now
+        for origin in sorted({origin_of(r[0]) for r in rows}):
+            await ctx.robots.forget_failures(origin)
+        urls = await ctx.admission.readmit(rows, kept.requeue)
+        if urls:
+            _uncount(c, DropReason.ROBOTS_UNAVAILABLE.value, len(urls))
+            notes.append(
+                f"{_urls(len(urls))} dropped when their site's robots.txt could not be "
+                "reached queued again: it is asked again"
             )
     refused = kept.refused_rows()
     if refused:

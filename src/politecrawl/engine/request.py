@@ -60,7 +60,7 @@ async def request(
     elif res.status is not None:
         ctx.outage.answered(origin_of(url))
         normal = answered_normally(res)
-        politeness.record_response(host, cfg, res.duration_s, normal=normal)
+        politeness.record_response(host, cfg, res.answer_s, normal=normal)
         if normal:
             ctx.losses.recovered(host.key)
     return res

@@ -111,6 +111,10 @@ async def fetch_and_handle(ctx: CrawlContext, entry: UrlEntry, host: politeness.
     else:
         outcome, refused_why = await classify_result(ctx, entry, host, res)
     label, due, redirect_refused = await act(ctx, entry, host, res, outcome, refused_why)
+    if not isinstance(outcome, Retry | Drop) or (
+        isinstance(outcome, Drop) and outcome.reason not in _FAILED
+    ):
+        ctx.losses.page_answered(host.key)
     if due is not None:  # a continuous crawl: back in the queue, due at its interval
         entry.not_before, entry.attempt, entry.refetch = due, 0, False
         ctx.counters["revisits_scheduled"] += 1
@@ -186,6 +190,8 @@ async def act(
             counters[outcome.reason.value] += 1
         if outcome.reason in _SITE_FAILURES:  # the site's doing: counts as a failure
             count_failure(ctx, host, outcome.reason.value)
+        if outcome.reason in _FAILED:
+            ctx.losses.url_failed(host.key, outcome.detail)  # named if the site never answers
         if res.status is not None and not res.abandoned:
             ctx.warc.write_exchange(res)
         if res.status is not None and outcome.reason in _NO_PAGE and entry.kind != SITEMAP:
@@ -230,6 +236,9 @@ _NO_PAGE = frozenset(
 _SITE_FAILURES = frozenset(
     {DropReason.TOO_SLOW, DropReason.TLS_CERTIFICATE, DropReason.TLS_HANDSHAKE}
 )
+# a URL lost to the site's failing (after its retries, or at once): a site with nothing but
+# these is named lost (``losses.Losses.url_failed``)
+_FAILED = _SITE_FAILURES | {DropReason.RETRIES_EXHAUSTED, DropReason.BAD_CHUNKING}
 
 
 def count_failure(ctx: CrawlContext, host: politeness.HostState, why: str) -> None:

@@ -42,6 +42,12 @@ _LEAD_S = 1.0  # an answer that would expire before a site's next turn is refres
 _MAX_INFLIGHT = 256  # prefetches at once; lookups a turn waits for are never held back
 _MAX_QUEUED = 100_000  # prefetches waiting; beyond, a name is looked up at its turn
 _MAX_ENTRIES = 200_000
+# a failed lookup (SERVFAIL, a timeout) is kept this long at most: long enough that a name
+# linked from a thousand pages is not asked a thousand times, short enough that the next turn
+# of its site asks again (kept for the negative TTL, 300 s, every retry of a site's robots.txt
+# met the cached failure, and a 20 s DNS outage gave its sites up for good). RFC 2308 7.1
+# allows caching a server failure; the negative TTL is for names that do not exist
+_TRANSIENT_FAILURE_S = 5.0
 
 
 class NameNotResolved(FetchError, socket.gaierror):
@@ -55,9 +61,20 @@ class NameNotResolved(FetchError, socket.gaierror):
 _NO_SUCH_NAME = frozenset({aiodns.error.ARES_ENOTFOUND, aiodns.error.ARES_ENODATA})
 
 
-def _lookup_errno(exc: BaseException) -> int:
+def _lookup_errno(exc: BaseException, waited_s: float, timeout_s: float) -> int:
+    """``EAI_NONAME`` for DNS saying the name does not exist, else ``EAI_AGAIN``. A "no
+    data" that came only after a query timed out is no such answer: c-ares gives ENODATA
+    when the A query times out and the AAAA one answers empty, so a slow resolver (3 s an
+    answer) made live names "no such host", and their sites were dropped at once."""
     code = exc.args[0] if isinstance(exc, aiodns.error.DNSError) and exc.args else None
+    if code == aiodns.error.ARES_ENODATA and waited_s >= timeout_s:
+        return socket.EAI_AGAIN
     return socket.EAI_NONAME if code in _NO_SUCH_NAME else socket.EAI_AGAIN
+
+
+def _transient(entry: _Entry) -> bool:
+    """A cached failure that says the lookup failed, not that the name does not exist."""
+    return entry.error is not None and entry.error.errno == socket.EAI_AGAIN
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +121,9 @@ class NameCache:
         """The addresses of ``host`` (IPv6 and IPv4, in c-ares' order); raises
         ``NameNotResolved``, from the cache while the failure's negative TTL lasts."""
         entry = self._fresh(host)
-        if entry is None:
+        if entry is None or _transient(entry):
+            # (a turn asks again past a transient failure: turns are spaced by the site's
+            # delay or backoff, so this is one query per turn, not per link)
             entry = await self._resolve(host)
         else:
             self.hits += 1
@@ -245,8 +264,12 @@ class NameCache:
         except (aiodns.error.DNSError, TimeoutError, ValueError) as exc:
             # (ValueError, UnicodeError: a name c-ares cannot even send)
             why = exc.args[-1] if exc.args else "timed out"
-            error = NameNotResolved(_lookup_errno(exc), f"{host}: {why}")
-            end = now + self.negative_ttl_s
+            errno = _lookup_errno(exc, self.clock() - now, self.timeout_s)
+            error = NameNotResolved(errno, f"{host}: {why}")
+            keep = self.negative_ttl_s
+            if errno == socket.EAI_AGAIN:
+                keep = min(keep, _TRANSIENT_FAILURE_S)
+            end = now + keep
             return _Entry((), error, end, end)
         addrs: list[tuple[str, socket.AddressFamily]] = []
         ttls: list[float] = []

@@ -27,7 +27,7 @@ from politecrawl.config import FetchConfig
 from politecrawl.errors import AddressRefused, FetchError
 from politecrawl.net.coding import Decoder
 from politecrawl.net.dns import NameCache
-from politecrawl.net.resolver import GuardedResolver, Refused, ip_literal
+from politecrawl.net.resolver import LOOKUP_WAIT, GuardedResolver, Refused, ip_literal
 from politecrawl.polite.politeness import SLOW_ANSWER_S
 
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
@@ -63,6 +63,7 @@ class FetchResult:
     url: str
     started: float
     duration_s: float = 0.0
+    lookup_s: float = 0.0  # of ``duration_s``, the wait on name lookups (not the server's)
     status: int | None = None
     reason: str = ""
     http_version: str = "1.1"
@@ -82,6 +83,11 @@ class FetchResult:
     # the failure came while the crawler's own network was down (``engine.outage``): not
     # the site's, so not counted against it
     outage: bool = False
+
+    @property
+    def answer_s(self) -> float:
+        """How long the server took: the request's time without the name lookups."""
+        return max(0.0, self.duration_s - self.lookup_s)
 
     def header(self, name: str) -> str | None:
         lname = name.lower()
@@ -278,11 +284,14 @@ class Fetcher:
     ) -> None:
         assert self._session is not None
         peers: list[str] = []
-        token = _PEER.set(peers)
+        lookups: list[float] = []
+        token, waits = _PEER.set(peers), LOOKUP_WAIT.set(lookups)
         try:
             await self._exchange(url, res, html_only, extra_headers, peers)
         finally:
             _PEER.reset(token)
+            LOOKUP_WAIT.reset(waits)
+            res.lookup_s = sum(lookups)
             if peers and res.ip is None:
                 res.ip = peers[-1]
 

@@ -82,6 +82,16 @@ class RobotsCache:
             return now - hit.fetched_at < self._retry_after(hit.failures)
         return now - hit.fetched_at < self.ttl_s or origin in self._unused
 
+    async def forget_failures(self, origin: str) -> None:
+        """Ask an unreachable robots.txt again at once, its failures in a row forgotten: a
+        resume re-queues the URLs dropped with its site (``engine.readmit``), and the old
+        count would drop them again before a single ask."""
+        prev = await self._store.robots(origin)
+        if prev is None or robots_usable(prev.status):
+            return
+        await self._store.save_robots(dataclasses.replace(prev, fetched_at=0.0, failures=0))
+        self._parsed.pop(origin, None)
+
     def used(self, origin: str) -> None:
         """A page of ``origin`` is asked under the copy in force: from now on the TTL alone
         says how long it stays."""

@@ -89,7 +89,9 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             # a few; the key's other origins (same server, other scheme or port) go on
             if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
                 await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
-                ctx.losses.given_up(key, f"robots.txt of {origin} unreachable", 1)
+                ctx.losses.given_up(
+                    key, f"robots.txt of {origin} unreachable", 1, resumable=True
+                )
                 continue
             entry.not_before = max(entry.not_before, ctx.robots.retry_at(origin))
             await ctx.frontier.push_back(entry)

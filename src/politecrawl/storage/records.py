@@ -131,6 +131,7 @@ REQUESTS = Shape(
         "refetch": _flag,
         "revisit": _flag,
         "redirect_refused": _text,
+        "lookup_ms": _amount,
     },
     header=Shape("header", {"time": _time}, {"user_agent": _text, "purpose": _text}),
 )

@@ -468,10 +468,12 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     lost = summary.get("sites_lost") or []
     if lost:
         parked = sum(1 for x in lost if x["state"] == "parked")
+        failed = sum(1 for x in lost if x["state"] == "failed")
         print(
             f"politecrawl: {len(lost)} sites lost: {parked} parked (the same command again "
-            f"asks them from their retry time), {len(lost) - parked} given up; listed above "
-            f"and in {cfg.out_dir / 'summary.json'}",
+            f"asks them from their retry time), {len(lost) - parked - failed} given up"
+            + (f", {failed} failed (every page after its retries)" if failed else "")
+            + f"; listed above and in {cfg.out_dir / 'summary.json'}",
             file=sys.stderr,
         )
         return 3
