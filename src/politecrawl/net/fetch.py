@@ -13,9 +13,11 @@ decoder ``contentcoding``; this module makes the request and reads the answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import socket
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,11 +141,28 @@ class _PeerConnector(aiohttp.TCPConnector):
         conn = await super().connect(req, traces, timeout)
         sink = _PEER.get(None)
         transport = conn.transport
+        if transport is not None:
+            _close_at_once(transport.get_extra_info("socket"))
         if sink is not None and transport is not None:
             peer = transport.get_extra_info("peername")
             if peer:
                 sink.append(str(peer[0]))
         return conn
+
+
+_LINGER_NONE = struct.pack("ii", 1, 0)
+
+
+def _close_at_once(sock: Any) -> None:
+    """A closed connection takes what it had not sent yet with it (SO_LINGER 0: reset, not
+    flushed). A request written while the crawler's own network was down sat in the kernel's
+    buffer; the fetch timed out and closed the connection, the request was queued again and
+    asked on a new one, and when the network came back the kernel delivered the old copy too:
+    the server saw the page asked twice, 0.04 s apart (30 of 30 sites, in a 15 s outage)."""
+    if sock is None:
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_NONE)
 
 
 class InvalidTarget(FetchError):
