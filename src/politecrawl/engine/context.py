@@ -164,14 +164,17 @@ class CrawlContext:
         )
         self.focus_path = out / self.tagged("focus.json")
         self.focus.load(self.focus_path)
-        self.pages_log = JsonlLog(out / self.tagged("pages.jsonl"), **logs)
+        # the crawl's data, not logs: pages.jsonl rotates (its readers read every part) but
+        # never expires; items and content are one file each, never rotated
+        pages = out / self.tagged("pages.jsonl")
+        self.pages_log = JsonlLog(pages, rotate_bytes=config.log_rotate_bytes, retention_days=None)
         self.sinks: list[Sink] = [PagesLog(self.pages_log)]
         if self.on_page is not None:
-            self.sinks.append(self._items_sink(logs))
+            self.sinks.append(self._items_sink())
         self.sinks += sinks
         self.keep_tree = len(self.sinks) > 1  # a handler or a user's sink sees the whole tree
         if config.extract:  # reads page.text, not the tree
-            content = JsonlLog(out / self.tagged("content.jsonl"), **logs)
+            content = JsonlLog(out / self.tagged("content.jsonl"), rotate=False)
             self.sinks.append(ContentLog(content, config.extract))
         self.continuity = Continuity(
             out,
@@ -206,8 +209,8 @@ class CrawlContext:
             resolve_ahead=self.resolve_ahead,
         )
 
-    def _items_sink(self, logs: dict[str, Any]) -> Sink:
-        """``--items``: JSON lines (rotated like the logs), CSV or JSON, by the file's name."""
+    def _items_sink(self) -> Sink:
+        """``--items``: JSON lines, CSV or JSON, by the file's name; one file, never rotated."""
         path = self.cfg.items_file or self.cfg.out_dir / "items.jsonl"
         path = path.with_name(self.tagged(path.name))
         try:
@@ -218,7 +221,7 @@ class CrawlContext:
                 return ItemsJson(path)
         except OSError as exc:
             raise StorageError(f"cannot write the items to {path}: {exc.strerror}") from exc
-        return ItemsLog(JsonlLog(path, **logs))
+        return ItemsLog(JsonlLog(path, rotate=False))
 
     async def rescore(self) -> None:
         """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""

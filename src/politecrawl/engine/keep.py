@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from politecrawl.continuity.tracker import PageVerdict
 from politecrawl.engine.journal import record_links
 from politecrawl.engine.outcome import DropReason, Redirect
 from politecrawl.engine.pagework import do_page_work
+from politecrawl.errors import HandlerError
 from politecrawl.focus.strategy import PageScore
 from politecrawl.frontier import SITEMAP, UrlEntry
 from politecrawl.handler import run_handler
@@ -30,6 +32,8 @@ from politecrawl.urls.canonical import host_of, join, origin_of
 
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
+
+log = logging.getLogger("politecrawl")
 
 SITEMAP_PRIORITY = 1e9  # sitemaps first: they seed the site's pages
 
@@ -115,9 +119,9 @@ async def store_page(
         await ctx.reprioritize(changed)
     items: list[dict[str, Any]] = []
     if ctx.on_page is not None and kept in ("stored", "noarchive"):
+        # (each item carries the page's url, record id and usage: what the owner said
+        # travels with the data)
         items, error = await run_handler(ctx.on_page, page, record_id)
-        for item in items:  # what the owner said travels with the data
-            item.setdefault("usage", page.usage)
         counters["items"] += len(items)
         counters["handler_errors"] += error is not None
     outlinks = await admit_links(ctx, entry, res, page, score)
@@ -257,7 +261,12 @@ def to_sinks(
     for sink in ctx.sinks:
         sink.write(record)
         for item in items:
-            sink.write(ItemRecord(item, page))
+            try:
+                sink.write(ItemRecord(item, page))
+            except HandlerError as exc:  # an item no file can hold (a cycle): that item only
+                log.warning("an item of %s left out: %s", page.url, exc)
+                ctx.counters["items"] -= 1
+                ctx.counters["handler_errors"] += 1
 
 
 async def read_sitemap(ctx: CrawlContext, entry: UrlEntry, res: FetchResult) -> str:

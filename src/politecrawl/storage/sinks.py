@@ -7,7 +7,10 @@ extracted, in that order, after the page's WARC record is with the OS. ``pages.j
 ``items.jsonl`` are sinks; so is anything a user passes as ``Crawler(config, sinks=[...])``.
 
 A sink that raises ``StorageError`` or ``OSError`` stops the crawl cleanly (the page is not
-counted done, as with a failed WARC write); ``close`` is called once at the end.
+counted done, as with a failed WARC write); ``close`` is called once at the end. One that
+raises ``HandlerError`` for an item (no file can hold it: a cycle, nested past the stack)
+costs that item only: left out, said, counted as ``handler_errors``. Text UTF-8 cannot hold
+(a lone surrogate) never costs anything: U+FFFD takes its place (``logs.mend``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from politecrawl.content.page import Page
-from politecrawl.storage import JsonlLog, log_time
+from politecrawl.errors import HandlerError
+from politecrawl.storage.logs import JsonlLog, log_time, mend
 
 __all__ = [
     "ITEM_FORMATS",
@@ -62,7 +66,8 @@ class PageRecord:
 
 @dataclass(frozen=True, slots=True)
 class ItemRecord:
-    """One item a page handler produced; ``item`` already holds ``url`` and ``warc_record_id``."""
+    """One item a page handler produced; ``item`` already holds the page's provenance
+    (``url``, ``warc_record_id``, ``usage``: ``handler.with_provenance``)."""
 
     item: dict[str, Any]
     page: Page
@@ -130,7 +135,8 @@ class PagesLog:
 
 
 class ItemsLog:
-    """``OUT/items.jsonl``: one line per item; values JSON cannot hold are written as text."""
+    """``OUT/items.jsonl``: one line per item, one file (never rotated nor expired: it is the
+    crawl's data); values JSON cannot hold are written as text."""
 
     def __init__(self, log: JsonlLog) -> None:
         self.log = log
@@ -140,15 +146,20 @@ class ItemsLog:
             return
         try:
             self.log.write(record.item)
-        except (TypeError, ValueError):  # a date, a set, a node...: its str()
-            self.log.write(json.loads(json.dumps(record.item, default=str, skipkeys=True)))
+        except (TypeError, ValueError, RecursionError):  # a date, a set, a node...: its str()
+            self.log.write(json.loads(_json(record.item)))
 
     def close(self) -> None:
         self.log.close()
 
 
-def _json(item: dict[str, Any]) -> str:
-    return json.dumps(item, ensure_ascii=False, default=str)
+def _json(value: Any) -> str:
+    """``value`` as JSON text a UTF-8 file can hold: what JSON cannot hold as its str(), keys
+    that are not text left out, lone surrogates made U+FFFD; HandlerError if even so none."""
+    try:
+        return mend(json.dumps(value, ensure_ascii=False, default=str, skipkeys=True))
+    except (TypeError, ValueError, RecursionError) as exc:  # a cycle; nested past the stack
+        raise HandlerError(f"not writable as JSON: {exc!r}") from None
 
 
 class ItemsCsv:
@@ -170,14 +181,15 @@ class ItemsCsv:
         if not isinstance(record, ItemRecord):
             return
         item = record.item
+        row = [_cell(item.get(k)) for k in self._columns or item]  # HandlerError: none written
         if self._columns is None:
             self._columns = list(item)
-            self._out.writerow(self._columns)
+            self._out.writerow([_cell(k) for k in self._columns])
         for key in item.keys() - set(self._columns) - self._warned:
             self._warned.add(key)
             log.warning("%s: key %r is not a column (the first item's keys): left out; "
                         "a .json or .jsonl file keeps every key", self.path, key)  # fmt: skip
-        self._out.writerow([_cell(item.get(k)) for k in self._columns])
+        self._out.writerow(row)
         self._fh.flush()
 
     def close(self) -> None:
@@ -185,7 +197,9 @@ class ItemsCsv:
 
 
 def _cell(value: Any) -> Any:
-    if value is None or isinstance(value, str | int | float):
+    if isinstance(value, str):
+        return mend(value)
+    if value is None or isinstance(value, int | float):
         return "" if value is None else value
     return _json(value)
 
@@ -214,9 +228,10 @@ class ItemsJson:
     def write(self, record: Record) -> None:
         if not isinstance(record, ItemRecord):
             return
+        line = _json(record.item).encode()  # HandlerError: nothing written
         sep = b"\n" if self._empty else b",\n"
         self._empty = False
-        self._fh.write(sep + _json(record.item).encode())
+        self._fh.write(sep + line)
         self._fh.flush()
 
     def close(self) -> None:

@@ -1,0 +1,170 @@
+"""What a crawl writes for its user: items, pages.jsonl, content.jsonl and the WACZ, and the
+commands around them, checked through the real ``politecrawl`` command (a subprocess) against
+a small site on 127.0.0.1 (``outputweb``), judged by the files it leaves and what the server
+saw."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from outputweb import output_site
+
+pytestmark = pytest.mark.e2e
+
+UA = "outbot/1.0 (+http://bot.example/info)"
+FAST = ["--min-delay", "0.05", "--jitter", "0", "--delay-factor", "0", "--ip-min-delay", "0",
+        "--allow-private-addresses", "--no-progress"]  # fmt: skip
+SURROGATE = b"caf\xe9".decode("utf-8", "surrogateescape")  # an undecodable byte, kept
+
+
+def politecrawl(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "politecrawl", *args],
+        capture_output=True, text=True, timeout=120, cwd=cwd,
+    )  # fmt: skip
+
+
+def crawl(site: Any, out: Path, *args: str, seeds: tuple[str, ...] = ("/",)) -> Any:
+    urls = [site.url(s) if s.startswith("/") else s for s in seeds]
+    done = politecrawl("crawl", *urls, "--user-agent", UA, "--out", str(out),
+                       "--resolve", site.resolve, *FAST, *args)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def rows(folder: Path, stem: str) -> list[dict[str, Any]]:
+    """Every row of a JSON-lines file and its rotated parts (oldest first)."""
+    out: list[dict[str, Any]] = []
+    for path in [*sorted(folder.glob(f"{stem}.*.jsonl.gz")), folder / f"{stem}.jsonl"]:
+        if path.exists():
+            opener: Any = gzip.open if path.suffix == ".gz" else open
+            with opener(path, "rt", encoding="utf-8") as fh:
+                out += [json.loads(line) for line in fh]
+    return out
+
+
+def handler(tmp: Path, code: str) -> str:
+    (tmp / "h.py").write_text(code, encoding="utf-8")
+    return f"{tmp / 'h.py'}:h"
+
+
+def summary(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "summary.json").read_text())
+    return data
+
+
+STORED = {"/", "/a.html", "/b.html", "/new.html", "/far.html"}  # /copy-of-b.html: a duplicate
+
+
+def paths(urls: Any) -> set[str]:
+    return {"/" + u.split("/", 3)[3] for u in urls}
+
+
+# -- an item holding text UTF-8 cannot hold ---------------------------------------------------
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "json"])
+def test_an_item_with_a_lone_surrogate_is_written_mended_and_the_page_logged(
+    tmp_path: Path, fmt: str
+) -> None:
+    """A lone surrogate (``surrogateescape``'s stand-in for a byte) once made the items file's
+    write raise: the page's request-log line and items were lost, an internal error counted,
+    a traceback printed. Now the value is written with U+FFFD; an item no file can hold at all
+    (a cycle) is left out alone, said, and counted as the handler's error."""
+    spec = handler(tmp_path, (
+        "def h(page):\n"
+        "    yield {'name': b'caf\\xe9'.decode('utf-8', 'surrogateescape'), 'n': 1}\n"
+        "    loop = {}\n"
+        "    loop['self'] = loop\n"
+        "    yield {'name': loop, 'n': 2}\n"
+    ))  # fmt: skip
+    out = tmp_path / "out"
+    items_file = tmp_path / f"items.{fmt}"
+    with output_site() as site:
+        done = crawl(site, out, "--handler", spec, "--items", str(items_file), "--extract", "text")
+        asked = [p for p in site.requests() if p != "/robots.txt"]
+    logged = [r for r in rows(out / "log", "requests") if r.get("record") != "header"]
+    assert sorted(r["url"] for r in logged if "robots" not in r["url"]) == sorted(
+        site.url(p) for p in asked
+    )  # every request logged
+    if fmt == "csv":
+        with items_file.open(newline="", encoding="utf-8") as fh:
+            items: list[dict[str, Any]] = list(csv.DictReader(fh))
+    elif fmt == "json":
+        items = json.loads(items_file.read_text(encoding="utf-8"))
+    else:
+        items = rows(tmp_path, "items")
+    assert paths(i["url"] for i in items) == STORED and len(items) == len(STORED)
+    assert all(i["name"] == "caf\ufffd" and str(i["n"]) == "1" for i in items)
+    counters = summary(out)["counters"]
+    assert counters["items"] == len(STORED)
+    assert counters["handler_errors"] == len(STORED)  # each page's cyclic item
+    assert "internal" not in summary(out)["errors"]
+    assert "Traceback" not in done.stderr
+    assert done.stderr.count("left out") == len(STORED), done.stderr
+    assert paths(r["url"] for r in rows(out, "pages")) == STORED | {"/copy-of-b.html"}
+    assert paths(r["url"] for r in rows(out, "content")) == STORED
+
+
+# -- the crawl's data is not a log -------------------------------------------------------------
+def test_items_pages_and_content_outlive_log_retention_and_items_stay_one_file(
+    tmp_path: Path,
+) -> None:
+    """``--log-rotate-bytes`` and ``--log-retention-days`` are for logs: items.jsonl and
+    content.jsonl are one file each, pages.jsonl may rotate but no part of it expires. (They
+    were rotated and, past the retention, deleted like logs.)"""
+    spec = handler(tmp_path, "def h(page):\n    yield {'blob': 'y' * 3000}\n")
+    out = tmp_path / "out"
+    opts = ["--handler", spec, "--extract", "text", "--log-rotate-bytes", "2000",
+            "--log-retention-days", "0.00001"]  # 0.9 s  # fmt: skip
+    with output_site() as site:
+        crawl(site, out, *opts, "--max-pages", "3")
+        time.sleep(2)  # the first run's rotated files are past the retention
+        second = time.time()
+        crawl(site, out, *opts)
+    assert [p.name for p in out.glob("items*")] == ["items.jsonl"]
+    assert [p.name for p in out.glob("content*")] == ["content.jsonl"]
+    items = rows(out, "items")
+    assert sorted(paths(i["url"] for i in items)) == sorted(STORED)  # one line per item, all
+    assert sorted(paths(r["url"] for r in rows(out, "content"))) == sorted(STORED)
+    pages = rows(out, "pages")
+    assert sorted(paths(r["url"] for r in pages)) == sorted(STORED | {"/copy-of-b.html"})
+    # the logs still expire: no rotated request log of the first run is left
+    stamp = time.strftime("%Y-%m-%dT%H%M%S", time.gmtime(int(second)))
+    for part in (out / "log").glob("requests.*.jsonl.gz"):
+        assert part.name.split(".")[1][:17] >= stamp, part.name
+
+
+# -- provenance --------------------------------------------------------------------------------
+def test_a_handlers_own_url_and_usage_are_kept_beside_the_pages(tmp_path: Path) -> None:
+    """An item's own ``url`` (a Scrapy habit) or ``usage`` replaced the page's provenance, or
+    was replaced by it: now the item keeps its own, and the page's goes under ``page_url``,
+    ``page_usage``...; an item whose ``url`` is the page's has one key."""
+    spec = handler(tmp_path, (
+        "def h(page):\n"
+        "    yield {'url': 'https://shop.example/item/1', 'usage': 'mine',\n"
+        "           'warc_record_id': 'not a record', 'title': page.title}\n"
+        "    yield {'url': page.url, 'k': 1}\n"
+    ))  # fmt: skip
+    out = tmp_path / "out"
+    with output_site() as site:
+        crawl(site, out, "--handler", spec)
+    pages = {r["url"]: r for r in rows(out, "pages")}
+    items = rows(out, "items")
+    assert len(items) == 2 * len(STORED)
+    for own, same in zip(items[::2], items[1::2], strict=True):
+        page = pages[own["page_url"]]
+        assert own["url"] == "https://shop.example/item/1" and own["usage"] == "mine"
+        assert own["warc_record_id"] == "not a record"
+        assert own["page_warc_record_id"] == page["warc_record_id"] is not None
+        assert own["page_usage"] == page["usage"] and page["usage"]["purpose"] == "search"
+        assert same["url"] == page["url"] and "page_url" not in same and same["k"] == 1
+        assert same["warc_record_id"] == page["warc_record_id"]
+        assert same["usage"] == page["usage"]
