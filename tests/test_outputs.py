@@ -11,11 +11,14 @@ import json
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from outputweb import output_site
+from test_wacz import WACZ
+from warcio.archiveiterator import ArchiveIterator
 
 pytestmark = pytest.mark.e2e
 
@@ -168,3 +171,65 @@ def test_a_handlers_own_url_and_usage_are_kept_beside_the_pages(tmp_path: Path) 
         assert same["url"] == page["url"] and "page_url" not in same and same["k"] == 1
         assert same["warc_record_id"] == page["warc_record_id"]
         assert same["usage"] == page["usage"]
+
+
+# -- pages.jsonl and the WACZ ------------------------------------------------------------------
+def _records(out: Path) -> dict[str, dict[str, str | None]]:
+    found: dict[str, dict[str, str | None]] = {}
+    for path in sorted((out / "warc").glob("*.warc.gz")):
+        with path.open("rb") as fh:
+            for rec in ArchiveIterator(fh):
+                h = rec.rec_headers
+                found[h.get_header("WARC-Record-ID")] = {
+                    "type": rec.rec_type,
+                    "url": h.get_header("WARC-Target-URI"),
+                    "refers_to": h.get_header("WARC-Refers-To"),
+                }
+    return found
+
+
+def test_a_duplicate_row_names_its_revisit_record_and_still_packs_valid(tmp_path: Path) -> None:
+    """A duplicate's ``warc_record_id`` named its original's response record, not the revisit
+    record written for it; it now names the revisit, and ``original_record_id`` the response
+    (the row of a page stored whole has none). The package still validates."""
+    out = tmp_path / "out"
+    with output_site() as site:
+        crawl(site, out)
+    records = _records(out)
+    pages = {paths([r["url"]]).pop(): r for r in rows(out, "pages")}
+    dup, orig = pages["/copy-of-b.html"], pages["/b.html"]
+    assert dup["kept"] == "duplicate" and orig["kept"] == "stored"
+    revisit = records[dup["warc_record_id"]]
+    assert revisit["type"] == "revisit" and revisit["url"] == dup["url"]
+    assert revisit["refers_to"] == dup["original_record_id"] == orig["warc_record_id"]
+    assert records[orig["warc_record_id"]]["type"] == "response"
+    assert orig["original_record_id"] is None
+    wacz = tmp_path / "c.wacz"
+    packed = politecrawl("wacz", str(out), "--output", str(wacz))
+    assert packed.returncode == 0 and packed.stderr == "", packed.stderr
+    with zipfile.ZipFile(wacz) as zf:
+        listed = [json.loads(x) for x in zf.read("pages/pages.jsonl").splitlines()[1:]]
+    assert paths(p["url"] for p in listed) == STORED | {"/copy-of-b.html"}
+    if WACZ is not None:  # Webrecorder's validator (py-wacz), where installed
+        v = subprocess.run([str(WACZ / "wacz"), "validate", "-f", str(wacz)],
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert v.returncode == 0 and "is valid" in v.stdout, v.stdout + v.stderr
+
+
+def test_the_wacz_opens_on_the_first_seed(tmp_path: Path) -> None:
+    """The package's ``mainPageURL`` was the first page stored: here the second seed's, whose
+    robots.txt answered first. It is the first seed now, since that seed was stored."""
+    out = tmp_path / "out"
+    with output_site() as site:
+        first = site.url("/", "slow.test")
+        crawl(site, out, seeds=(first, "/"))
+    stored = [r["url"] for r in rows(out, "pages")]
+    assert first in stored and stored[0] != first  # stored, but not first
+    wacz = tmp_path / "c.wacz"
+    packed = politecrawl("wacz", str(out), "--output", str(wacz))
+    assert packed.returncode == 0, packed.stderr
+    with zipfile.ZipFile(wacz) as zf:
+        package = json.loads(zf.read("datapackage.json"))
+        listed = [json.loads(x) for x in zf.read("pages/pages.jsonl").splitlines()[1:]]
+    assert package["mainPageURL"] == first
+    assert package["mainPageDate"] == next(p["ts"] for p in listed if p["url"] == first)

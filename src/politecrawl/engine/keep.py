@@ -88,7 +88,7 @@ async def store_page(
         counters["revisits"] += 1
         counters["changes_seen"] += bool(seen.changed)
     kept: Kept | None = None
-    record_id: str | None = None
+    record_id: str | None = None  # the record of this fetch: a response, or a revisit
     if seen.near_duplicate_of is not None:  # stored in full all the same, links followed
         counters["near_duplicates"] += 1
     if seen.duplicate_of is not None:
@@ -216,23 +216,28 @@ def archive(
     usage: dict[str, Any] | None = None,
 ) -> str | None:
     """The response (``packed`` already, if a worker built it), or a revisit record when
-    ``original`` holds these very bytes; returns the record id that holds the page's
-    content (the original's for a revisit). ``digest``: the payload's, if computed."""
+    ``original`` holds these very bytes; returns the id of the record written for this fetch
+    (the revisit's for a duplicate: its original's is ``original.record_id``). ``digest``:
+    the payload's, if computed."""
+    record_id: str | None
     if original is not None:
-        ctx.warc.write_revisit(res, profile="identical-payload-digest", original=original)
-    elif packed is not None:
-        original = ctx.warc.append_exchange(packed)
+        record_id = ctx.warc.write_revisit(res, profile="identical-payload-digest",
+                                           original=original)  # fmt: skip
     else:
-        original = ctx.warc.write_exchange(res, digest)
-    if original is not None:
-        ctx.continuity.stored(url, original)
-        if usage is not None:  # the preferences in force at the fetch, beside the capture
-            ctx.warc.write_metadata(url, res.started, original.record_id, [
-                ("purpose", str(usage["purpose"])),
-                ("usage", json.dumps(usage, ensure_ascii=False, separators=(",", ":"))),
-            ])  # fmt: skip
-        return original.record_id
-    return None
+        if packed is not None:
+            original = ctx.warc.append_exchange(packed)
+        else:
+            original = ctx.warc.write_exchange(res, digest)
+        record_id = original.record_id if original is not None else None
+    if original is None or record_id is None:
+        return None
+    ctx.continuity.stored(url, original)  # the payload's record: what a 304 will name
+    if usage is not None:  # the preferences in force at this fetch, beside its record
+        ctx.warc.write_metadata(url, res.started, record_id, [
+            ("purpose", str(usage["purpose"])),
+            ("usage", json.dumps(usage, ensure_ascii=False, separators=(",", ":"))),
+        ])  # fmt: skip
+    return record_id
 
 
 def to_sinks(
@@ -253,6 +258,7 @@ def to_sinks(
         fetched_at=res.started,
         priority=entry.priority,
         warc_record_id=record_id,
+        original_record_id=seen.original.record_id if record_id and seen.original else None,
         duplicate_of=seen.duplicate_of,
         near_duplicate_of=seen.near_duplicate_of,
         changed=seen.changed,

@@ -49,7 +49,10 @@ Kept = Literal["stored", "noarchive", "duplicate", "reserved"]
 class PageRecord:
     """A page the crawl kept, and how: ``stored`` (a WARC response record, ``warc_record_id``),
     ``noarchive`` (counted as stored, no copy kept: the page asked), ``duplicate`` (a revisit
-    record of ``duplicate_of``, whose payload is the same). ``reserved``: fetched, but its
+    record of ``duplicate_of``, whose payload is the same). ``warc_record_id`` is always the
+    record written for this fetch; when it is a revisit record (a duplicate, or the same
+    bytes as this URL's last copy), ``original_record_id`` is the response record it names,
+    which holds the payload. ``reserved``: fetched, but its
     owner refuses the crawl's purpose (``polite.usage``): nothing of it is kept, and only
     ``pages.jsonl`` hears of it, with the reason and no text."""
 
@@ -58,6 +61,7 @@ class PageRecord:
     fetched_at: float
     priority: float
     warc_record_id: str | None = None
+    original_record_id: str | None = None  # the response a revisit record names
     duplicate_of: str | None = None
     near_duplicate_of: str | None = None  # nearly the same text: stored in full all the same
     changed: bool | None = None
@@ -115,6 +119,7 @@ class PagesLog:
                 "url": page.url,
                 "kept": record.kept,
                 "warc_record_id": record.warc_record_id,
+                "original_record_id": record.original_record_id,
                 "title": page.title,
                 "charset": page.charset,
                 "charset_source": page.charset_source,

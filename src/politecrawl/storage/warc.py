@@ -245,8 +245,11 @@ class WarcWriter:
         self._append(packed.data, 2, packed.indexed())
         return packed.capture
 
-    def write_revisit(self, res: FetchResult, *, profile: str, original: Capture | None) -> None:
+    def write_revisit(
+        self, res: FetchResult, *, profile: str, original: Capture | None
+    ) -> str | None:
         """A revisit record (WARC 1.1 section 6.7) and its request record; no payload again.
+        Returns the revisit record's id (None when nothing was written: no response).
 
         ``profile``: "identical-payload-digest" for a payload byte-identical to ``original``'s
         (the response's HTTP headers kept); "server-not-modified" after a 304 (an empty block
@@ -286,6 +289,7 @@ class WarcWriter:
             digest=rec.headers.get("WARC-Payload-Digest"),
         )
         self._append(request + revisit, 2, [(len(request), len(revisit), line)])
+        return f"<{rec_id}>"  # as WARC-Record-ID writes it, as a Capture's id is
 
     def write_metadata(
         self, url: str, started: float, refers_to: str, fields: list[tuple[str, str]]
