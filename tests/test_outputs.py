@@ -8,6 +8,8 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import os
+import socket
 import subprocess
 import sys
 import time
@@ -233,3 +235,69 @@ def test_the_wacz_opens_on_the_first_seed(tmp_path: Path) -> None:
         listed = [json.loads(x) for x in zf.read("pages/pages.jsonl").splitlines()[1:]]
     assert package["mainPageURL"] == first
     assert package["mainPageDate"] == next(p["ts"] for p in listed if p["url"] == first)
+
+
+# -- the commands around a crawl ---------------------------------------------------------------
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_metrics_on_a_port_taken_writes_nothing(tmp_path: Path, processes: str) -> None:
+    """``--metrics`` on a port in use was refused (exit 2) only after the output folder was
+    made (state, logs, lock): the address is tried first now."""
+    out = tmp_path / "out"
+    with socket.create_server(("127.0.0.1", 0)) as taken, output_site() as site:
+        port = taken.getsockname()[1]
+        done = politecrawl("crawl", site.url(), "--user-agent", UA, "--out", str(out),
+                           "--resolve", site.resolve, *FAST, "--metrics", f"127.0.0.1:{port}",
+                           "--processes", processes)  # fmt: skip
+        assert site.log == []
+    assert done.returncode == 2, done.stderr
+    assert "cannot listen" in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    assert not out.exists(), sorted(os.listdir(out))
+
+
+def test_robots_refuses_a_malformed_url(tmp_path: Path) -> None:
+    """``politecrawl robots FILE 'http://[bad'`` printed ALLOWED and exited 0: a URL that is
+    not one is said in one line (exit 2), before any robots.txt is asked."""
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /private/\n")
+    with output_site() as site:
+        for source in (str(robots), site.url()):
+            done = politecrawl("robots", source, "--user-agent", UA, "--resolve", site.resolve,
+                               "--allow-private-addresses", "/a.html", "http://[bad")  # fmt: skip
+            assert done.returncode == 2, done.stdout
+            assert done.stdout == "" and "ALLOWED" not in done.stdout
+            assert done.stderr.splitlines() == [
+                "politecrawl: error: bad URL 'http://[bad': bad IPv6 literal "
+                "(give an http(s) URL, or a path starting with /)"
+            ]
+        assert site.log == []
+        good = politecrawl("robots", str(robots), "--user-agent", UA, "/a.html", "/private/x",
+                           site.url("/private/y"))  # fmt: skip
+    assert good.returncode == 0, good.stderr
+    assert [line.split()[0] for line in good.stdout.splitlines()[1:]] == [
+        "ALLOWED", "DISALLOWED", "DISALLOWED"
+    ]  # fmt: skip
+
+
+def test_fetch_follows_its_urls_redirects_and_no_link(tmp_path: Path) -> None:
+    """``politecrawl fetch`` was documented as following nothing, yet follows the redirects
+    of the segment's URLs (as it should: the URL asked for is that page); the help says so
+    now. Its pages' links are kept for the next segment, not fetched."""
+    helped = politecrawl("fetch", "--help")
+    assert helped.returncode == 0
+    text = " ".join(helped.stdout.split())
+    assert "following nothing" not in text
+    assert "redirects are followed (3 hops at most)" in text
+    listed = politecrawl("--help")
+    assert "following no link (only its URLs' redirects)" in " ".join(listed.stdout.split())
+    with output_site() as site:
+        seg = tmp_path / "next.seg"
+        seg.write_text(site.url("/old.html") + "\n")
+        out = tmp_path / "seg1"
+        done = politecrawl("fetch", str(seg), "--user-agent", UA, "--out", str(out),
+                           "--resolve", site.resolve, *FAST)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert site.requests() == ["/robots.txt", "/old.html", "/new.html"]
+    links = rows(out / "log", "links")
+    assert [(r["url"], r["links"]) for r in links] == [
+        (site.url("/new.html"), [site.url("/far.html")])
+    ]

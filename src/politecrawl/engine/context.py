@@ -3,8 +3,9 @@
 ``Crawler`` builds one ``CrawlContext`` and hands it to each step of a turn (``turn``,
 ``robots.gate``, ``request``, ``keep``, ``journal``); a step takes exactly the parts it
 needs from it, and a test can build one to run a step alone. Opening order matters: the
-user's handler is imported first (a bad import string leaves nothing behind), then the
-output folder is locked (one live crawl per folder), then the stores are opened.
+user's handler is imported first (a bad import string leaves nothing behind), then
+``/metrics`` is served (a port taken leaves nothing behind either), then the output folder
+is locked (one live crawl per folder), then the stores are opened.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import functools
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from yarl import URL
@@ -84,20 +86,34 @@ class CrawlContext:
         # the user's handler first: a bad import string leaves nothing behind
         self.on_page = on_page or (load_handler(config.handler) if config.handler else None)
         self.token = config.fetch.product_token
-        out = config.out_dir
+        # then /metrics: a port taken is refused before the folder is touched
+        self.metrics: Metrics | None = None
+        self._metrics_server: Any = None
+        if config.metrics:  # a partition's are summed and served by its supervisor
+            self.metrics = Metrics()
+            if self.partition is None:
+                self._metrics_server = serve_metrics(config.metrics, self.metrics.registry)
+        try:
+            self.lock: OutputLock | _Held = self._lock_folder(config.out_dir)
+        except BaseException:  # a folder locked or unwritable: nothing left serving
+            self.close_metrics()
+            raise
+        try:
+            self._open(config, relevance, sinks, frontier)
+        except BaseException:
+            self.lock.release()  # a store that cannot be opened leaves the folder free
+            self.close_metrics()
+            raise
+
+    def _lock_folder(self, out: Path) -> OutputLock | _Held:
+        """One live crawl per folder; released by Crawler._finish (a partition's supervisor
+        holds it for the partitions)."""
         try:
             out.mkdir(parents=True, exist_ok=True)
             (out / "log").mkdir(exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create the output folder {out}: {exc.strerror}") from exc
-        # one live crawl per folder; released by Crawler._finish (a partition's supervisor
-        # holds it for the partitions)
-        self.lock: OutputLock | _Held = _Held() if partition is not None else OutputLock(out)
-        try:
-            self._open(config, relevance, sinks, frontier)
-        except BaseException:
-            self.lock.release()  # a store that cannot be opened leaves the folder free
-            raise
+        return _Held() if self.partition is not None else OutputLock(out)
 
     def _open(
         self,
@@ -184,12 +200,6 @@ class CrawlContext:
             rules_log=JsonlLog(log / self.tagged("rules.jsonl"), **logs),
             name=self.tagged("continuity.sqlite"),
         )
-        self.metrics: Metrics | None = None
-        self._metrics_server: Any = None
-        if config.metrics:  # a partition's are summed and served by its supervisor
-            self.metrics = Metrics()
-            if self.partition is None:
-                self._metrics_server = serve_metrics(config.metrics, self.metrics.registry)
         self.traps_log = JsonlLog(log / self.tagged("traps.jsonl"), **logs)
         self.links_log = JsonlLog(log / self.tagged("links.jsonl"), **logs)  # segment fetches
         on_trap = functools.partial(
