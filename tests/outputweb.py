@@ -4,8 +4,10 @@ test is a subprocess: it never shares a loop with it), by Host header through ``
 ``out.test``: a home page linking to ``/a.html``, ``/b.html``, ``/copy-of-b.html`` (the same
 bytes as ``/b.html``: a duplicate, kept as a revisit record) and ``/old.html``, which
 redirects (301) to ``/new.html``, which links to ``/far.html``. ``slow.test``: one page whose
-robots.txt answers after ``SLOW_S``, so a seed there is stored after ``out.test``'s. Every
-request is logged as (host, path).
+robots.txt answers after ``SLOW_S``, so a seed there is stored after ``out.test``'s.
+``tdm.test``: one page, and a tdmrep.json whose policy URL holds a lone surrogate (a JSON
+``\ud800`` escape, which a JSON reader turns into text UTF-8 cannot hold). Every request is
+logged as (host, path).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ PAGES = {
     "/far.html": _page("Far"),
 }
 REDIRECTS = {"/old.html": "/new.html"}
+TDMREP = b'[{"location": "/", "tdm-reservation": 0, "tdm-policy": "https://tdm.test/p\\ud800"}]'
 
 
 class OutputSite:
@@ -48,13 +51,15 @@ class OutputSite:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         host = request.host.split(":")[0]
         self.log.append((host, request.path))
+        if host == "tdm.test" and request.path == "/.well-known/tdmrep.json":
+            return web.Response(body=TDMREP, content_type="application/json")
         if request.path == "/robots.txt":
             if host == "slow.test":
                 await asyncio.sleep(SLOW_S)
             return web.Response(text="User-agent: *\nAllow: /\n")
-        if host == "slow.test":
+        if host in ("slow.test", "tdm.test"):
             if request.path == "/":
-                return web.Response(body=_page("Slow home"), content_type="text/html")
+                return web.Response(body=_page(f"{host} home"), content_type="text/html")
         elif request.path in REDIRECTS:
             raise web.HTTPMovedPermanently(REDIRECTS[request.path])
         elif request.path in PAGES:

@@ -118,6 +118,30 @@ def test_an_item_with_a_lone_surrogate_is_written_mended_and_the_page_logged(
     assert paths(r["url"] for r in rows(out, "content")) == STORED
 
 
+def test_a_sites_lone_surrogate_in_its_usage_statements_costs_no_page(tmp_path: Path) -> None:
+    """A tdmrep.json whose policy holds a lone surrogate (a JSON ``\\ud800`` escape) put it in
+    the page's usage: the WARC metadata record beside the page could not be written and the
+    page was lost as an internal error. It is kept; pages.jsonl, the item and the metadata
+    record carry U+FFFD in the surrogate's place."""
+    spec = handler(tmp_path, "def h(page):\n    yield {'k': 1}\n")
+    out = tmp_path / "out"
+    with output_site() as site:
+        crawl(site, out, "--purpose", "ai-train", "--handler", spec,
+              seeds=(site.url("/", "tdm.test"),))  # fmt: skip
+    assert "internal" not in summary(out)["errors"]
+    [page] = rows(out, "pages")
+    assert page["kept"] == "stored"
+    assert "https://tdm.test/p\ufffd" in json.dumps(page["usage"], ensure_ascii=False)
+    [item] = rows(out, "items")
+    assert item["usage"] == page["usage"]
+    metadata = []
+    for path in (out / "warc").glob("*.warc.gz"):
+        with path.open("rb") as fh:
+            metadata += [r.content_stream().read() for r in ArchiveIterator(fh)
+                         if r.rec_type == "metadata"]  # fmt: skip
+    assert len(metadata) == 1 and "https://tdm.test/p\ufffd".encode() in metadata[0]
+
+
 # -- the crawl's data is not a log -------------------------------------------------------------
 def test_items_pages_and_content_outlive_log_retention_and_items_stay_one_file(
     tmp_path: Path,

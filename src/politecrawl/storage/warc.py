@@ -65,6 +65,7 @@ from isal import isal_zlib
 from politecrawl.errors import StorageError
 from politecrawl.net.fetch import FetchResult
 from politecrawl.storage.cdxj import cdxj_line, index_name, index_warc, prepare, write_index
+from politecrawl.storage.logs import mend
 
 # on the records of an https exchange made with --tls-insecure: the server's certificate was
 # not checked (a WARC 1.1 extension field, section 4: readers ignore fields they don't know)
@@ -304,7 +305,7 @@ class WarcWriter:
         rec.headers["WARC-Refers-To"] = refers_to
         rec.headers["Content-Type"] = "application/warc-fields"
         body = "".join(f"{k}: {' '.join(v.split())}\r\n" for k, v in fields)
-        rec.set_bytes_content(body.encode("utf-8"))
+        rec.set_bytes_content(mend(body).encode("utf-8"))  # a site's lone surrogate: U+FFFD
         self._append(_member(rec), 1)  # not indexed: CDXJ lists captures
 
     def flush(self) -> None:
