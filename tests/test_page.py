@@ -313,7 +313,8 @@ async def test_handler_forms_and_failures() -> None:
 
     async def agen(page: Page) -> Any:
         yield {"a": 1}
-        yield {"url": "mine"}  # the item's own keys win
+        yield {"url": "mine"}  # the item's own url is kept; the page's goes beside it
+        yield {"url": "http://h.test/", "e": 5}  # the same as the page's: one key
 
     async def coro(page: Page) -> list[dict[str, int]]:
         return [{"b": 2}]
@@ -330,12 +331,14 @@ async def test_handler_forms_and_failures() -> None:
 
     page = small_page()
     items, err = await run_handler(agen, page, "<urn:uuid:x>")
+    prov = {"warc_record_id": "<urn:uuid:x>", "usage": None}
     assert err is None and items == [
-        {"url": "http://h.test/", "warc_record_id": "<urn:uuid:x>", "a": 1},
-        {"url": "mine", "warc_record_id": "<urn:uuid:x>"},
+        {"url": "http://h.test/", **prov, "a": 1},
+        {"page_url": "http://h.test/", **prov, "url": "mine"},
+        {"url": "http://h.test/", **prov, "e": 5},
     ]
     assert (await run_handler(coro, page, None))[0] == [
-        {"url": "http://h.test/", "warc_record_id": None, "b": 2}
+        {"url": "http://h.test/", "warc_record_id": None, "usage": None, "b": 2}
     ]
     assert (await run_handler(single, page, None))[0][0]["c"] == 3
     assert (await run_handler(lambda p: None, page, None)) == ([], None)

@@ -277,7 +277,7 @@ class CrawlConfig:
     recrawl: bool = False  # continuous: fetched pages come back after their revisit interval
     revisit_min_s: float = 86400.0
     revisit_max_s: float = 30 * 86400.0
-    follow_links: bool = True  # False: fetch the seeds (a segment) and nothing else
+    follow_links: bool = True  # False: the seeds (a segment) and their redirects, no link
     state_file: Path | None = field(
         default=None, metadata=option("state")
     )  # robots cache + host statistics shared across crawls

@@ -3,8 +3,9 @@
 ``Crawler`` builds one ``CrawlContext`` and hands it to each step of a turn (``turn``,
 ``robots.gate``, ``request``, ``keep``, ``journal``); a step takes exactly the parts it
 needs from it, and a test can build one to run a step alone. Opening order matters: the
-user's handler is imported first (a bad import string leaves nothing behind), then the
-output folder is locked (one live crawl per folder), then the stores are opened.
+user's handler is imported first (a bad import string leaves nothing behind), then
+``/metrics`` is served (a port taken leaves nothing behind either), then the output folder
+is locked (one live crawl per folder), then the stores are opened.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import functools
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from yarl import URL
@@ -84,20 +86,34 @@ class CrawlContext:
         # the user's handler first: a bad import string leaves nothing behind
         self.on_page = on_page or (load_handler(config.handler) if config.handler else None)
         self.token = config.fetch.product_token
-        out = config.out_dir
+        # then /metrics: a port taken is refused before the folder is touched
+        self.metrics: Metrics | None = None
+        self._metrics_server: Any = None
+        if config.metrics:  # a partition's are summed and served by its supervisor
+            self.metrics = Metrics()
+            if self.partition is None:
+                self._metrics_server = serve_metrics(config.metrics, self.metrics.registry)
+        try:
+            self.lock: OutputLock | _Held = self._lock_folder(config.out_dir)
+        except BaseException:  # a folder locked or unwritable: nothing left serving
+            self.close_metrics()
+            raise
+        try:
+            self._open(config, relevance, sinks, frontier)
+        except BaseException:
+            self.lock.release()  # a store that cannot be opened leaves the folder free
+            self.close_metrics()
+            raise
+
+    def _lock_folder(self, out: Path) -> OutputLock | _Held:
+        """One live crawl per folder; released by Crawler._finish (a partition's supervisor
+        holds it for the partitions)."""
         try:
             out.mkdir(parents=True, exist_ok=True)
             (out / "log").mkdir(exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create the output folder {out}: {exc.strerror}") from exc
-        # one live crawl per folder; released by Crawler._finish (a partition's supervisor
-        # holds it for the partitions)
-        self.lock: OutputLock | _Held = _Held() if partition is not None else OutputLock(out)
-        try:
-            self._open(config, relevance, sinks, frontier)
-        except BaseException:
-            self.lock.release()  # a store that cannot be opened leaves the folder free
-            raise
+        return _Held() if self.partition is not None else OutputLock(out)
 
     def _open(
         self,
@@ -164,14 +180,17 @@ class CrawlContext:
         )
         self.focus_path = out / self.tagged("focus.json")
         self.focus.load(self.focus_path)
-        self.pages_log = JsonlLog(out / self.tagged("pages.jsonl"), **logs)
+        # the crawl's data, not logs: pages.jsonl rotates (its readers read every part) but
+        # never expires; items and content are one file each, never rotated
+        pages = out / self.tagged("pages.jsonl")
+        self.pages_log = JsonlLog(pages, rotate_bytes=config.log_rotate_bytes, retention_days=None)
         self.sinks: list[Sink] = [PagesLog(self.pages_log)]
         if self.on_page is not None:
-            self.sinks.append(self._items_sink(logs))
+            self.sinks.append(self._items_sink())
         self.sinks += sinks
         self.keep_tree = len(self.sinks) > 1  # a handler or a user's sink sees the whole tree
         if config.extract:  # reads page.text, not the tree
-            content = JsonlLog(out / self.tagged("content.jsonl"), **logs)
+            content = JsonlLog(out / self.tagged("content.jsonl"), rotate=False)
             self.sinks.append(ContentLog(content, config.extract))
         self.continuity = Continuity(
             out,
@@ -181,12 +200,6 @@ class CrawlContext:
             rules_log=JsonlLog(log / self.tagged("rules.jsonl"), **logs),
             name=self.tagged("continuity.sqlite"),
         )
-        self.metrics: Metrics | None = None
-        self._metrics_server: Any = None
-        if config.metrics:  # a partition's are summed and served by its supervisor
-            self.metrics = Metrics()
-            if self.partition is None:
-                self._metrics_server = serve_metrics(config.metrics, self.metrics.registry)
         self.traps_log = JsonlLog(log / self.tagged("traps.jsonl"), **logs)
         self.links_log = JsonlLog(log / self.tagged("links.jsonl"), **logs)  # segment fetches
         on_trap = functools.partial(
@@ -206,8 +219,8 @@ class CrawlContext:
             resolve_ahead=self.resolve_ahead,
         )
 
-    def _items_sink(self, logs: dict[str, Any]) -> Sink:
-        """``--items``: JSON lines (rotated like the logs), CSV or JSON, by the file's name."""
+    def _items_sink(self) -> Sink:
+        """``--items``: JSON lines, CSV or JSON, by the file's name; one file, never rotated."""
         path = self.cfg.items_file or self.cfg.out_dir / "items.jsonl"
         path = path.with_name(self.tagged(path.name))
         try:
@@ -218,7 +231,7 @@ class CrawlContext:
                 return ItemsJson(path)
         except OSError as exc:
             raise StorageError(f"cannot write the items to {path}: {exc.strerror}") from exc
-        return ItemsLog(JsonlLog(path, **logs))
+        return ItemsLog(JsonlLog(path, rotate=False))
 
     async def rescore(self) -> None:
         """Queued URLs re-scored as the model changes, in chunks so the loop keeps moving."""

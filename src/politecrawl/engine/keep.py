@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from politecrawl.continuity.tracker import PageVerdict
 from politecrawl.engine.journal import record_links
 from politecrawl.engine.outcome import DropReason, Redirect
 from politecrawl.engine.pagework import do_page_work
+from politecrawl.errors import HandlerError
 from politecrawl.focus.strategy import PageScore
 from politecrawl.frontier import SITEMAP, UrlEntry
 from politecrawl.handler import run_handler
@@ -30,6 +32,8 @@ from politecrawl.urls.canonical import host_of, join, origin_of
 
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
+
+log = logging.getLogger("politecrawl")
 
 SITEMAP_PRIORITY = 1e9  # sitemaps first: they seed the site's pages
 
@@ -84,7 +88,7 @@ async def store_page(
         counters["revisits"] += 1
         counters["changes_seen"] += bool(seen.changed)
     kept: Kept | None = None
-    record_id: str | None = None
+    record_id: str | None = None  # the record of this fetch: a response, or a revisit
     if seen.near_duplicate_of is not None:  # stored in full all the same, links followed
         counters["near_duplicates"] += 1
     if seen.duplicate_of is not None:
@@ -115,9 +119,9 @@ async def store_page(
         await ctx.reprioritize(changed)
     items: list[dict[str, Any]] = []
     if ctx.on_page is not None and kept in ("stored", "noarchive"):
+        # (each item carries the page's url, record id and usage: what the owner said
+        # travels with the data)
         items, error = await run_handler(ctx.on_page, page, record_id)
-        for item in items:  # what the owner said travels with the data
-            item.setdefault("usage", page.usage)
         counters["items"] += len(items)
         counters["handler_errors"] += error is not None
     outlinks = await admit_links(ctx, entry, res, page, score)
@@ -212,23 +216,28 @@ def archive(
     usage: dict[str, Any] | None = None,
 ) -> str | None:
     """The response (``packed`` already, if a worker built it), or a revisit record when
-    ``original`` holds these very bytes; returns the record id that holds the page's
-    content (the original's for a revisit). ``digest``: the payload's, if computed."""
+    ``original`` holds these very bytes; returns the id of the record written for this fetch
+    (the revisit's for a duplicate: its original's is ``original.record_id``). ``digest``:
+    the payload's, if computed."""
+    record_id: str | None
     if original is not None:
-        ctx.warc.write_revisit(res, profile="identical-payload-digest", original=original)
-    elif packed is not None:
-        original = ctx.warc.append_exchange(packed)
+        record_id = ctx.warc.write_revisit(res, profile="identical-payload-digest",
+                                           original=original)  # fmt: skip
     else:
-        original = ctx.warc.write_exchange(res, digest)
-    if original is not None:
-        ctx.continuity.stored(url, original)
-        if usage is not None:  # the preferences in force at the fetch, beside the capture
-            ctx.warc.write_metadata(url, res.started, original.record_id, [
-                ("purpose", str(usage["purpose"])),
-                ("usage", json.dumps(usage, ensure_ascii=False, separators=(",", ":"))),
-            ])  # fmt: skip
-        return original.record_id
-    return None
+        if packed is not None:
+            original = ctx.warc.append_exchange(packed)
+        else:
+            original = ctx.warc.write_exchange(res, digest)
+        record_id = original.record_id if original is not None else None
+    if original is None or record_id is None:
+        return None
+    ctx.continuity.stored(url, original)  # the payload's record: what a 304 will name
+    if usage is not None:  # the preferences in force at this fetch, beside its record
+        ctx.warc.write_metadata(url, res.started, record_id, [
+            ("purpose", str(usage["purpose"])),
+            ("usage", json.dumps(usage, ensure_ascii=False, separators=(",", ":"))),
+        ])  # fmt: skip
+    return record_id
 
 
 def to_sinks(
@@ -249,6 +258,7 @@ def to_sinks(
         fetched_at=res.started,
         priority=entry.priority,
         warc_record_id=record_id,
+        original_record_id=seen.original.record_id if record_id and seen.original else None,
         duplicate_of=seen.duplicate_of,
         near_duplicate_of=seen.near_duplicate_of,
         changed=seen.changed,
@@ -257,7 +267,12 @@ def to_sinks(
     for sink in ctx.sinks:
         sink.write(record)
         for item in items:
-            sink.write(ItemRecord(item, page))
+            try:
+                sink.write(ItemRecord(item, page))
+            except HandlerError as exc:  # an item no file can hold (a cycle): that item only
+                log.warning("an item of %s left out: %s", page.url, exc)
+                ctx.counters["items"] -= 1
+                ctx.counters["handler_errors"] += 1
 
 
 async def read_sitemap(ctx: CrawlContext, entry: UrlEntry, res: FetchResult) -> str:

@@ -79,6 +79,8 @@ def run_partitioned(
     the lock must not overwrite a live crawl's)."""
     n, out = config.processes, config.out_dir
     check_partitioned(config)
+    if config.metrics:  # taken: one line now, before the folder is touched or a fork
+        metrics.check_address(config.metrics)
     out.mkdir(parents=True, exist_ok=True)
     lock = OutputLock(out)
     try:
@@ -96,7 +98,6 @@ def run_partitioned(
         )
         metrics_dir = None
         if config.metrics:  # one endpoint for the whole crawl, the partitions' sum
-            metrics.check_address(config.metrics)  # taken: one line now, not after the fork
             metrics_dir = tempfile.mkdtemp(prefix="politecrawl-metrics-")
             metrics.before_partitions(metrics_dir)
         shared = Shared.make(ctx, n)

@@ -13,6 +13,13 @@ rotation time is older than ``retention_days`` are deleted at rotation and at st
 
 Rotation assumes one writing process per log (the crawler); readers use ``iter_log_records``,
 which reads damaged files as far as they go and counts what it skipped (``LogDamage``).
+
+The crawl's data written as JSON lines are no logs: ``pages.jsonl`` is rotated (its readers
+read every part) but never expires (``retention_days=None``); ``items.jsonl`` and
+``content.jsonl`` are one file each, never rotated (``rotate=False``). A text value JSON text
+cannot carry (a lone surrogate, as ``surrogateescape`` leaves for undecodable bytes) is
+written with U+FFFD in its place (``mend``), said once per file: one bad value never costs a
+line.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import functools
 import gzip
 import heapq
 import json
+import logging
 import os
 import re
 import shutil
@@ -43,6 +51,7 @@ __all__ = [
     "LogDamage",
     "iter_log_records",
     "log_time",
+    "mend",
     "read_jsonl",
     "rotated_files",
 ]
@@ -52,6 +61,8 @@ DEFAULT_RETENTION_DAYS = 30.0
 _DAY_S = 86400
 _STAMP = "%Y-%m-%dT%H%M%S"
 _GZIP_LEVEL = 3  # ~8x on request logs at a fraction of level 6's CPU; compression is synchronous
+
+log = logging.getLogger("politecrawl")
 
 
 def log_time(ts: float) -> str:
@@ -66,6 +77,16 @@ def _to_the_second(second: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
 
 
+def mend(text: str) -> str:
+    """``text`` as UTF-8 can hold it: each lone surrogate (``surrogateescape``'s stand-in for
+    an undecodable byte, half of a pair split apart) made U+FFFD, a split pair joined again."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
 class JsonlLog:
     """One JSON object per line; ``write`` never splits a line, rotation never drops one."""
 
@@ -75,17 +96,22 @@ class JsonlLog:
         *,
         rotate_bytes: int | None = DEFAULT_ROTATE_BYTES,
         retention_days: float | None = DEFAULT_RETENTION_DAYS,
+        rotate: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``rotate=False``: one file, never rotated nor expired (the crawl's data, not a log);
+        ``retention_days=None``: rotated parts are kept for ever."""
         if not path.name.endswith(".jsonl"):
             raise StorageError(f"a log file name must end in .jsonl: {path}")
         self.path = path
         self.stem = path.name[: -len(".jsonl")]
-        self.rotate_bytes = rotate_bytes
-        self.retention_days = retention_days
+        self.rotating = rotate
+        self.rotate_bytes = rotate_bytes if rotate else None
+        self.retention_days = retention_days if rotate else None
         self.clock = clock
         self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
         self._last_write = 0.0
+        self._mended = False  # said once per file
         path.parent.mkdir(parents=True, exist_ok=True)
         self._repair_tail()
         self._finish_interrupted()
@@ -95,7 +121,7 @@ class JsonlLog:
             size, day = st.st_size, int(st.st_mtime // _DAY_S)
         except FileNotFoundError:
             size, day = 0, int(now // _DAY_S)
-        if size > 0 and day != int(now // _DAY_S):
+        if rotate and size > 0 and day != int(now // _DAY_S):
             self._rotate_file(now)  # written on an earlier day: that day's file is closed
             day = int(now // _DAY_S)
         self._delete_expired(now)
@@ -128,13 +154,11 @@ class JsonlLog:
             fh.truncate(size - back + cut + 1 if cut >= 0 else size - back)
 
     def write(self, record: dict[str, Any]) -> None:
-        try:  # orjson: a seventh of the json module's time on a request-log line
-            line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
-        except TypeError:  # beyond orjson (an int over 64 bits, a key that is not a string)
-            line = (self._dumps(record) + "\n").encode("utf-8")
+        """One line; TypeError or ValueError if ``record`` is not JSON at all (nothing written)."""
+        line = self._line(record)
         now = self.clock()
         day = int(now // _DAY_S)
-        if self._size == 0:
+        if self._size == 0 or not self.rotating:
             self._day = day
         elif day != self._day or (
             self.rotate_bytes is not None and self._size + len(line) > self.rotate_bytes
@@ -146,6 +170,20 @@ class JsonlLog:
             raise StorageError(f"cannot write {self.path}: {exc}") from exc
         self._size += len(line)
         self._last_write = now
+
+    def _line(self, record: dict[str, Any]) -> bytes:
+        try:  # orjson: a seventh of the json module's time on a request-log line
+            return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:  # beyond orjson (an int over 64 bits, a key not a string, a surrogate)
+            text = self._dumps(record) + "\n"
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            if not self._mended:
+                self._mended = True
+                log.warning("%s: a value held a lone surrogate (an undecodable byte?): written "
+                            "with U+FFFD in its place", self.path)  # fmt: skip
+            return mend(text).encode("utf-8")
 
     def rotate(self, now: float | None = None) -> Path | None:
         """Close the current file, compress it, expire old ones; returns the ``.jsonl.gz``."""

@@ -7,7 +7,10 @@ extracted, in that order, after the page's WARC record is with the OS. ``pages.j
 ``items.jsonl`` are sinks; so is anything a user passes as ``Crawler(config, sinks=[...])``.
 
 A sink that raises ``StorageError`` or ``OSError`` stops the crawl cleanly (the page is not
-counted done, as with a failed WARC write); ``close`` is called once at the end.
+counted done, as with a failed WARC write); ``close`` is called once at the end. One that
+raises ``HandlerError`` for an item (no file can hold it: a cycle, nested past the stack)
+costs that item only: left out, said, counted as ``handler_errors``. Text UTF-8 cannot hold
+(a lone surrogate) never costs anything: U+FFFD takes its place (``logs.mend``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from politecrawl.content.page import Page
-from politecrawl.storage import JsonlLog, log_time
+from politecrawl.errors import HandlerError
+from politecrawl.storage.logs import JsonlLog, log_time, mend
 
 __all__ = [
     "ITEM_FORMATS",
@@ -45,7 +49,10 @@ Kept = Literal["stored", "noarchive", "duplicate", "reserved"]
 class PageRecord:
     """A page the crawl kept, and how: ``stored`` (a WARC response record, ``warc_record_id``),
     ``noarchive`` (counted as stored, no copy kept: the page asked), ``duplicate`` (a revisit
-    record of ``duplicate_of``, whose payload is the same). ``reserved``: fetched, but its
+    record of ``duplicate_of``, whose payload is the same). ``warc_record_id`` is always the
+    record written for this fetch; when it is a revisit record (a duplicate, or the same
+    bytes as this URL's last copy), ``original_record_id`` is the response record it names,
+    which holds the payload. ``reserved``: fetched, but its
     owner refuses the crawl's purpose (``polite.usage``): nothing of it is kept, and only
     ``pages.jsonl`` hears of it, with the reason and no text."""
 
@@ -54,6 +61,7 @@ class PageRecord:
     fetched_at: float
     priority: float
     warc_record_id: str | None = None
+    original_record_id: str | None = None  # the response a revisit record names
     duplicate_of: str | None = None
     near_duplicate_of: str | None = None  # nearly the same text: stored in full all the same
     changed: bool | None = None
@@ -62,7 +70,8 @@ class PageRecord:
 
 @dataclass(frozen=True, slots=True)
 class ItemRecord:
-    """One item a page handler produced; ``item`` already holds ``url`` and ``warc_record_id``."""
+    """One item a page handler produced; ``item`` already holds the page's provenance
+    (``url``, ``warc_record_id``, ``usage``: ``handler.with_provenance``)."""
 
     item: dict[str, Any]
     page: Page
@@ -110,6 +119,7 @@ class PagesLog:
                 "url": page.url,
                 "kept": record.kept,
                 "warc_record_id": record.warc_record_id,
+                "original_record_id": record.original_record_id,
                 "title": page.title,
                 "charset": page.charset,
                 "charset_source": page.charset_source,
@@ -130,7 +140,8 @@ class PagesLog:
 
 
 class ItemsLog:
-    """``OUT/items.jsonl``: one line per item; values JSON cannot hold are written as text."""
+    """``OUT/items.jsonl``: one line per item, one file (never rotated nor expired: it is the
+    crawl's data); values JSON cannot hold are written as text."""
 
     def __init__(self, log: JsonlLog) -> None:
         self.log = log
@@ -140,15 +151,20 @@ class ItemsLog:
             return
         try:
             self.log.write(record.item)
-        except (TypeError, ValueError):  # a date, a set, a node...: its str()
-            self.log.write(json.loads(json.dumps(record.item, default=str, skipkeys=True)))
+        except (TypeError, ValueError, RecursionError):  # a date, a set, a node...: its str()
+            self.log.write(json.loads(_json(record.item)))
 
     def close(self) -> None:
         self.log.close()
 
 
-def _json(item: dict[str, Any]) -> str:
-    return json.dumps(item, ensure_ascii=False, default=str)
+def _json(value: Any) -> str:
+    """``value`` as JSON text a UTF-8 file can hold: what JSON cannot hold as its str(), keys
+    that are not text left out, lone surrogates made U+FFFD; HandlerError if even so none."""
+    try:
+        return mend(json.dumps(value, ensure_ascii=False, default=str, skipkeys=True))
+    except (TypeError, ValueError, RecursionError) as exc:  # a cycle; nested past the stack
+        raise HandlerError(f"not writable as JSON: {exc!r}") from None
 
 
 class ItemsCsv:
@@ -170,14 +186,15 @@ class ItemsCsv:
         if not isinstance(record, ItemRecord):
             return
         item = record.item
+        row = [_cell(item.get(k)) for k in self._columns or item]  # HandlerError: none written
         if self._columns is None:
             self._columns = list(item)
-            self._out.writerow(self._columns)
+            self._out.writerow([_cell(k) for k in self._columns])
         for key in item.keys() - set(self._columns) - self._warned:
             self._warned.add(key)
             log.warning("%s: key %r is not a column (the first item's keys): left out; "
                         "a .json or .jsonl file keeps every key", self.path, key)  # fmt: skip
-        self._out.writerow([_cell(item.get(k)) for k in self._columns])
+        self._out.writerow(row)
         self._fh.flush()
 
     def close(self) -> None:
@@ -185,7 +202,9 @@ class ItemsCsv:
 
 
 def _cell(value: Any) -> Any:
-    if value is None or isinstance(value, str | int | float):
+    if isinstance(value, str):
+        return mend(value)
+    if value is None or isinstance(value, int | float):
         return "" if value is None else value
     return _json(value)
 
@@ -214,9 +233,10 @@ class ItemsJson:
     def write(self, record: Record) -> None:
         if not isinstance(record, ItemRecord):
             return
+        line = _json(record.item).encode()  # HandlerError: nothing written
         sep = b"\n" if self._empty else b",\n"
         self._empty = False
-        self._fh.write(sep + _json(record.item).encode())
+        self._fh.write(sep + line)
         self._fh.flush()
 
     def close(self) -> None:

@@ -65,6 +65,7 @@ from isal import isal_zlib
 from politecrawl.errors import StorageError
 from politecrawl.net.fetch import FetchResult
 from politecrawl.storage.cdxj import cdxj_line, index_name, index_warc, prepare, write_index
+from politecrawl.storage.logs import mend
 
 # on the records of an https exchange made with --tls-insecure: the server's certificate was
 # not checked (a WARC 1.1 extension field, section 4: readers ignore fields they don't know)
@@ -245,8 +246,11 @@ class WarcWriter:
         self._append(packed.data, 2, packed.indexed())
         return packed.capture
 
-    def write_revisit(self, res: FetchResult, *, profile: str, original: Capture | None) -> None:
+    def write_revisit(
+        self, res: FetchResult, *, profile: str, original: Capture | None
+    ) -> str | None:
         """A revisit record (WARC 1.1 section 6.7) and its request record; no payload again.
+        Returns the revisit record's id (None when nothing was written: no response).
 
         ``profile``: "identical-payload-digest" for a payload byte-identical to ``original``'s
         (the response's HTTP headers kept); "server-not-modified" after a 304 (an empty block
@@ -286,6 +290,7 @@ class WarcWriter:
             digest=rec.headers.get("WARC-Payload-Digest"),
         )
         self._append(request + revisit, 2, [(len(request), len(revisit), line)])
+        return f"<{rec_id}>"  # as WARC-Record-ID writes it, as a Capture's id is
 
     def write_metadata(
         self, url: str, started: float, refers_to: str, fields: list[tuple[str, str]]
@@ -300,7 +305,7 @@ class WarcWriter:
         rec.headers["WARC-Refers-To"] = refers_to
         rec.headers["Content-Type"] = "application/warc-fields"
         body = "".join(f"{k}: {' '.join(v.split())}\r\n" for k, v in fields)
-        rec.set_bytes_content(body.encode("utf-8"))
+        rec.set_bytes_content(mend(body).encode("utf-8"))  # a site's lone surrogate: U+FFFD
         self._append(_member(rec), 1)  # not indexed: CDXJ lists captures
 
     def flush(self) -> None:

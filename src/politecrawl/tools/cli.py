@@ -139,9 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--max-urls-per-host", type=int, help="URLs per host at most")
     fetch = sub.add_parser(
         "fetch",
-        help="fetch a segment politely, following nothing",
-        description="Fetch the URLs of a segment file (one a line) with "
-        "every politeness rule, following no link. Takes crawl's options.",
+        help="fetch a segment politely, following no link (only its URLs' redirects)",
+        description="Fetch the URLs of a segment file (one a line) with every politeness "
+        "rule, following no link: a URL's redirects are followed (3 hops at most), its "
+        "page's links are kept for the next segment. Takes crawl's options.",
     )
     fetch.add_argument("segment", type=Path, help="the segment file")
     add_crawl_options(fetch)

@@ -52,8 +52,12 @@ def check(
     resolve: tuple[str, ...] = (),
     allow_private: bool = False,
 ) -> list[str]:
-    """Lines of output: where the rules came from, then one verdict per URL."""
+    """Lines of output: where the rules came from, then one verdict per URL. A URL that is
+    not one (``http://[bad``) is refused with the source, before anything is read: a
+    verdict on it would say nothing of the URL meant."""
     token = validate_user_agent(user_agent)
+    for url in urls:
+        _check_url(url)
     path = Path(source)
     if "://" not in source:
         try:
@@ -68,10 +72,7 @@ def check(
             allow_private_addresses=allow_private,
             total_timeout_s=30.0,
         )
-        try:
-            canonicalize(source)
-        except ValueError as exc:
-            raise ConfigError(f"bad URL {source!r}: {exc}") from None
+        _check_url(source)
         rules, header = asyncio.run(_fetch(source, cfg))
     lines = [f"# {header}; product token {token!r}"]
     delay = rules.crawl_delay(token)
@@ -89,3 +90,15 @@ def check(
             why = f"{v.rule} (line {v.line})"
         lines.append(f"{'ALLOWED   ' if v.allowed else 'DISALLOWED'} {url}  <- {why}")
     return lines
+
+
+def _check_url(url: str) -> None:
+    """ConfigError unless ``url`` is an http(s) URL the crawler could ask, or a path (``/x``)."""
+    if url.startswith("/") and not url.startswith("//"):
+        return
+    try:
+        canonicalize(url)
+    except ValueError as exc:
+        raise ConfigError(
+            f"bad URL {url!r}: {exc} (give an http(s) URL, or a path starting with /)"
+        ) from None

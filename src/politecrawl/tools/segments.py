@@ -2,11 +2,12 @@
 
 ``build`` reads earlier crawls' folders: every discovered URL that was never fetched (queued,
 or dropped only for the frontier's cap) and every link a segment fetch recorded
-(``log/links.jsonl``: a fetch follows nothing but keeps what it found). It passes them through
-the same gate as live links (``admission.Gate``: scope, never-crawl list, extension filter,
-traps), drops what any crawl fetched and what an earlier segment already handed out (every
-``*.seg`` file beside ``--out``), and writes them sorted by registered domain then URL (one
-site's URLs together, the order the fetcher's politeness keys want). ``politecrawl fetch
+(``log/links.jsonl``: a fetch follows no link, only its URLs' redirects, but keeps the
+links it found). It passes them through the same gate as live links (``admission.Gate``:
+scope, never-crawl list, extension filter, traps), drops what any crawl fetched and what an
+earlier segment already handed out (every ``*.seg`` file beside ``--out``), and writes them
+sorted by registered domain then URL (one site's URLs together, the order the fetcher's
+politeness keys want). ``politecrawl fetch
 SEGMENT`` then crawls that list; ``--state FILE`` keeps robots.txt copies, response times and
 delays across segments, so a site's robots.txt is not asked again while fresh. So the loop
 crawl -> build -> fetch -> build -> fetch ... goes on, segment after segment, without repeats.

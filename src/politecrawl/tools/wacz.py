@@ -97,8 +97,9 @@ def pack(dirs: list[Path], output: Path, *, title: str | None = None) -> dict[st
             if title:
                 package["title"] = title
             if len(pages) > 1:
-                package["mainPageURL"] = pages[1]["url"]
-                package["mainPageDate"] = pages[1]["ts"]
+                main = _main_page(dirs, pages[1:])
+                package["mainPageURL"] = main["url"]
+                package["mainPageDate"] = main["ts"]
             data = json.dumps(package, indent=2).encode()
             zf.writestr("datapackage.json", data)
             digest = {"path": "datapackage.json", "hash": "sha256:" + _sha256(data)}
@@ -180,7 +181,7 @@ def _pages(dirs: list[Path]) -> Iterator[dict[str, Any]]:
                     skipped += 1
                     continue
                 ts = row["time"][:19] + "Z"
-                # (a duplicate names its original's record: the id is the page's own)
+                # (the page's own id: its row's record id is unknown to older crawls' rows)
                 page_id = hashlib.sha1(f"{row['url']} {row.get('time')}".encode()).hexdigest()
                 page = {"id": page_id[:32], "url": row["url"], "ts": ts}
                 if row.get("title"):
@@ -190,6 +191,17 @@ def _pages(dirs: list[Path]) -> Iterator[dict[str, Any]]:
             log.warning("%s: pages rows without a url or time left out: %d", out, skipped)
         for line in damage.lines(out):
             log.warning("%s: %s (left out of pages.jsonl)", out, line)
+
+
+def _main_page(dirs: list[Path], pages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The page a viewer opens first: the crawl's first seed (the first folder's
+    ``seeds.txt``) when it was stored, its first capture; else the first page stored."""
+    try:
+        with (dirs[0] / "seeds.txt").open(encoding="utf-8") as fh:
+            first = next((line.strip() for line in fh if line.strip()), None)
+    except (OSError, UnicodeDecodeError):  # a crawl made before seeds.txt; a damaged one
+        first = None
+    return next((p for p in pages if p["url"] == first), pages[0])
 
 
 def _sha256(data: bytes) -> str:
