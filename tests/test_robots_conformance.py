@@ -781,7 +781,8 @@ def test_crawl_delay_fractions_and_garbage() -> None:
     assert rules.crawl_delay("d") == 7.0
     assert rules.crawl_delay("zed") == 10.0
     assert RobotsRules.parse("Crawl-delay: 3\nUser-agent: *\n").crawl_delay("x") is None
-    assert RobotsRules.parse("User-agent: *\nCrawl-delay: 1e999\n").crawl_delay("x") is None
+    # a number too large for a float is still a number: honoured as the longest delay
+    assert RobotsRules.parse("User-agent: *\nCrawl-delay: 1e999\n").crawl_delay("x") == 86400
 
 
 def test_crawl_delay_does_not_end_user_agent_run() -> None:

@@ -16,15 +16,12 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from politecrawl.errors import ConfigError
+from politecrawl.polite import useragent
 from politecrawl.urls.canonical import canonical_seeds
 
 Scope = Literal["host", "domain", "any"]
 KeyMode = Literal["host", "domain", "ip"]
 
-_BROWSER_TOKENS = re.compile(
-    r"\b(mozilla|chrome|safari|applewebkit|gecko|firefox|edg|opera|msie)/", re.I
-)
-_URL_IN_UA = re.compile(r"https?://[^\s)\];,]+", re.I)
 _PRODUCT = re.compile(r"^([A-Za-z_-][A-Za-z0-9_.-]*)(/[^\s]+)?")
 
 
@@ -32,7 +29,8 @@ def validate_user_agent(user_agent: str) -> str:
     """Return the product token; refuse a UA a site operator could not identify us by.
 
     The seeds' first rule of politeness: name the bot, link to a page about it, and never
-    pretend to be a browser.
+    pretend to be a browser, a tool or another crawler (robots.txt groups for ``Googlebot``
+    would apply to a UA that names it: ``polite.useragent``).
     """
     ua = user_agent.strip()
     if not ua:
@@ -45,12 +43,10 @@ def validate_user_agent(user_agent: str) -> str:
             f"--user-agent {ua!r} holds a control character (a line break?): a header is one "
             "line of text"
         )
-    if _BROWSER_TOKENS.search(ua):
-        raise ConfigError(
-            f"--user-agent {ua!r} pretends to be a browser (Mozilla/, Chrome/, "
-            "Safari/...): name the bot honestly"
-        )
-    if not _URL_IN_UA.search(ua):
+    why = useragent.impersonation(ua)
+    if why is not None:
+        raise ConfigError(f"--user-agent {ua!r} {why}")
+    if not useragent.URL_IN_UA.search(ua):
         raise ConfigError(
             f"--user-agent {ua!r} carries no info URL (http:// or https://) "
             "where site operators can read about the bot"
@@ -58,6 +54,9 @@ def validate_user_agent(user_agent: str) -> str:
     m = _PRODUCT.match(ua)
     if not m:
         raise ConfigError(f"--user-agent {ua!r} does not start with a bot name (product token)")
+    why = useragent.unopenable_url(ua)
+    if why is not None:
+        raise ConfigError(f"--user-agent {ua!r} {why}")
     return m.group(1)
 
 

@@ -108,11 +108,11 @@ class RobotsCache:
     @staticmethod
     def _rules(rec: RobotsRecord) -> RobotsRules:
         if robots_outcome(rec.status) is RobotsOutcome.RULES:
-            return RobotsRules.parse(rec.body[:MAX_ROBOTS_BYTES])
+            return RobotsRules.parse(rec.body[:MAX_ROBOTS_BYTES], origin=rec.origin)
         if robots_usable(rec.status):
             return RobotsRules.allow_all()
         if rec.good_body is not None and rec.fetched_at - rec.failing_since >= LAST_GOOD_AFTER_S:
-            return RobotsRules.parse(rec.good_body)
+            return RobotsRules.parse(rec.good_body, origin=rec.origin)
         return RobotsRules.disallow_all()
 
     def _remember(self, origin: str, hit: _Hit) -> None:

@@ -37,6 +37,12 @@ Behaviour, with the RFC 9309 sections it follows:
   Matching is greedy leftmost ``str.find`` (linear, no regex backtracking).
 * Google only: ``Allow: /dir/index.html`` also allows ``/dir/``.
 * Extensions: ``Crawl-delay`` per group, ``Sitemap`` anywhere (absolute URLs).
+  Crawl-delay is seconds, fractions allowed (as Yandex documented it; Google ignores it);
+  RFC 9309 says nothing of it, so ``_read_delay`` takes the slower reading when
+  a value is not plainly a number: ``1e3`` is 1000, ``10,5`` is 10.5 (a decimal comma) but
+  ``1,500`` is 1500, ``7 s`` is 7, ``2 min`` is 120; more than a day is a day
+  (``MAX_CRAWL_DELAY_S``); negative, ``nan``, ``inf`` and words are ignored (the crawl's own
+  delay applies). Each such line of a group that applies to us is a warning with its number.
 
 This module reads the file and picks the groups that apply to a user agent; matching a
 request path against their rules is ``robotsmatch`` (the hot path, kept on its own).
@@ -44,6 +50,7 @@ request path against their rules is ``robotsmatch`` (the hot path, kept on its o
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from dataclasses import dataclass
@@ -60,7 +67,9 @@ from politecrawl.robots.match import (
     request_path,
 )
 
-__all__ = ["RobotsRules", "UsageLine", "product_token"]
+__all__ = ["MAX_CRAWL_DELAY_S", "RobotsRules", "UsageLine", "product_token"]
+
+log = logging.getLogger("politecrawl")
 
 MAX_BYTES: Final = 512_000
 """RFC 9309 §2.5: parse at least 500 KiB; we parse exactly that much."""
@@ -73,7 +82,23 @@ _WS: Final = " \t\n\v\f\r"  # ASCII whitespace only: other bytes may be UTF-8 pa
 _LINE_SPLIT: Final = re.compile(r"\r\n|\r|\n")
 _BLANK_RUN: Final = re.compile(r"[ \t]+")
 _TOKEN: Final = re.compile(r"[A-Za-z_-]*")
-_DELAY: Final = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)")
+MAX_CRAWL_DELAY_S: Final = 86_400.0
+"""A longer Crawl-delay (``1e9``) is honoured as a day: one request a day is already "as slow
+as you like", and a delay of years would hold the site's lease in the crawl's state forever."""
+
+# A leading number: thousands grouped by commas (``1,500``: the larger reading), else a
+# decimal point or comma (``10,5``), then an exponent. What follows it is read by _UNITS.
+_DELAY: Final = re.compile(
+    r"\+?(?:(?P<thousands>[1-9]\d{0,2}(?:,\d{3})+)(?![\d,])(?:\.\d*)?"
+    r"|\d+(?:[.,]\d*)?|[.,]\d+)(?:[eE][+-]?\d+)?"
+)
+_UNIT: Final = re.compile(r"\s*([A-Za-z]+)")
+_UNITS: Final = {
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60.0),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3600.0),
+    **dict.fromkeys(("d", "day", "days"), 86400.0),
+}
 
 _USER_AGENT_KEYS: Final = ("user-agent", "useragent", "user agent")
 _DISALLOW_KEYS: Final = ("disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw")
@@ -110,13 +135,14 @@ _USAGE_KEYS: Final = ("content-usage", "content-signal")
 class _Group:
     """A group while parsing: its user agents, rules, crawl delay and usage lines."""
 
-    __slots__ = ("agents", "crawl_delay", "is_global", "rules", "usage")
+    __slots__ = ("agents", "crawl_delay", "delay_notes", "is_global", "rules", "usage")
 
     def __init__(self) -> None:
         self.agents: list[str] = []
         self.is_global = False
         self.rules: list[Rule] = []
         self.crawl_delay: float | None = None
+        self.delay_notes: list[tuple[int, str]] = []  # (line, how an odd value was read)
         self.usage: list[UsageLine] = []
 
 
@@ -129,11 +155,36 @@ class _Selection:
     usage: tuple[UsageLine, ...] = ()
 
 
-def _parse_delay(value: str) -> float | None:
-    if _DELAY.fullmatch(value) is None:
-        return None
-    delay = float(value)
-    return delay if math.isfinite(delay) else None
+def _read_delay(value: str) -> tuple[float | None, str | None]:
+    """A Crawl-delay value in seconds (None: ignored), and how it was read if it is not
+    plainly a number in seconds (for the warning). The slower reading when in doubt: a
+    value that is too fast is the one a site complains of."""
+    m = _DELAY.match(value)
+    if m is None:
+        why = "is negative" if value[:1] == "-" else "is not a number"
+        return None, f"{why}: ignored" if value else "has no value: ignored"
+    text = m.group()
+    notes = []
+    if m.group("thousands") is not None:
+        delay = float(text.replace(",", ""))
+        notes.append("the commas group thousands")
+    else:
+        delay = float(text.replace(",", "."))
+        if "," in text:
+            notes.append("a decimal comma")
+    rest = value[m.end() :]
+    unit = _UNIT.match(rest)
+    if unit is not None and unit.group(1).lower() in _UNITS:
+        delay *= _UNITS[unit.group(1).lower()]
+        rest = rest[unit.end() :]
+        notes.append(f"unit {unit.group(1)!r}")
+    if rest.strip(_WS):
+        notes.append(f"{rest.strip(_WS)[:40]!r} ignored")
+    if not math.isfinite(delay) or delay > MAX_CRAWL_DELAY_S:  # 1e999 overflows to inf
+        return MAX_CRAWL_DELAY_S, f"is over a day: honoured as {MAX_CRAWL_DELAY_S:g} s"
+    if not notes:
+        return delay, None
+    return delay, f"read as {delay:g} s ({', '.join(notes)})"
 
 
 def _is_absolute_url(url: str) -> bool:
@@ -155,7 +206,7 @@ def _is_absolute_url(url: str) -> bool:
 class RobotsRules:
     """A parsed robots.txt. Immutable apart from the lazily built per-agent matchers."""
 
-    __slots__ = ("_by_key", "_by_ua", "_deny_all", "_global", "_index", "_sitemaps")
+    __slots__ = ("_by_key", "_by_ua", "_deny_all", "_global", "_index", "_origin", "_sitemaps")
 
     def __init__(
         self,
@@ -163,9 +214,11 @@ class RobotsRules:
         sitemaps: list[str],
         *,
         deny_all: bool = False,
+        origin: str = "",
     ) -> None:
         self._sitemaps = sitemaps
         self._deny_all = deny_all
+        self._origin = origin
         index: dict[str, list[_Group]] = {}
         global_groups: list[_Group] = []
         for group in groups:
@@ -179,8 +232,11 @@ class RobotsRules:
         self._by_ua: dict[str, _Selection] = {}
 
     @classmethod
-    def parse(cls, body: bytes | str) -> RobotsRules:
-        """Parse a robots.txt body. Never raises: unparseable lines are skipped (§2.3.1.5)."""
+    def parse(cls, body: bytes | str, *, origin: str = "") -> RobotsRules:
+        """Parse a robots.txt body. Never raises: unparseable lines are skipped (§2.3.1.5).
+
+        ``origin`` only names the site in warnings (a Crawl-delay read otherwise than as
+        written, said when the rules are first asked for an agent its group applies to)."""
         data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else bytes(body)
         truncated = len(data) > MAX_BYTES
         if truncated:
@@ -251,15 +307,19 @@ class RobotsRules:
                 if _is_absolute_url(url):
                     sitemaps[url] = None  # §2.2.4: other records, global
             elif k.startswith(_CRAWL_DELAY_KEYS):
-                delay = _parse_delay(value)
+                if group is None:
+                    continue  # outside any group: no one's
+                delay, note = _read_delay(value)
+                if note is not None:
+                    group.delay_notes.append((number, f"Crawl-delay {value[:80]!r} {note}"))
                 # Several values for one group: keep the largest (most polite).
-                if group is not None and delay is not None:
+                if delay is not None:
                     group.crawl_delay = max(delay, group.crawl_delay or 0.0)
             elif key.lower() in _USAGE_KEYS and group is not None:
                 in_rules = True  # a rule of the group (aipref-attach §3), as Allow is
                 group.usage.append(UsageLine(key.lower(), number, value))
             # Anything else is an unknown record: it does not end the group (§2.2.4).
-        return cls(groups, list(sitemaps))
+        return cls(groups, list(sitemaps), origin=origin)
 
     @classmethod
     def allow_all(cls) -> RobotsRules:
@@ -297,9 +357,17 @@ class RobotsRules:
                 Matcher(rules) if rules else None, max(delays, default=None), usage
             )
             self._by_key[key] = selection
+            self._warn_delays(groups)
         if len(self._by_ua) < 64:
             self._by_ua[user_agent] = selection
         return selection
+
+    def _warn_delays(self, groups: list[_Group]) -> None:
+        """Say each Crawl-delay of ``groups`` that was not read as written: the crawl goes at
+        another pace than the file seems to ask (or its own, for a value it ignored)."""
+        site = f"robots.txt of {self._origin}" if self._origin else "robots.txt"
+        for line, note in sorted(n for g in groups for n in g.delay_notes):
+            log.warning("%s, line %d: %s", site, line, note)
 
     def decide(self, user_agent: str, url: str) -> Verdict:
         """Whether ``user_agent`` may fetch ``url``, and which rule said so."""
