@@ -67,33 +67,50 @@ class RedisServer:
 
     def start(self, timeout_s: float = 10.0) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="pc-redis-")
-        log = Path(self._dir.name) / "server.log"
         for _ in range(5):  # the free port may be taken between probe and bind: try again
             self.port = _free_port()
             while "--cluster-enabled" in self.args and self.port > 55535:
                 self.port = _free_port()  # its cluster bus listens on port + 10000
-            cmd = [
-                self.binary,
-                "--port", str(self.port),
-                "--bind", "127.0.0.1",
-                "--dir", self._dir.name,
-                "--save", "",
-                "--appendonly", "no",
-                "--daemonize", "no",
-                "--logfile", str(log),
-                *self.args,
-            ]  # fmt: skip
-            self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-            )
-            deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                if _ping(self.port):
-                    return
-                time.sleep(0.02)
-            self.stop(keep_dir=True)
-        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-        raise RuntimeError(f"redis-server did not start: {tail}")
+            if self._launch(timeout_s):
+                return
+        raise RuntimeError(f"redis-server did not start: {self._log_tail()}")
+
+    def restart(self, down_s: float, timeout_s: float = 10.0) -> None:
+        """Stopped, and started again ``down_s`` later on the same port and folder (its
+        append-only file read back, when the server keeps one)."""
+        self.stop(keep_dir=True)
+        time.sleep(down_s)
+        if not self._launch(timeout_s):
+            raise RuntimeError(f"redis-server did not start again: {self._log_tail()}")
+
+    def _log_tail(self) -> str:
+        log = Path(self._dir.name) / "server.log" if self._dir is not None else None
+        return log.read_text(errors="replace")[-2000:] if log and log.exists() else ""
+
+    def _launch(self, timeout_s: float) -> bool:
+        assert self._dir is not None
+        log = Path(self._dir.name) / "server.log"
+        cmd = [
+            self.binary,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", self._dir.name,
+            "--save", "",
+            "--appendonly", "no",
+            "--daemonize", "no",
+            "--logfile", str(log),
+            *self.args,
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if _ping(self.port):
+                return True
+            time.sleep(0.02)
+        self.stop(keep_dir=True)
+        return False
 
     def stop(self, *, keep_dir: bool = False) -> None:
         proc, self.proc = self.proc, None

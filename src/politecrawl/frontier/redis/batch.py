@@ -58,6 +58,8 @@ except ImportError:  # (a redis-py without it: replies are read by its read_resp
 # a batch's replies all come back within this, or the connection counts as lost (redis-py's
 # own socket timeout, which this replaces on the batcher's connection, is 5 s per reply)
 BATCH_DEADLINE_S = 10.0
+# the waits before a batch is sent again while the server cannot be reached (about 16 s in all)
+RECONNECT_WAITS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class ConnectionLost(FrontierError, RedisConnectionError):
@@ -130,7 +132,7 @@ class Batcher:
         calls = [args for _, args, _ in batch]
         try:
             try:
-                replies = await self._exchange(calls)
+                replies = await self._exchange_riding_out(calls)
             except (RedisConnectionError, RedisTimeoutError):
                 if not self.cluster:
                     raise
@@ -159,6 +161,23 @@ class Batcher:
                 fut.set_exception(reply)
             else:
                 fut.set_result(reply)
+
+    async def _exchange_riding_out(self, calls: list[Sequence[Any]]) -> list[Any]:
+        """``_exchange``, sent again on a new connection while the server cannot be reached,
+        for up to ``sum(RECONNECT_WAITS_S)`` (a restart: every worker stopped at once on a
+        0.5 s one, "lost the frontier", and the crawl with them). A batch whose replies were
+        lost may have run: its scripts are safe to run again (module docstring). No reply in
+        time (``NoReply``) is not ridden out: a server that hangs is no restart."""
+        for wait in (*RECONNECT_WAITS_S, None):
+            try:
+                return await self._exchange(calls)
+            except NoReply:
+                raise
+            except RedisConnectionError:
+                if wait is None:
+                    raise
+                await asyncio.sleep(wait)
+        raise AssertionError("unreachable")  # (the loop returns or raises)
 
     def _connection(self, name: str, cls: type[aioredis.Connection], kw: dict[str, Any]) -> Any:
         conn = self._conns.get(name)

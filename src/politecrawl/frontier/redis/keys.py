@@ -14,6 +14,9 @@ from typing import Any
 
 import orjson
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
 
 from politecrawl.errors import FrontierError
@@ -191,8 +194,15 @@ async def connect(url: str) -> Client:
     url = split_url(url.replace("valkey://", "redis://", 1))[0]
     # one connection per command in flight; redis-py 8 fails a command beyond 100 of them
     # ("Too many connections"): a crawl's turns wait for a free one instead
+    # a command whose connection broke is sent again on a new one while the server restarts
+    # (as the batcher's calls are: ``batch.RECONNECT_WAITS_S``); redis-py's default retried
+    # too little for a restart, and every worker stopped on a 0.5 s one
     pool = aioredis.BlockingConnectionPool.from_url(
-        url, max_connections=MAX_CONNECTIONS, timeout=None
+        url,
+        max_connections=MAX_CONNECTIONS,
+        timeout=None,
+        retry=Retry(ExponentialBackoff(cap=8.0, base=0.2), 7),
+        retry_on_error=[RedisConnectionError],
     )
     r: aioredis.Redis = aioredis.Redis.from_pool(pool)
     try:
