@@ -48,6 +48,7 @@ _MAX_ENTRIES = 200_000
 # met the cached failure, and a 20 s DNS outage gave its sites up for good). RFC 2308 7.1
 # allows caching a server failure; the negative TTL is for names that do not exist
 _TRANSIENT_FAILURE_S = 5.0
+_JUST_FAILED_S = 1.0  # a failure this fresh answers a turn's lookup too: not asked twice
 
 
 class NameNotResolved(FetchError, socket.gaierror):
@@ -85,6 +86,7 @@ class _Entry:
     error: NameNotResolved | None
     expires: float
     refresh_at: float
+    failed_at: float = 0.0  # a failure: when (a turn re-asks past a transient one)
 
 
 class NameCache:
@@ -121,9 +123,10 @@ class NameCache:
         """The addresses of ``host`` (IPv6 and IPv4, in c-ares' order); raises
         ``NameNotResolved``, from the cache while the failure's negative TTL lasts."""
         entry = self._fresh(host)
-        if entry is None or _transient(entry):
+        if entry is None or (_transient(entry) and self._failed_before(entry)):
             # (a turn asks again past a transient failure: turns are spaced by the site's
-            # delay or backoff, so this is one query per turn, not per link)
+            # delay or backoff, so this is one query per turn, not per link; a failure just
+            # stored is the answer to the lookup this turn waited for, not asked twice)
             entry = await self._resolve(host)
         else:
             self.hits += 1
@@ -181,6 +184,10 @@ class NameCache:
         if entry is not None and entry.expires <= self.clock():
             return None
         return entry
+
+    def _failed_before(self, entry: _Entry) -> bool:
+        """A transient failure older than ``_JUST_FAILED_S``."""
+        return self.clock() - entry.failed_at >= _JUST_FAILED_S
 
     def _refresh(self, host: str) -> None:
         """A ``keep_for`` timer: look ``host`` up again unless done meanwhile or closed."""
@@ -269,8 +276,9 @@ class NameCache:
             keep = self.negative_ttl_s
             if errno == socket.EAI_AGAIN:
                 keep = min(keep, _TRANSIENT_FAILURE_S)
-            end = now + keep
-            return _Entry((), error, end, end)
+            failed = self.clock()  # (a lookup may take its whole hard stop: kept from its end)
+            end = failed + keep
+            return _Entry((), error, end, end, failed)
         addrs: list[tuple[str, socket.AddressFamily]] = []
         ttls: list[float] = []
         for node in found.nodes:

@@ -168,16 +168,14 @@ class Batcher:
         0.5 s one, "lost the frontier", and the crawl with them). A batch whose replies were
         lost may have run: its scripts are safe to run again (module docstring). No reply in
         time (``NoReply``) is not ridden out: a server that hangs is no restart."""
-        for wait in (*RECONNECT_WAITS_S, None):
+        for wait in RECONNECT_WAITS_S:
             try:
                 return await self._exchange(calls)
             except NoReply:
                 raise
             except RedisConnectionError:
-                if wait is None:
-                    raise
                 await asyncio.sleep(wait)
-        raise AssertionError("unreachable")  # (the loop returns or raises)
+        return await self._exchange(calls)  # the last try: its failure is the caller's
 
     def _connection(self, name: str, cls: type[aioredis.Connection], kw: dict[str, Any]) -> Any:
         conn = self._conns.get(name)
