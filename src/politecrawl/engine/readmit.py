@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from politecrawl.engine.losses import ROBOTS_UNAVAILABLE
 from politecrawl.engine.outcome import DropReason
-from politecrawl.urls.canonical import origin_of
+from politecrawl.polite import politeness
+from politecrawl.urls.canonical import origin_of, politeness_key
 
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
@@ -58,6 +59,10 @@ async def readmit(ctx: CrawlContext, notify: Callable[[str], None]) -> list[str]
     if rows:  # their sites' robots.txt could not be reached: it may be back now
         for origin in sorted({origin_of(r[0]) for r in rows}):
             await ctx.robots.forget_failures(origin)
+        mode = ctx.cfg.politeness.key_mode
+        if mode != "ip":  # (an address key is known only once the name is resolved)
+            for key in sorted({politeness_key(r[0], mode) for r in rows}):
+                politeness.unpark(await ctx.store.host(key))
         urls = await ctx.admission.readmit(rows, kept.requeue)
         if urls:
             _uncount(c, DropReason.ROBOTS_UNAVAILABLE.value, len(urls))

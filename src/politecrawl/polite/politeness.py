@@ -188,6 +188,16 @@ def record_failure(state: HostState, cfg: PolitenessConfig, now: float) -> bool:
     return False
 
 
+def unpark(state: HostState) -> None:
+    """A resume asks again a site given up for its robots.txt: the parking its failures
+    earned is lifted (a server's own Retry-After is not), and its run of failures starts
+    over. Parked, its URLs queued once more waited ``park_s`` (an hour) for nothing."""
+    if state.retry_after_until == state.parked_until:
+        state.retry_after_until = 0.0
+    state.parked_until = 0.0
+    state.consecutive_failures = 0
+
+
 def forgive_failures(state: HostState, n: int) -> None:
     """Take back ``n`` failures that were not the site's (the crawler's own network was down,
     ``engine.outage``): its runs of failures and refusals, and the backoff they doubled."""
