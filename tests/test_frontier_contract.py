@@ -682,6 +682,125 @@ async def test_the_ip_of_a_key_survives_reopen(open_frontier: Opener) -> None:
     assert [await lease(g, T0), await lease(g, T0)] == ["a.test", None]
 
 
+# -- a host that moves to another server: the key follows the address connected to ----------
+
+
+def hosts_at(where: dict[str, tuple[str, ...] | None]) -> Callable[[str], Any]:
+    """A crawl's ``addresses``: each host's addresses now (None: being looked up)."""
+    return lambda url: where[url.split("/")[2]]
+
+
+def three_on_two_ips() -> list[UrlEntry]:
+    return [e("1", "a.test", 3.0, ip=IP1), e("1", "b.test", 2.0, ip=IP2), e("1", "c.test", ip=IP1)]
+
+
+def one_shard(opener: Opener, shards: int | None) -> dict[str, int]:
+    """Redis with ``shards=1``: an address's turn-taking in the moved key's own shard."""
+    return {"shards": shards} if shards and opener.kind.startswith("redis") else {}  # type: ignore[attr-defined]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("shards", [None, 1])
+async def test_a_host_that_moved_is_gated_on_its_new_server(
+    open_frontier: Opener, shards: int | None
+) -> None:
+    """Queued on IP1, its host is on IP2 now (a new DNS answer): leased on IP2, not IP1."""
+    f = await open_frontier(**one_shard(open_frontier, shards))
+    f.addresses = hosts_at({"a.test": (IP2,), "b.test": (IP2,), "c.test": (IP1,)})
+    await f.add(three_on_two_ips())
+    assert await lease(f, T0) == "a.test"  # moved to IP2, free
+    assert await lease(f, T0) == "c.test"  # IP1: a.test left it
+    assert await lease(f, T0) is None  # b.test waits for IP2, a.test's now
+    await drain(f, "a.test", T0)
+    await f.release("a.test", ip_state("a.test", T0 + 5.0))
+    assert await lease(f, T0 + 4.9) is None  # IP2's gap, set by a.test's request
+    assert await lease(f, T0 + 5.0) == "b.test"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("shards", [None, 1])
+async def test_a_request_that_went_to_another_address_moves_its_key(
+    open_frontier: Opener, shards: int | None
+) -> None:
+    """A host with two addresses, the connection went to the other one: the key holds that
+    one until its release (no other key of it is leased meanwhile) and frees the first."""
+    f = await open_frontier(**one_shard(open_frontier, shards))
+    f.addresses = hosts_at({"a.test": (IP1, IP2), "b.test": (IP2,), "c.test": (IP1,)})
+    await f.add(three_on_two_ips())
+    assert await lease(f, T0) == "a.test"  # IP1 is still one of its host's: kept
+    await f.connected("a.test", IP2)
+    assert await lease(f, T0) == "c.test"
+    assert await lease(f, T0) is None  # b.test: IP2 is a.test's until its release
+    await drain(f, "a.test", T0)
+    await f.release("a.test", ip_state("a.test", T0 + 5.0))
+    assert await lease(f, T0 + 4.9) is None
+    assert await lease(f, T0 + 5.0) == "b.test"
+    await drain(f, "b.test", T0 + 5.0)
+    await f.release("b.test", ip_state("b.test", T0 + 6.0))
+    await f.add([e("2", "a.test", ip=IP1)])  # a later entry's address: not the key's
+    assert await lease(f, T0 + 5.5) is None  # a.test stays on IP2 (one of its host's)
+    assert await lease(f, T0 + 6.0) == "a.test"
+
+
+@pytest.mark.e2e
+async def test_a_reopened_crawl_asks_where_each_host_is_now(open_frontier: Opener) -> None:
+    """The saved map is not trusted at a resume: a due key's host is looked up first (it
+    waits for the answer, at most ``LOOKUP_WAIT_S``), and the address it moved to is saved."""
+    f = await open_frontier()
+    await f.add([e("1", "a.test", 2.0, ip=IP1), e("2", "a.test", 2.0, ip=IP1)])
+    await f.add([e("1", "b.test", 1.0, ip=IP2), e("2", "b.test", 1.0, ip=IP2)])
+    await f.store.close()
+    g = await open_frontier()
+    where: dict[str, tuple[str, ...] | None] = {"a.test": None, "b.test": (IP2,)}
+    g.addresses = hosts_at(where)
+    assert await lease(g, T0) == "b.test"  # a.test waits for its answer
+    assert await lease(g, T0 + 0.05) is None
+    await drain(g, "b.test", T0 + 0.05)
+    await g.release("b.test", ip_state("b.test", T0 + 0.5))
+    where["a.test"] = (IP2,)  # the answer: a.test moved to b.test's server
+    assert await lease(g, T0 + 0.4) is None  # IP2's gap
+    assert await lease(g, T0 + 0.5) == "a.test"
+    assert await drain(g, "a.test", T0 + 0.5) == ["1", "2"]  # nothing lost by the waits
+    await g.release("a.test", ip_state("a.test", T0 + 1.0))
+    await g.store.close()
+    h = await open_frontier()  # no addresses given: the map as saved, a.test on IP2
+    await h.add([e("3", "a.test", ip=IP1), e("3", "b.test", ip=IP2)])
+    assert [await lease(h, T0 + 1.0), await lease(h, T0 + 1.0)] in (
+        ["a.test", None],
+        ["b.test", None],
+    )
+
+
+@pytest.mark.e2e
+async def test_a_dead_workers_hold_on_the_address_its_site_moved_to_expires(
+    open_shared: Opener,
+) -> None:
+    """Redis, 16 shards: IP2's turn-taking lives in another shard than a.test's queue (a
+    guest hold there). Its worker dies: the hold expires with the lease, as any."""
+    dead = await open_shared(lease_ttl_s=5.0)
+    alive = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=2.0)
+    dead.addresses = alive.addresses = hosts_at({"a.test": (IP2,), "b.test": (IP2,)})
+    await dead.add([e("1", "a.test", 2.0, ip=IP1), e("1", "b.test", 1.0, ip=IP2)])
+    assert dead.store.dir["a.test"] != dead.store.home(IP2)
+    assert await lease(dead, T0) == "a.test"  # on IP2, and the worker dies
+    assert await lease(alive, T0) is None  # b.test waits for IP2
+    assert await lease(alive, T0 + 5.0) is None  # reclaimed: the IP waits the reclaim delay
+    assert await lease(alive, T0 + 7.0) == "a.test"
+    assert await lease(alive, T0 + 7.0) is None
+
+
+@pytest.mark.e2e
+async def test_a_name_not_answered_waits_only_so_long(open_frontier: Opener) -> None:
+    f = await open_frontier()
+    f.addresses = hosts_at({"a.test": None})
+    await f.add([e("1", "a.test", ip=IP1)])
+    assert await lease(f, T0) is None
+    woke = await wake(f, T0)
+    assert woke is not None and T0 < woke <= T0 + 0.1
+    assert await lease(f, T0 + 1.0) is None
+    assert await lease(f, T0 + 2.0) == "a.test"  # LOOKUP_WAIT_S: on the address it had
+
+
 @pytest.mark.e2e
 async def test_keys_without_an_ip_are_not_held_back(open_frontier: Opener) -> None:
     f = await open_frontier()

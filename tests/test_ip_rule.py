@@ -6,7 +6,8 @@ What "computing the per-IP gate" means here, and what ``ip_gate_computed_outside
    and the times (an IP's next time, when a key called from the line may go) come from
    ``politeness.ip_gate`` / ``ip_free_at`` / ``ip_called_at`` / ``released_soonest``, defined
    in ``polite/politeness.py`` only, and called by both Python backends of the rule (the SQLite
-   frontier and the table ``--processes N`` shares, ``engine/partition.py``);
+   frontier's ``frontier/servers.py`` and the table ``--processes N`` shares,
+   ``engine/partition.py``);
 2. no other Python module compares, adds or takes the max/min of an IP time: read from the
    AST, no ``Compare`` (but ``is``/``in``, and a check against literal constants: validation),
    ``BinOp`` or ``max``/``min`` call outside ``polite/politeness.py`` has an operand naming an
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.unit
 SRC = Path(politecrawl.__file__).parent
 RULE_MODULE = "polite/politeness.py"
 GATE_FUNCTIONS = ("ip_gate", "ip_free_at", "ip_called_at", "released_soonest")
-BACKENDS = {"frontier/sqlite.py": ("ip_gate", "ip_free_at", "ip_called_at"),
+BACKENDS = {"frontier/servers.py": ("ip_gate", "ip_free_at", "ip_called_at"),
             "engine/partition.py": ("ip_gate", "ip_free_at")}  # fmt: skip
 _IP_TIME = re.compile(r"^_?ip_next$|^ip_free|^free_at$|^ip_when$|^ip_min_delay_s$")
 _LUA_IP_TIME = re.compile(r"'ipnext'|\bnxt\b|\bip_when\b")
@@ -102,7 +103,7 @@ def test_the_check_finds_a_second_copy(tmp_path: Path) -> None:
     """The check is not blind: the copies the rule had before it moved are all found."""
     (tmp_path / "frontier" / "redis").mkdir(parents=True)
     (tmp_path / "engine").mkdir()
-    (tmp_path / "frontier" / "sqlite.py").write_text(
+    (tmp_path / "frontier" / "servers.py").write_text(
         "def take(self, ip, now, state):\n"
         "    ip_next = self._ip_next.get(ip, 0.0)\n"
         "    if ip_next > now:\n"
@@ -120,12 +121,12 @@ def test_the_check_finds_a_second_copy(tmp_path: Path) -> None:
         "redis.call('HSET', P .. 'ipnext', ip, fmt(nxt))\n"
     )
     found = ip_gate_computed_outside(tmp_path)
-    assert "frontier/sqlite.py:3: ip_next > now" in found
-    assert any(f.startswith("frontier/sqlite.py:5: max(") for f in found)
+    assert "frontier/servers.py:3: ip_next > now" in found
+    assert any(f.startswith("frontier/servers.py:5: max(") for f in found)
     assert "engine/partition.py: does not call politeness.ip_gate" in found
     assert "frontier/redis/lib.lua:2: schedule(k, math.max(host_times(k), e, nxt))" in found
     assert not any(f.startswith("frontier/redis/lib.lua:1") for f in found)
-    assert "frontier/sqlite.py: does not call politeness.ip_gate" in found
+    assert "frontier/servers.py: does not call politeness.ip_gate" in found
     assert "engine/partition.py: does not call politeness.ip_free_at" in found
 
 

@@ -16,6 +16,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from socket import AF_UNSPEC
 from typing import Any
 
 from yarl import URL
@@ -137,6 +138,9 @@ class CrawlContext:
         if self.partition is not None and self.frontier.outbox is None:
             raise ConfigError("--processes N > 1 partitions the embedded frontier only")
         self.store: CrawlStore = self.frontier.store
+        rule = config.politeness
+        if rule.ip_min_delay_s is not None and rule.key_mode != "ip":  # (ip: the key is it)
+            self.frontier.addresses = self.connects_to  # the IP rule follows moving hosts
         self.counters = Counts()  # saved with every commit of the state (SQLite)
         self.rng = random.Random()
         self.sitemaps_per_host: Counter[str] = Counter()
@@ -302,6 +306,16 @@ class CrawlContext:
         if u.host:
             fetcher.resolver.keep_for(u.host, u.port or 0, next_allowed - self.clock())
 
+    def connects_to(self, url: str) -> tuple[str, ...] | None:
+        """Where a request for ``url`` would connect now, without waiting
+        (``GuardedResolver.current``); None while its name is looked up."""
+        try:
+            resolver = self.fetcher.resolver
+        except AttributeError:
+            return ()  # (no session open: nothing to ask)
+        u = URL(url)
+        return resolver.current(u.host or "", u.port or 0)
+
     async def ip_of(self, url: str) -> str | None:
         """The address a URL's host resolves to (cached per origin): the politeness key with
         ``--politeness-key ip``, else the IP rule's (see ``politeness``)."""
@@ -311,7 +325,8 @@ class CrawlContext:
         ip: str | None = None
         u = URL(url)
         try:
-            found = await self.fetcher.resolver.resolve(u.host or "", u.port or 0)
+            # (every family, in the order a connection tries them: its first is the IP's)
+            found = await self.fetcher.resolver.resolve(u.host or "", u.port or 0, AF_UNSPEC)
             ip = str(found[0]["host"]) if found else None
         except OSError:
             ip = None  # unresolvable or refused: keyed by host; the fetch will say why

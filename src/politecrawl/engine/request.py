@@ -45,6 +45,8 @@ async def request(
     politeness.record_start(host, cfg, ctx.clock())  # the real start
     res = await ctx.fetcher.fetch(url, html_only=html_only, extra_headers=extra_headers)
     politeness.record_end(host, ctx.clock())  # the next gap counts from here
+    if res.ip:  # the per-IP rule follows the address actually connected to
+        await ctx.frontier.connected(host.key, res.ip)
     ctx.counters["requests"] += 1
     absent = robots and res.status is not None and 400 <= res.status < 500 and res.status != 429
     if res.status is not None and res.status >= 400 and not absent:

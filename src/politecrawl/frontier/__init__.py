@@ -25,7 +25,11 @@ contract suite (tests/test_frontier_contract.py):
 - one server, many names: a key queued with an ``ip`` (the address its host resolves to) is
   leased only while no other key of that IP is leased, and not before the IP's next time
   (the largest ``HostState.ip_next`` a release of one of its keys gave); keys kept waiting
-  by their IP take turns in the order they were found waiting;
+  by their IP take turns in the order they were found waiting. A key's IP is its host's
+  address as first given, until the host moves: given ``addresses`` (where the request for
+  a URL would connect now), a due key whose IP its host no longer has moves to the host's
+  first address and is gated there; ``connected`` (the address a request actually went to)
+  moves it too, and it holds that IP until its release unless another key does;
 - a URL is queued at most once (the seen-set), and every queued URL ends ``finish``-ed or is
   still queued: none is lost, across restarts too;
 - the budget policy (``defer_ratio``, ``not_worth_it``): a due key whose best URL is below
@@ -35,7 +39,7 @@ contract suite (tests/test_frontier_contract.py):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -203,9 +207,22 @@ class Refusals(Protocol):
         ...
 
 
+# where a request for a URL would connect now, without waiting (``GuardedResolver.current``):
+# the addresses its host has, the one tried first first; None while its name is being looked up
+Addresses = Callable[[str], Sequence[str] | None]
+
+
 class Backend(Frontier, QueueUpkeep, Protocol):
     """A backend as ``frontier.factory.make_frontier`` opens it: the queues with their upkeep,
     and their store."""
+
+    # the per-IP rule follows each host's address (see the module docstring); None: a key
+    # keeps the IP it was first given
+    addresses: Addresses | None
+
+    async def connected(self, key: str, ip: str) -> None:
+        """The leased ``key``'s request went to ``ip``, the address actually connected to."""
+        ...
 
     @property
     def outbox(self) -> Outbox | None:
@@ -230,6 +247,7 @@ class Backend(Frontier, QueueUpkeep, Protocol):
 __all__ = [
     "PAGE",
     "SITEMAP",
+    "Addresses",
     "Backend",
     "CrawlStore",
     "Frontier",

@@ -19,12 +19,8 @@ only the commit touches the disk.
 
 A URL's state: 0 queued, 1 in flight (a crash there makes it a re-fetch), 2 finished.
 
-One server, many names: a key's IP (``key_ips``, from the first entry that named it) is
-held by the one key of it that is leased (``_ip_holder``); a key found due while its IP is
-held waits in the IP's line (``_ip_waiting``, first come first served) and is scheduled again,
-one at a time, when the holder is released; a key found due before the IP's next time
-(``_ip_next``) is simply scheduled at that time. Each costs O(log n), never a scan of the IP's
-keys.
+One server, many names: each key's IP (``key_ips``) is held by the one key of it that is
+leased, and follows its host when it moves (``frontier.servers``).
 """
 
 from __future__ import annotations
@@ -37,26 +33,19 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError
-from politecrawl.frontier import Lease, Outbox, Refusals, UrlEntry, not_worth_it
+from politecrawl.frontier import Addresses, Lease, Outbox, Refusals, UrlEntry, not_worth_it
+from politecrawl.frontier.servers import Servers, SharedIps
 from politecrawl.frontier.sqlitestore import SqliteStore
 from politecrawl.frontier.window import WINDOW, Window, between_turns, offer
-from politecrawl.polite import politeness
-from politecrawl.polite.politeness import HostState, IpGate, only_its_turn
+from politecrawl.polite.politeness import HostState, only_its_turn
 
 _COLS = "url, key, depth, hops, attempt, not_before, priority, kind, seq"
 _STORE_OPTIONS = ("seen_mode", "expected_urls", "seen_fp_rate", "robots_cache_size", "state_path")
-
-
-class SharedIps(Protocol):
-    """Server IPs held over all the processes of a crawl (``partition.IpTable``)."""
-
-    def hold(self, ip: str, now: float) -> float: ...
-
-    def release(self, ip: str, free_at: float) -> None: ...
+__all__ = ["SharedIps", "SqliteFrontier"]
 
 
 class SqliteFrontier:
@@ -87,13 +76,8 @@ class SqliteFrontier:
         self._ready_since: dict[str, float] = {}  # key -> when lease() first found it due
         self._overdue: deque[tuple[float, str]] = deque()  # (became due, key), oldest first
         self._leased: set[str] = set()
-        self._ip_of: dict[str, str] = {}  # key -> its server's address (the IP rule)
-        self._ip_holder: dict[str, str] = {}  # IP -> the one key of it leased now
-        self._ip_next: dict[str, float] = {}  # IP -> when it may be asked again
-        self._ip_waiting: dict[str, deque[str]] = {}  # IP -> keys due, waiting for it
-        self._waiting: set[str] = set()  # every key in some _ip_waiting line
-        # --processes N: the IP rule over all processes (``partition.IpTable``), after this one's
-        self.shared_ips = shared_ips
+        # the IP rule (--processes N: over all processes, ``partition.IpTable``, after this one)
+        self.servers = Servers(store.db, shared_ips, self._schedule, self._own_times)
         self._ready_seq = itertools.count()
         self._queued = 0
         self._commit_due: asyncio.Future[None] | None = None  # the next group commit
@@ -101,6 +85,15 @@ class SqliteFrontier:
         self.refetches = 0
         store.queue_stats = self._queue_stats
         self._load()
+
+    @property
+    def addresses(self) -> Addresses | None:
+        """Where a URL's request would connect now: the IP rule follows moving hosts."""
+        return self.servers.addresses
+
+    @addresses.setter
+    def addresses(self, where: Addresses | None) -> None:
+        self.servers.addresses = where
 
     @property
     def outbox(self) -> Outbox:
@@ -130,7 +123,6 @@ class SqliteFrontier:
     # -- start-up -------------------------------------------------------------------
     def _load(self) -> None:
         db = self._db
-        self._ip_of = dict(db.execute("SELECT key, ip FROM key_ips").fetchall())
         # a crash left these in flight: queue them again, marked as re-fetches
         self.refetches = db.execute(
             "UPDATE urls SET state=0, outcome='refetch' WHERE state=1"
@@ -163,9 +155,7 @@ class SqliteFrontier:
             if cur.rowcount != 1:  # a Bloom false positive's mirror: already in the store
                 out.append(False)
                 continue
-            if e.ip and e.key not in self._ip_of:
-                self._ip_of[e.key] = e.ip
-                execute("INSERT OR IGNORE INTO key_ips VALUES (?,?)", (e.key, e.ip))
+            self.servers.learn(e.key, e.ip)
             self._note_queued(e, seq)
             out.append(True)
         return out
@@ -180,7 +170,7 @@ class SqliteFrontier:
             offer(win, n, (-e.priority, seq, e))
         if n == 0 or e.priority > self._best.get(key, e.priority):
             self._set_best(key, e.priority)
-        if key in self._leased or key in self._waiting:
+        if key in self._leased or key in self.servers.waiting:
             return  # (a waiting key is scheduled when its IP calls it)
         if key in self._scheduled:
             if key in self._ready_prio and e.priority > self._ready_prio[key]:
@@ -210,9 +200,7 @@ class SqliteFrontier:
                     continue
             if e.url not in self.seen:
                 self.seen.add(e.url)
-            if e.ip and e.key not in self._ip_of:
-                self._ip_of[e.key] = e.ip
-                execute("INSERT OR IGNORE INTO key_ips VALUES (?,?)", (e.key, e.ip))
+            self.servers.learn(e.key, e.ip)
             self._note_queued(e, seq)
             n += 1
         return n
@@ -463,48 +451,44 @@ class SqliteFrontier:
 
     def _take_ready(self, key: str, now: float) -> bool:
         """Out of the ready set; True (and leased, its IP held) if the key still has URLs
-        queued and its IP is free; else it waits in its IP's line or for the IP's time."""
+        queued and the IP its request will go to is free; else it waits in that IP's line or
+        for its time (or for its host's address, being looked up)."""
         del self._ready_prio[key]
         del self._scheduled[key]
         del self._ready_since[key]
-        ip = self._ip_of.get(key)
         if not self._pending.get(key):
-            if ip and ip not in self._ip_holder:
-                self._call_next(ip)  # it may have been the one called: call another
+            self.servers.left(key)  # it may have been the one called: call another
             return False
-        if ip:
-            free_at = self._ip_next.get(ip, 0.0)
-            gate = politeness.ip_gate(ip in self._ip_holder, free_at, now)
-            if gate is IpGate.QUEUE:
-                self._waiting.add(key)
-                self._ip_waiting.setdefault(ip, deque()).append(key)
-                return False
-            if gate is IpGate.LATER:
-                self._schedule(key, free_at)
-                return False
-            if self.shared_ips is not None and (when := self.shared_ips.hold(ip, now)):
-                self._schedule(key, when)  # another process has it, or had it too recently
-                return False
-            self._ip_holder[ip] = key
+        ip, later = self.servers.server(key, self._next_url(key), now)
+        if later:
+            self._schedule(key, later)
+            return False
+        if ip and not self.servers.take(key, ip, now):
+            return False
         self._leased.add(key)
         return True
 
-    def _call_next(self, ip: str) -> None:
-        """The IP is free: the first key waiting for it (with URLs left) is scheduled."""
-        line = self._ip_waiting.get(ip)
-        while line:
-            key = line.popleft()
-            self._waiting.discard(key)
-            if self._pending.get(key):
-                when = politeness.ip_called_at(
-                    self._ip_next.get(ip, 0.0),
-                    self.store.host_now(key).next_allowed,
-                    self._earliest_not_before(key),
-                )
-                self._schedule(key, when)
-                break
-        if line is not None and not line:
-            del self._ip_waiting[ip]
+    def _next_url(self, key: str) -> str | None:
+        """The URL a due key's turn will ask (its best), when the IP rule follows hosts."""
+        if self.servers.addresses is None:
+            return None
+        win = self._window.get(key)
+        if win:
+            return win[0][2].url
+        row = self._db.execute(  # (not read into a window: the key may wait for its IP)
+            "SELECT url FROM urls WHERE key=? AND state=0 ORDER BY priority DESC, seq LIMIT 1",
+            (key,),
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def _own_times(self, key: str) -> tuple[float, float] | None:
+        """A key called from its IP's line: its own next time and its first URL's."""
+        if not self._pending.get(key):
+            return None
+        return self.store.host_now(key).next_allowed, self._earliest_not_before(key)
+
+    async def connected(self, key: str, ip: str) -> None:
+        self.servers.connected(key, ip)
 
     def _next_wake(self) -> float | None:
         """0 if a key is due; else the earliest scheduled time (None: nothing queued)."""
@@ -544,13 +528,7 @@ class SqliteFrontier:
 
     async def release(self, key: str, state: HostState) -> None:
         self._leased.discard(key)
-        ip = self._ip_of.get(key)
-        if ip and self._ip_holder.get(ip) == key:
-            del self._ip_holder[ip]
-            self._ip_next[ip] = politeness.ip_free_at(self._ip_next.get(ip, 0.0), state.ip_next)
-            if self.shared_ips is not None:
-                self.shared_ips.release(ip, state.ip_next)
-            self._call_next(ip)
+        self.servers.release(key, state)
         self.store.save_host(state)
         if self._pending.get(key):
             self._schedule(key, max(state.next_allowed, self._earliest_not_before(key)))
@@ -568,7 +546,7 @@ class SqliteFrontier:
         now = time.time()
         return {
             "queued": self._queued,
-            "hosts_waiting": len(self._scheduled) + len(self._waiting),
+            "hosts_waiting": len(self._scheduled) + len(self.servers.waiting),
             "ready": sum(1 for t in self._scheduled.values() if t <= now),
             "in_flight": len(self._leased),
         }

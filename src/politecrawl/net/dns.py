@@ -168,6 +168,15 @@ class NameCache:
         """Whether ``host`` has an answer or failure that is still fresh."""
         return self._fresh(host) is not None
 
+    def known(self, host: str) -> tuple[str, ...] | None:
+        """The addresses of ``host`` if a fresh answer is cached (``()``: a failure), without
+        waiting; else None, and a lookup is started (as ``prefetch``)."""
+        entry = self._fresh(host)
+        if entry is None:
+            self.prefetch(host)
+            return None
+        return tuple(addr for addr, _ in entry.addrs)
+
     async def close(self) -> None:
         self._closed = True
         for task in list(self._tasks):

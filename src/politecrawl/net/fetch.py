@@ -135,10 +135,21 @@ _PEER: contextvars.ContextVar[list[str]] = contextvars.ContextVar("politecrawl_p
 
 
 class _PeerConnector(aiohttp.TCPConnector):
-    """A TCPConnector that tells the request in progress (``_PEER``) its server's address."""
+    """A TCPConnector that tells the request in progress (``_PEER``) its server's address.
+    A connection kept alive to an address its host no longer has (a new DNS answer) is not
+    reused: the per-IP rule gated the request on the host's address now."""
+
+    _resolver: GuardedResolver
 
     async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:
         conn = await super().connect(req, traces, timeout)
+        for _ in range(8):  # (each one found is closed: the pool holds a few at most)
+            now = self._resolver.current(req.host, req.port or 0)
+            peer = conn.transport.get_extra_info("peername") if conn.transport else None
+            if not now or not peer or str(peer[0]) in now:
+                break
+            conn.close()
+            conn = await super().connect(req, traces, timeout)
         sink = _PEER.get(None)
         transport = conn.transport
         if transport is not None:

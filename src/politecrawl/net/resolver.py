@@ -129,6 +129,19 @@ class GuardedResolver(AbstractResolver):
         if self.override(host, port) is None and ip_literal(host) is None:
             self.names.keep_for(host, seconds)
 
+    def current(self, host: str, port: int) -> tuple[str, ...] | None:
+        """The addresses a new connection to ``host`` may go to now, the one tried first first,
+        without waiting: an override's or a literal's, else the fresh cached answer's that the
+        guard allows (``()``: none); None if no answer is cached (a lookup is started)."""
+        host = host.lower()
+        addr = self.override(host, port) or ip_literal(host)
+        if addr is not None:
+            return (addr,)
+        found = self.names.known(host)
+        if found is None:
+            return None
+        return tuple(a for a in found if self._allow_private or is_public_address(a))
+
     def override(self, host: str, port: int) -> str | None:
         addr = self._exact.get((host, port))
         if addr is None:

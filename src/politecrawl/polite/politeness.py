@@ -23,6 +23,9 @@ a release) and ``ip_called_at`` (when a key called from the line may go). The SQ
 and the table shared by ``--processes N`` (``partition.IpTable``) call them; the Redis scripts
 keep the IP's holder, line and time atomically, and store only times computed here
 (``schedule_next``, ``reclaim_times``), handed to them as arguments, as the delays are.
+A host that moves to another address (a new DNS answer, a connection to another of its
+addresses) takes its key with it: the gate is on the address its request goes to
+(``server_of``, asked at the lease; ``address_wait`` while its name is being looked up).
 
 A site that says go away (``outcome.refusal``: 401, 403, 429, a timeout) is paused after
 ``park_after_failures`` refusals in a row and given up (its queued URLs dropped) if it
@@ -34,6 +37,7 @@ from __future__ import annotations
 import enum
 import random
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from politecrawl.config import PolitenessConfig
@@ -85,6 +89,42 @@ def ip_called_at(free_at: float, next_allowed: float, not_before: float) -> floa
     """When a key called from its IP's line may go: its IP's time, its own next time and its
     first URL's, whichever comes last."""
     return max(free_at, next_allowed, not_before)
+
+
+# a key turned away by its IP that cannot wait in the IP's line (``partition.IpTable``, a key of
+# another shard: ``frontier.redis.moves``) asks again after this
+IP_POLL_S = 0.05
+# a due site whose server's address is not known yet (its name being looked up: a resume, a
+# TTL that ended) waits at most this long for the answer before it goes on the address it had
+LOOKUP_WAIT_S = 2.0
+
+
+def server_of(known: str, found: Sequence[str]) -> str:
+    """The address a site's next request is gated on: the one it had (its last connection's)
+    while its host still has it, else the host's first address now (the one a new connection
+    tries first); ``known`` when nothing is known of the host now (``found`` empty)."""
+    if not found or known in found:
+        return known
+    return found[0]
+
+
+def address_wait(since: float, now: float) -> float | None:
+    """A due site whose server's address is being looked up since ``since``: when to look
+    again (the waits doubling from ``IP_POLL_S``), or None once it has waited
+    ``LOOKUP_WAIT_S``: it goes on the address it had (the address its request connects to
+    corrects it, ``frontier.connected``)."""
+    waited = now - since
+    if waited >= LOOKUP_WAIT_S:
+        return None
+    return now + min(max(IP_POLL_S, waited), LOOKUP_WAIT_S - waited)
+
+
+def ip_retry_at(held: bool, free_at: float, now: float) -> float:
+    """When a key turned away by its IP (``ip_gate``) asks again if it cannot wait in the IP's
+    line: at the IP's next time, or soon if another key holds it."""
+    if ip_gate(held, free_at, now) is IpGate.QUEUE:
+        return now + IP_POLL_S
+    return max(free_at, now)
 
 
 def released_soonest(state: HostState) -> float:

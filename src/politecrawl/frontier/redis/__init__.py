@@ -40,9 +40,13 @@ Keys (``P`` = ``pc:{CRAWL_ID:S}:``, one set per shard S; ``G`` = ``pc:{CRAWL_ID}
                          (the URLs of the shard's keys)
     ``P hosts``    hash  key -> HostState JSON (``sqlitestore.host_to_json``, the same format)
     ``P parked``   zset  parked key -> parked until (so ``stats`` counts them without a scan)
-    ``P ipof``     hash  key -> the IP its host resolves to (set by the first ``add`` naming it)
-    ``P iphold``   hash  IP -> the one key of it leased now;  ``P ipnext`` hash IP -> when it
-                         may be asked again (the largest ``HostState.ip_next`` released)
+    ``P ipof``     hash  key -> the IP its requests go to (set by the first ``add`` naming it,
+                         moved with its host: ``ipmove.lua``)
+    ``P away``     set   keys whose IP's turn-taking lives in another shard (``moves.py``)
+    ``P iphold``   hash  IP -> the one key of it leased now (``~KEY``: a guest, a key of
+                         another shard, whose hold is a lease here too: ``ipguest.lua``);
+                         ``P ipnext`` hash IP -> when it may be asked again (the largest
+                         ``HostState.ip_next`` released)
     ``P ipw:IP``   list  keys found due while the IP was held, first come first served;
     ``P waiting``  set   every key in such a line (scheduled only when its IP calls it)
     ``P dir``      hash  politeness key -> its shard (in the shard of hash(key))
@@ -109,7 +113,12 @@ shards the same rule ranks the shards' best keys (exact without ``peek_cache_s``
 One server, many names. ``lease`` takes a key only if its IP is not held by another leased
 key and its IP's next time has come: a key due while its IP is held joins the IP's line, a
 key due before the IP's time goes back to the box at that time. Releasing (or reclaiming)
-the key that held the IP schedules the first key of the line; O(1) per key, no scan.
+the key that held the IP schedules the first key of the line; O(1) per key, no scan. A key
+whose host moved follows it (``moves.py``): checked after each lease against where its
+first URL would connect now, corrected by the address each request connected to; to an
+address of another shard it is gated there as a guest, a second script (two slots cannot
+be one atomic step; the guest hold is a lease, so a worker dying between the two leaves
+nothing held for good).
 
 Leases. ``lease`` ends with one script on one shard: reclaim expired leases (below), promote due
 keys, take the best ready key, record it in ``leases`` with expiry ``now + lease_ttl_s`` and a

@@ -15,12 +15,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from redis.exceptions import RedisError
-
 from politecrawl.config import MAX_WAIT_S
 from politecrawl.errors import FrontierError, LeaseLost
-from politecrawl.frontier import Lease, Outbox, Refusals, UrlEntry
+from politecrawl.frontier import Addresses, Lease, Outbox, Refusals, UrlEntry
 from politecrawl.frontier.redis.keys import BATCH, entry_from, entry_json, fnum, text
+from politecrawl.frontier.redis.moves import Moves
 from politecrawl.frontier.redis.store import RedisStore, host_of_stored
 from politecrawl.frontier.redis.views import ShardViews, View
 from politecrawl.frontier.sqlitestore import host_to_json
@@ -76,11 +75,11 @@ class RedisFrontier:
         self._taken: list[Lease] = []  # leased by a release (release_take), for the next lease
         self._last_now = 0.0
         self._beat: asyncio.Task[None] | None = None
-        self._peek_cache_s = peek_cache_s
         self._views = ShardViews(store, peek_cache_s, max_wait_s, defer_ratio)
         self._policy = "1" if defer_ratio else ""  # the lease script's flag (lease.lua)
         self._wake: tuple[float, int, float | None] | None = None  # (at, calls, wake)
         self._reclaimed = 0  # URLs this worker found to re-fetch (expired leases)
+        self.moves = Moves(store, lease_ttl_s)  # hosts that moved to another server
         self.lost_leases = 0  # leases this worker held that expired under it
         store.closing.append(self._give_back)
 
@@ -96,6 +95,15 @@ class RedisFrontier:
     def refetches(self) -> int:
         """URLs found in flight under expired leases, to be fetched again."""
         return self.store.refetched + self._reclaimed
+
+    @property
+    def addresses(self) -> Addresses | None:
+        """Where a URL's request would connect now: the IP rule follows moving hosts."""
+        return self.moves.addresses
+
+    @addresses.setter
+    def addresses(self, where: Addresses | None) -> None:
+        self.moves.addresses = where
 
     @property
     def outbox(self) -> Outbox | None:
@@ -296,7 +304,8 @@ class RedisFrontier:
         again at the first box time, or in ``_DEFER_POLL_S`` (another worker's key)."""
         while self._taken:  # leased by a release's script (see ``release``)
             ready = self._taken.pop(0)
-            if ready.key in self._held:  # (unless the lease was lost meanwhile)
+            # (unless the lease was lost meanwhile, or its host moved to a busy server)
+            if ready.key in self._held and await self._on_its_server(ready, now):
                 return ready
         await self.store.ensure()
         self._last_now = max(self._last_now, now)
@@ -311,7 +320,7 @@ class RedisFrontier:
             taken = await self._lease_script(s, args, now)
             views[s] = self._views.remember(s, taken[3])
             got = self._adopt(s, token, taken)
-            if got is not None:
+            if got is not None and await self._on_its_server(got, now):
                 return got
             deferred = deferred or self._views.deferred(views[s], now, best)
         times = [v[3] for v in views.values() if v[3] is not None]
@@ -330,6 +339,7 @@ class RedisFrontier:
         self._held[key] = (token, s)
         if first and first[0] is not None:  # the turn's first pop_url, done already
             self._first[key] = self._in_flight(first[0], s, key)
+        self.moves.ip[key] = text(first[1]) if len(first) > 1 and first[1] else ""
         self.store.dir[key] = s
         if self._heartbeat and (self._beat is None or self._beat.done()):
             self._beat = asyncio.create_task(self._beat_loop())
@@ -337,6 +347,28 @@ class RedisFrontier:
         host = host_of_stored(key, host_raw)
         self._states[key] = host  # (as the turn updates it: for a give-back at close)
         return Lease(host)
+
+    async def _on_its_server(self, got: Lease, now: float) -> bool:
+        """A key just leased holds the IP its request will go to (``moves``), else it was
+        given back."""
+        key = got.key or ""
+        token, s = self._held[key]
+        first = self._first.get(key)
+        if await self.moves.check(key, token, s, first.url if first else None, now):
+            return True
+        self._held.pop(key, None)
+        self._states.pop(key, None)
+        self.moves.forget(key)
+        if first is not None:  # queued again by the script
+            self._first.pop(key, None)
+            self._flight.pop(first.url, None)
+        return False
+
+    async def connected(self, key: str, ip: str) -> None:
+        """The held key's request went to ``ip`` (``moves``)."""
+        held = self._held.get(key)
+        if held is not None:
+            await self.moves.connected(key, held[0], held[1], ip, self._clock())
 
     async def _peek(self, now: float, common: list[str], rest: list[str]) -> dict[int, View]:
         """Every shard's view: reused while fresh (and its next time has not come), else
@@ -434,6 +466,8 @@ class RedisFrontier:
         self._first.pop(key, None)
         self._stop_timing(key)
         token, shard = held if held is not None else ("", await self.store.shard_of_key(key))
+        await self.moves.free(key, token, state.ip_next)  # (a guest hold: the IP's time set)
+        self.moves.forget(key)
         now = self._clock()
         args = [
             key,
@@ -503,13 +537,17 @@ class RedisFrontier:
         groups: dict[int, list[Any]] = {}
         for key, (token, s) in self._held.items():
             groups.setdefault(s, [fnum(now + self.lease_ttl_s)]).extend([key, token])
+        tokens = {key: token for key, (token, _) in self._held.items()}
+        for s, pairs in self.moves.renewals(tokens).items():  # guest holds, with their keys
+            groups.setdefault(s, [fnum(now + self.lease_ttl_s)]).extend(pairs)
         res = await self.store.run_many("renew", list(groups.items()), touch=False)
-        lost = [text(k) for keys in res for k in keys]
+        lost = self.moves.lost([text(k) for keys in res for k in keys])
         for key in lost:
             self._lost(key)
         return lost
 
     def _lost(self, key: str) -> None:
+        self.moves.forget(key)
         self._states.pop(key, None)
         self._first.pop(key, None)
         self._stop_timing(key)
@@ -527,41 +565,9 @@ class RedisFrontier:
                 log.warning("cannot renew leases: %s", exc)
 
     async def _next_wake(self) -> float | None:
-        """0 if a key is due; else the earliest box time or lease expiry (a lease held
-        anywhere may bring URLs back), or None when the crawl has nothing left anywhere.
-        With ``peek_cache_s``, what a ``lease`` that found nothing just saw is reused."""
-        await self.store.ensure()
+        """0 if a key is due; else the earliest box time or lease expiry (``views``)."""
         cached, self._wake = self._wake, None
-        if (
-            cached is not None
-            and cached[1] == self.store.calls
-            and time.monotonic() - cached[0] < self._peek_cache_s
-            and cached[2] is not None  # "nothing left" is always asked of the shards
-        ):
-            return cached[2]
-        fresh = self._views.all_fresh()
-        if fresh is not None:  # every shard peeked just now: no round trip
-            if any(v[0] is not None for v in fresh):
-                return 0.0
-            soon = [v[3] for v in fresh if v[3] is not None]
-            if soon:
-                return float(min(soon))
-        try:
-            pipe = self.store.r.pipeline(transaction=False)
-            for p in self.store.sp:
-                pipe.zcard(p + "ready")
-                pipe.zrange(p + "box", 0, 0, withscores=True)
-                pipe.zrange(p + "leases", 0, 0, withscores=True)
-            res = await pipe.execute()
-        except RedisError as exc:
-            raise self.store.fail("next_wake", exc) from exc
-        times: list[float] = []
-        for i in range(0, len(res), 3):
-            n_ready, box, leases = res[i : i + 3]
-            if n_ready:
-                return 0.0
-            times += [float(sc) for _, sc in (*box, *leases)]
-        return min(times) if times else None
+        return await self._views.next_wake(cached)
 
     async def _give_back(self) -> None:
         """Before the store disconnects: leases still held given back (their URLs queued again
@@ -583,6 +589,7 @@ class RedisFrontier:
                 host = self._states.get(key) or HostState(key=key)
                 times = politeness.reclaim_times(host, self._last_now, self._reclaim_s)
                 groups.setdefault(s, []).extend([key, token, *map(fnum, times)])
+                await self.moves.free(key, token, times[1])
             self._held.clear()
             self._states.clear()
             self._first.clear()

@@ -30,7 +30,8 @@ BATCH = 10_000  # URLs per reprioritize/trim script: one script blocks the serve
 
 SCRIPT_NAMES = (
     "add", "bloom", "lease", "pop", "push", "begin", "release", "renew", "give_back", "finish",
-    "drop", "reprioritize", "trim", "save_robots", "dir", "reclaim", "asking_long",
+    "drop", "reprioritize", "trim", "save_robots", "dir", "reclaim", "asking_long", "ipmove",
+    "ipguest",
 )  # fmt: skip
 SCRIPTS = (*SCRIPT_NAMES, "release_take")  # what a store loads (release_take: composed below)
 

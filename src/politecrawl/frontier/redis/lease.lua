@@ -8,8 +8,8 @@
 -- keys from the box to the ready set; peek returns the shard's view {0, best key, its score,
 -- oldest due-since, first box time, first lease expiry, best score in `soon`} (false where
 -- absent) without leasing; take returns {key or false, 0, the key's HostState JSON or false,
--- the view after the lease, and the key's first URL popped (as pop.lua gives it: one round
--- trip less)}.
+-- the view after the lease, the key's first URL popped (as pop.lua gives it: one round trip
+-- less), and the key's IP (absent if none)}.
 local now = tonumber(ARGV[2])
 local floor = tonumber(ARGV[7] or '')
 local policy = ARGV[8] == '1'
@@ -63,7 +63,8 @@ while true do
       redis.call('ZADD', P .. 'leases', ARGV[3], key)
       redis.call('HSET', P .. 'owner', key, ARGV[4])
       local host = redis.call('HGET', P .. 'hosts', key)
-      return {key, reclaimed, host, view(), pop_best(key, ARGV[2])}
+      local ip = redis.call('HGET', P .. 'ipof', key)
+      return {key, reclaimed, host, view(), pop_best(key, ARGV[2]), ip}
     end
   else
     local e = earliest(key)

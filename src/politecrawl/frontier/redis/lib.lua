@@ -119,26 +119,38 @@ local function ip_after(ip, nxt)
   local cur = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
   if nxt > cur then redis.call('HSET', P .. 'ipnext', ip, fmt(nxt)) end
 end
--- a leased key gives its IP back: asked again from `nxt` on, the next key in line called
+-- a leased key's turn is over: its IP (where its requests went) is asked again from `nxt` on;
+-- if the key held it, it is free and the next key in line is called
 local function free_ip(key, nxt)
   local ip = redis.call('HGET', P .. 'ipof', key)
-  if not ip or redis.call('HGET', P .. 'iphold', ip) ~= key then return end
-  redis.call('HDEL', P .. 'iphold', ip)
+  if not ip then return end
   ip_after(ip, nxt)
+  if redis.call('HGET', P .. 'iphold', ip) ~= key then return end
+  redis.call('HDEL', P .. 'iphold', ip)
   call_next(ip)
 end
--- may `key` (with URLs queued) be leased now? Else it waits in its IP's line or for its time.
--- (politeness.ip_gate's verdict, applied atomically where the IP's holder and time are kept)
+-- politeness.ip_gate's verdict on `ip` at `now`: 'take', 'queue' (another key holds it) or
+-- 'later' (and the IP's next time)
+local function ip_verdict(ip, now)
+  if redis.call('HEXISTS', P .. 'iphold', ip) == 1 then return 'queue' end
+  local nxt = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
+  if nxt > now then return 'later', nxt end
+  return 'take'
+end
+-- may `key` (with URLs queued) be leased now? Else it waits in its IP's line or for its time
+-- (the verdict applied atomically where the IP's holder and time are kept). A key whose IP's
+-- turn-taking lives in another shard (`away`: its host moved) is gated there by the worker
+-- (moves.py).
 local function ip_admits(key, now)
   local ip = redis.call('HGET', P .. 'ipof', key)
-  if not ip then return true end
-  if redis.call('HEXISTS', P .. 'iphold', ip) == 1 then
+  if not ip or redis.call('SISMEMBER', P .. 'away', key) == 1 then return true end
+  local verdict, nxt = ip_verdict(ip, now)
+  if verdict == 'queue' then
     redis.call('RPUSH', P .. 'ipw:' .. ip, key)
     redis.call('SADD', P .. 'waiting', key)
     return false
   end
-  local nxt = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
-  if nxt > now then
+  if verdict == 'later' then
     schedule(key, nxt)
     return false
   end
@@ -146,7 +158,8 @@ local function ip_admits(key, now)
   return true
 end
 -- URLs popped and never finished or pushed back: queued again in their place, as re-fetches
-local function requeue_flight(key)
+-- (unless `asked` is false: a lease given back before its request)
+local function requeue_flight(key, asked)
   local urls = redis.call('SMEMBERS', P .. 'f:' .. key)
   for _, url in ipairs(urls) do
     local m = redis.call('HGET', P .. 'meta', url)
@@ -154,7 +167,7 @@ local function requeue_flight(key)
       local p = meta_json(m).p
       redis.call('ZADD', P .. 'q:' .. key, fmt(-p), string.sub(m, 1, 16) .. url)
       redis.call('ZADD', P .. 'worst', fmt(p), url)
-      redis.call('SADD', P .. 'rf', url)
+      if asked ~= false then redis.call('SADD', P .. 'rf', url) end
       redis.call('HINCRBY', P .. 'stat', 'queued', 1)
     end
   end
@@ -162,12 +175,14 @@ local function requeue_flight(key)
   return #urls
 end
 -- a lease given up or expired: the key and its IP wait until the times the worker computed
--- (politeness.reclaim_times: a full delay, since a request may have been in flight)
+-- (politeness.reclaim_times: a full delay, since a request may have been in flight). A guest
+-- hold (moves.py: '~' and a key of another shard) holds only its IP.
 local function reclaim(key, when, ip_when)
   redis.call('ZREM', P .. 'leases', key)
   soon_leave(key)  -- it waits a full delay: no reference meanwhile
   redis.call('HDEL', P .. 'owner', key)
   free_ip(key, ip_when)
+  if string.sub(key, 1, 1) == '~' then redis.call('HDEL', P .. 'ipof', key) end
   local n = requeue_flight(key)
   local e = earliest(key)
   if e then schedule(key, math.max(when, e)) end

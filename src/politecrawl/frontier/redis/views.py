@@ -10,6 +10,8 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from politecrawl.frontier import not_worth_it
 from politecrawl.frontier.redis.keys import fnum, text
 from politecrawl.frontier.redis.store import RedisStore
@@ -62,6 +64,44 @@ class ShardViews:
         mono = time.monotonic()
         views = [self.fresh(s, mono) for s in range(self.store.shards)]
         return None if any(v is None for v in views) else [v for v in views if v is not None]
+
+    async def next_wake(self, cached: tuple[float, int, float | None] | None) -> float | None:
+        """0 if a key is due; else the earliest box time or lease expiry (a lease held
+        anywhere may bring URLs back), or None when the crawl has nothing left anywhere.
+        With ``peek_cache_s``, what a ``lease`` that found nothing just saw (``cached``: when,
+        the store's call count then, what it found) is reused."""
+        store = self.store
+        await store.ensure()
+        if (
+            cached is not None
+            and cached[1] == store.calls
+            and time.monotonic() - cached[0] < self.peek_cache_s
+            and cached[2] is not None  # "nothing left" is always asked of the shards
+        ):
+            return cached[2]
+        fresh = self.all_fresh()
+        if fresh is not None:  # every shard peeked just now: no round trip
+            if any(v[0] is not None for v in fresh):
+                return 0.0
+            soon = [v[3] for v in fresh if v[3] is not None]
+            if soon:
+                return float(min(soon))
+        try:
+            pipe = store.r.pipeline(transaction=False)
+            for p in store.sp:
+                pipe.zcard(p + "ready")
+                pipe.zrange(p + "box", 0, 0, withscores=True)
+                pipe.zrange(p + "leases", 0, 0, withscores=True)
+            res = await pipe.execute()
+        except RedisError as exc:
+            raise store.fail("next_wake", exc) from exc
+        times: list[float] = []
+        for i in range(0, len(res), 3):
+            n_ready, box, leases = res[i : i + 3]
+            if n_ready:
+                return 0.0
+            times += [float(sc) for _, sc in (*box, *leases)]
+        return min(times) if times else None
 
     def released(self, shard: int, soonest: float) -> None:
         """A key of ``shard`` (or the next one of its IP) is back in the box from ``soonest``."""
