@@ -86,6 +86,7 @@ def test_a_resolver_that_fails_for_a_while_or_answers_slowly(tmp_path: Path) -> 
     assert set(lost) == {"h1.test"}, lost
     assert "robots.txt" in lost["h1.test"]["reason"]
     assert lost["h1.test"]["resume"].startswith("a resume asks its robots.txt again")
+    assert "h1.test: given_up" in first["stdout"] and "asked again on a resume" in first["stdout"]
     # the resume, DNS answering now: the site's URLs are queued again and crawled
     again = runs["resume"]
     assert again["exit"] == 0, again["stderr"]

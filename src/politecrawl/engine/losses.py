@@ -156,7 +156,13 @@ def describe(lost: list[dict[str, Any]], limit: int = 20) -> list[str]:
     """The printed summary's lines for the sites lost (at most ``limit``, then a count)."""
     lines = []
     for item in lost[:limit]:
-        when = f"asked again from {item['retry_at']}" if item["retry_at"] else "not asked again"
+        when = (
+            f"asked again from {item['retry_at']}"
+            if item["retry_at"]
+            else "asked again on a resume"
+            if item.get("resume", "").startswith("a resume")
+            else "not asked again"
+        )
         left = item["urls_left"]
         left_s = "?" if left is None else str(left)
         lines.append(

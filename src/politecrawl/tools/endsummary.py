@@ -43,7 +43,7 @@ def print_summary(summary: dict[str, Any], out: Path) -> None:
     if lost:
         from politecrawl.engine.losses import describe
 
-        print(f"  sites lost           {len(lost)} (parked or given up):")
+        print(f"  sites lost           {len(lost)} (parked, given up or failed):")
         for line in describe(lost):
             print(line)
     print(f"  output               {out} (summary.json, warc/, log/, state.sqlite)")
