@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import Protocol, TypeVar
 
 from aiohttp import web
 
@@ -62,7 +63,23 @@ class NewcomerSite:
 
 @contextlib.contextmanager
 def newcomer_site() -> Iterator[NewcomerSite]:
-    site = NewcomerSite()
+    with serving(NewcomerSite()) as site:
+        yield site
+
+
+_Site = TypeVar("_Site", bound="_Served")
+
+
+class _Served(Protocol):
+    port: int
+
+    async def handle(self, request: web.Request) -> web.StreamResponse: ...
+
+
+@contextlib.contextmanager
+def serving(site: _Site) -> Iterator[_Site]:
+    """``site.handle`` served on 127.0.0.1 from a thread of its own (its port set), for as
+    long as the block runs: a test's subprocess crawls it while the test goes on."""
     ready = threading.Event()
     box: dict[str, asyncio.AbstractEventLoop | asyncio.Event] = {}
 

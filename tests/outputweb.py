@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import Iterator
 
 from aiohttp import web
+from newcomerweb import serving
 
 SLOW_S = 1.0
 _TEXT = "<p>A page about steam locomotives, the lines they ran on and the people who ran them.</p>"
@@ -79,31 +79,5 @@ class OutputSite:
 
 @contextlib.contextmanager
 def output_site() -> Iterator[OutputSite]:
-    site = OutputSite()
-    ready = threading.Event()
-    box: dict[str, asyncio.AbstractEventLoop | asyncio.Event] = {}
-
-    async def serve() -> None:
-        app = web.Application()
-        app.router.add_route("GET", "/{tail:.*}", site.handle)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        tcp = web.TCPSite(runner, "127.0.0.1", 0)
-        await tcp.start()
-        site.port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        stop = asyncio.Event()
-        box["loop"], box["stop"] = asyncio.get_running_loop(), stop
-        ready.set()
-        await stop.wait()
-        await runner.cleanup()
-
-    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
-    thread.start()
-    assert ready.wait(30), "the site did not start"
-    try:
+    with serving(OutputSite()) as site:
         yield site
-    finally:
-        loop, stop = box["loop"], box["stop"]
-        assert isinstance(loop, asyncio.AbstractEventLoop) and isinstance(stop, asyncio.Event)
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(30)
