@@ -168,13 +168,16 @@ class Admission:
         raw: bool = False,
         source: str | None = None,
         routed: bool = False,
+        refusals: dict[str, str] | None = None,
     ) -> set[str]:
         """Queue ``(url, priority)`` pairs that pass; returns the URLs queued (canonical).
 
         ``raw``: the URLs come from outside the crawler and are canonicalised first; one
         with no canonical form is counted as ``invalid_url``. ``source``: the page the URLs
         were found on (a link or a redirect), for the URL-space trap guard. ``routed``: the
-        URLs came from another process of the crawl, and are this one's (``partition``)."""
+        URLs came from another process of the crawl, and are this one's (``partition``).
+        ``refusals``: filled with why the gate refused each URL it refused (a redirect's
+        target: the request log says it)."""
         if raw:
             items = self._canonical(items)
         if self.router is not None and not routed and items:
@@ -198,6 +201,8 @@ class Admission:
             why = self.gate.refusal(url, kind)
             if why is not None:
                 refused.append(url)
+                if refusals is not None:
+                    refusals[url] = why[0].value
                 counters[why[0].value] += 1
                 if why[1]:
                     counters[f"{why[0].value}:{why[1]}"] += 1

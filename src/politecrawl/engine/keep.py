@@ -314,14 +314,13 @@ async def follow_redirect(ctx: CrawlContext, entry: UrlEntry, outcome: Redirect)
     if entry.hops + 1 > ctx.cfg.fetch.max_redirect_hops:
         ctx.counters[DropReason.TOO_MANY_REDIRECTS.value] += 1
         return DropReason.TOO_MANY_REDIRECTS.value
-    queued = await ctx.admission.admit(
+    refusals: dict[str, str] = {}
+    await ctx.admission.admit(
         [(target, entry.priority)],
         depth=entry.depth,
         hops=entry.hops + 1,
         kind=entry.kind,
         source=entry.url,
+        refusals=refusals,
     )
-    if queued:
-        return None
-    why = ctx.admission.gate.refusal(target, entry.kind)
-    return None if why is None else why[0].value
+    return refusals.get(target)

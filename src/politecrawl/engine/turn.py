@@ -111,9 +111,8 @@ async def fetch_and_handle(ctx: CrawlContext, entry: UrlEntry, host: politeness.
     else:
         outcome, refused_why = await classify_result(ctx, entry, host, res)
     label, due, redirect_refused = await act(ctx, entry, host, res, outcome, refused_why)
-    if not isinstance(outcome, Retry | Drop) or (
-        isinstance(outcome, Drop) and outcome.reason not in _FAILED
-    ):
+    failed = isinstance(outcome, Retry) or (isinstance(outcome, Drop) and outcome.reason in _FAILED)
+    if not failed:  # (a site with nothing but failures is named lost: ``losses``)
         ctx.losses.page_answered(host.key)
     if due is not None:  # a continuous crawl: back in the queue, due at its interval
         entry.not_before, entry.attempt, entry.refetch = due, 0, False
