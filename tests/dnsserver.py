@@ -159,3 +159,26 @@ def in_netns(cmd: list[str], addrs: tuple[str, ...] = (), work: Path | None = No
         "exec " + shlex.join(cmd),
     ]
     return ["unshare", "-n", "-m", "sh", "-c", " && ".join(steps)]
+
+
+def inside_report(
+    test_file: str, work: Path, addrs: tuple[str, ...] = (), timeout_s: float = 300
+) -> dict[str, Any]:
+    """Run ``python TEST_FILE inside WORK`` in a namespace of its own (``in_netns``; the test
+    is skipped where none can be made) and return the ``report.json`` it wrote there."""
+    import json
+    import sys
+
+    import pytest
+
+    if not netns_possible():
+        pytest.skip("unshare -n -m is not possible here (needs root and util-linux)")
+    cmd = in_netns(
+        [sys.executable, str(Path(test_file).resolve()), "inside", str(work)],
+        addrs=addrs,
+        work=work,
+    )
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    report: dict[str, Any] = json.loads((work / "report.json").read_text())
+    return report

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dnsserver import DnsServer, in_netns, netns_possible
+from dnsserver import DnsServer, inside_report
 
 pytestmark = pytest.mark.e2e
 
@@ -32,16 +31,7 @@ UA = "dnsbot/1.0 (+http://bot.example/)"
 
 
 def test_a_resolver_down_from_the_start_loses_no_site(tmp_path: Path) -> None:
-    if not netns_possible():
-        pytest.skip("unshare -n -m is not possible here (needs root and util-linux)")
-    cmd = in_netns(
-        [sys.executable, str(Path(__file__).resolve()), "inside", str(tmp_path)],
-        addrs=(WEB,),
-        work=tmp_path,
-    )
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    report = json.loads((tmp_path / "report.json").read_text())
+    report = inside_report(__file__, tmp_path, addrs=(WEB,), timeout_s=240)
     assert report["exit"] == 0, report["stderr"]
     # the DNS server was down for DOWN_S and the crawl waited for it: nothing dropped
     assert report["summary"]["sites_lost"] == [], report["summary"]["sites_lost"]
