@@ -311,9 +311,13 @@ def test_a_parked_site_is_named_with_the_urls_it_left(
 ) -> None:
     """h1.test refuses every page (403): parked after 5 refusals, for longer than the crawl
     may last. The summary names it parked, with the URLs it left queued, counted by the
-    frontier the crawl ran on (the shared one counts them before it disconnects)."""
+    frontier the crawl ran on (the shared one counts them before it disconnects). Waiting on
+    it, the crawl says so (``--no-progress``: no dashboard)."""
     where = ["--frontier", request.getfixturevalue("redis_url")] if frontier == "redis" else []
     p, lost = _refused_site_crawl(tmp_path, "--park-time", "3600", "--max-time", "8", *where)
     assert [(x["site"], x["state"]) for x in lost] == [("h1.test", "parked")], lost
     assert lost[0]["urls_left"] == 10 - 5, lost  # the 5 refused are done, 5 never asked
     assert "h1.test: parked" in p.stdout and "5 URLs left" in p.stdout, p.stdout
+    # waiting on the parked site alone, with no dashboard: said, once, not silent
+    assert p.stderr.count("nothing may be asked for") == 1, p.stderr
+    assert "1 site parked after failures in a row" in p.stderr, p.stderr

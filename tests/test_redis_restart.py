@@ -79,3 +79,50 @@ async def test_workers_ride_out_a_redis_restart(tmp_path: Path) -> None:
         assert politeness_violations(web.access_log, DELAY) == []
     finally:
         redis.stop()
+
+
+async def test_a_redis_that_comes_back_without_the_crawl_is_said_not_finished(
+    tmp_path: Path,
+) -> None:
+    """The same restart on a server that keeps no data: the crawl's queue and seen-set are
+    gone. Before, both workers rebuilt a crawl from nothing, found nothing queued and said
+    "crawl finished (done)", exit 0, with most pages never asked. Now each stops with one
+    line naming the loss, and ``status`` says the crawl is not there."""
+    redis = RedisServer(_binary_or_skip())  # no append-only file, no snapshots
+    redis.start()
+    try:
+        async with TestWeb(n_hosts=4, pages_per_host=40, seed=3, plain=True) as web:
+            seeds = tmp_path / "seeds.txt"
+            seeds.write_text("\n".join(web.seed_urls()) + "\n")
+            pins = ["--resolve", web.resolve_arg(), "--allow-private-addresses"]
+            rc, _, err = await _cli("seed", str(seeds), "--frontier", redis.url, *pins)
+            assert rc == 0, err
+            common = [
+                "--frontier", redis.url, "--user-agent", UA, *pins, "--ip-min-delay", "off",
+                "--min-delay", str(DELAY), "--jitter", "0", "--no-progress",
+                "--max-time", "60",
+            ]  # fmt: skip
+            restarted: list[int] = []
+
+            def restart() -> None:
+                time.sleep(2.0)
+                redis.restart(0.5)
+                restarted.append(len(web.access_log))
+
+            thread = threading.Thread(target=restart, daemon=True)
+            thread.start()
+            results = await asyncio.gather(
+                _cli("worker", "--out", str(tmp_path / "w1"), *common),
+                _cli("worker", "--out", str(tmp_path / "w2"), *common),
+            )
+            thread.join(30)
+            pages = sum(len(site.pages) for site in web.sites.values())
+        assert restarted, "Redis was not restarted"
+        assert restarted[0] < pages  # the crawl was not over when the data went
+        for rc, out, err in results:
+            assert rc != 0 and "crawl finished (done)" not in out, out + err[-3000:]
+            assert "is gone from the frontier" in err and "restarted without persistence" in err
+        rc, out, _ = await _cli("status", "--frontier", redis.url)
+        assert rc == 1 and "nothing stored" in out, out
+    finally:
+        redis.stop()

@@ -33,7 +33,7 @@ from politecrawl.handler import PageHandler
 from politecrawl.net.fetch import Fetcher
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.storage.sinks import Sink
-from politecrawl.tools.dashboard import Dashboard
+from politecrawl.tools.dashboard import Dashboard, fmt_duration
 
 __all__ = ["Crawler", "Summary"]
 
@@ -56,6 +56,15 @@ _SLOW_ROOM = 4
 # a crawl that has its pages, or was asked to stop, does not wait out the timeouts (20 s read,
 # 60 s a request) of servers that never answer
 _FINISH_GRACE_S = 2.0
+# a crawl with nothing it may ask for this long (its sites left parked, backing off, told to
+# retry after) says so, at most once per ``_IDLE_SAY_EVERY_S``: without a dashboard (not a
+# terminal, ``--no-progress``) a crawl waiting out a parked site's hour was silent
+_IDLE_SAY_AFTER_S = 60.0
+_IDLE_SAY_EVERY_S = 600.0
+
+
+def _sites(n: int) -> str:
+    return f"{n} site" if n == 1 else f"{n} sites"
 
 
 class Crawler:
@@ -105,6 +114,7 @@ class Crawler:
         self._rescoring: asyncio.Task[None] | None = None
         self._probing: asyncio.Task[None] | None = None
         self._last_focus_save = time.monotonic()
+        self._idle_said = -_IDLE_SAY_EVERY_S
 
     # the parts a caller may look at
     @property
@@ -200,6 +210,8 @@ class Crawler:
                         if part is None or part.finished():
                             break
                         wake = now + IDLE_POLL_S  # links from the others may come
+                    elif not tasks and wake is not None:
+                        await self._say_idle(now, wake)
                     if not self._room(tasks):
                         # full: a finished turn, or the flush tick (a request turned slow)
                         wake = None
@@ -229,6 +241,25 @@ class Crawler:
         if progress:
             await progress.done(ctx.counters, ctx.store, ctx.harvest(), ctx.pages_this_run)
         return await self._finish()
+
+    async def _say_idle(self, now: float, wake: float) -> None:
+        """Nothing may be asked before ``wake``: if that is long, say why (no dashboard)."""
+        if self.ctx.progress is not None or wake - now < _IDLE_SAY_AFTER_S:
+            return
+        if time.monotonic() - self._idle_said < _IDLE_SAY_EVERY_S:
+            return
+        stats = await self.ctx.store.stats()
+        parked = stats.get("parked", 0)
+        waiting = max(0, stats.get("hosts_waiting", 0) - stats.get("ready", 0) - parked)
+        if parked + waiting == 0:  # (a shared crawl: the sites left are other workers')
+            return
+        self._idle_said = time.monotonic()
+        log.warning(
+            "nothing may be asked for %s: %s parked after failures in a row, %s waiting "
+            "(backoff, Retry-After, Crawl-delay); the crawl waits for them (--max-time or "
+            "Ctrl-C stops it, and a resume goes on)",
+            fmt_duration(wake - now), _sites(parked), _sites(waiting),
+        )
 
     def _room(self, tasks: set[asyncio.Task[None]]) -> bool:
         """Whether another site may take a turn: fewer than ``--concurrency`` turns but those

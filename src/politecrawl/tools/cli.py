@@ -380,6 +380,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(st, indent=2))
         return 0
+    if not st["exists"]:
+        print(
+            f"crawl {st['crawl_id']!r}: nothing stored at {args.frontier} (not started yet, "
+            "or its data is gone: the server restarted without persistence, or was flushed)"
+        )
+        return 1
     print(
         f"crawl {st['crawl_id']!r}: {st['queued']} queued, {st['urls_open']} not finished; "
         f"sites {st['hosts_waiting']} waiting ({st['hosts_ready']} ready, "

@@ -88,6 +88,12 @@ class Batcher:
         self._expired = False  # the deadline cancelled the sending task
         self.batches = 0  # round trips (for benchmarks)
         self.sent = 0  # calls
+        # set by the store: a call whose reply is falsy when the server came back from a
+        # restart without the crawl's data (no persistence, or flushed), and what to say then.
+        # Asked before anything is sent again: otherwise the workers' calls rebuilt a crawl
+        # from nothing and each "finished" it (exit 0), silently, the crawl lost.
+        self.after_reconnect: tuple[Sequence[Any], str] | None = None
+        self._gone: str | None = None  # the data was gone: every later call hears it
 
     def script(self, script: Script, p: str, args: Sequence[Any]) -> asyncio.Future[Any]:
         """``script`` on the shard of prefix ``p``; its reply, in time."""
@@ -168,14 +174,32 @@ class Batcher:
         0.5 s one, "lost the frontier", and the crawl with them). A batch whose replies were
         lost may have run: its scripts are safe to run again (module docstring). No reply in
         time (``NoReply``) is not ridden out: a server that hangs is no restart."""
+        if self._gone is not None:
+            raise FrontierError(self._gone)
+        broke = False
         for wait in RECONNECT_WAITS_S:
             try:
+                if broke:
+                    await self._still_there()
                 return await self._exchange(calls)
             except NoReply:
                 raise
             except RedisConnectionError:
+                broke = True
                 await asyncio.sleep(wait)
+        if broke:
+            await self._still_there()
         return await self._exchange(calls)  # the last try: its failure is the caller's
+
+    async def _still_there(self) -> None:
+        """After a reconnect: whether the server still has the crawl (``after_reconnect``)."""
+        if self.after_reconnect is None:
+            return
+        call, gone = self.after_reconnect
+        (reply,) = await self._exchange([call])
+        if not reply:
+            self._gone = gone
+            raise FrontierError(gone)
 
     def _connection(self, name: str, cls: type[aioredis.Connection], kw: dict[str, Any]) -> Any:
         conn = self._conns.get(name)

@@ -127,6 +127,13 @@ class RedisStore:
                     "(one slot per crawl); finish it with that version or use a new --crawl-id"
                 )
             self.shards = int(raw[3])
+            self.batch.after_reconnect = (
+                ("EXISTS", self._p + "conf"),
+                f"crawl {self.crawl_id!r} is gone from the frontier at {self.url}: the server "
+                "came back without its data (restarted without persistence, or flushed), so "
+                "its queue and seen-set are lost; this worker stops. Keep Redis's data "
+                "(appendonly yes) and start the crawl again (politecrawl seed)",
+            )
             self.sp = [shard_prefix(self.crawl_id, i) for i in range(self.shards)]
             self.touch = [0] * self.shards
             if stored != mode or (mode == "bloom" and (stored_m, stored_k) != (m, k)):
