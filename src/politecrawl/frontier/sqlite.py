@@ -80,6 +80,7 @@ class SqliteFrontier:
         self.servers = Servers(store.db, shared_ips, self._schedule, self._own_times)
         self._ready_seq = itertools.count()
         self._queued = 0
+        self._worst_indexed = False  # the index ``trim`` reads (made at its first trim)
         self._commit_due: asyncio.Future[None] | None = None  # the next group commit
         self.group_commits = 0
         self.refetches = 0
@@ -333,6 +334,11 @@ class SqliteFrontier:
         excess = self._queued - max_queued
         if excess <= 0:
             return 0
+        if not self._worst_indexed:  # (made once; kept up from then on: sqlitestore._SCHEMA)
+            self._db.execute(
+                "CREATE INDEX IF NOT EXISTS urls_worst ON urls(priority) WHERE state = 0"
+            )
+            self._worst_indexed = True
         rows = self._db.execute(
             "SELECT url, key FROM urls WHERE state=0 ORDER BY priority LIMIT ?", (excess,)
         ).fetchall()
