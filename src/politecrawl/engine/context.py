@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -46,11 +47,14 @@ from politecrawl.storage import JsonlLog, WarcWriter, log_time
 from politecrawl.storage.outdir import check_state
 from politecrawl.storage.outlock import OutputLock
 from politecrawl.storage.sinks import ContentLog, ItemsCsv, ItemsJson, ItemsLog, PagesLog, Sink
+from politecrawl.storage.uncommitted import drop_rows_of
 from politecrawl.tools.dashboard import Dashboard
 from politecrawl.urls.canonical import origin_of, politeness_key
 from politecrawl.version import __version__
 
 _MAX_IPS = 1_000_000  # origins whose address is remembered before the cache starts over
+
+_log = logging.getLogger("politecrawl")
 
 
 class _Held:
@@ -187,6 +191,9 @@ class CrawlContext:
         # the crawl's data, not logs: pages.jsonl rotates (its readers read every part) but
         # never expires; items and content are one file each, never rotated
         pages = out / self.tagged("pages.jsonl")
+        items = self.cfg.items_file or out / "items.jsonl"
+        items = items.with_name(self.tagged(items.name))
+        self._drop_uncommitted([pages, items, out / self.tagged("content.jsonl")])
         self.pages_log = JsonlLog(pages, rotate_bytes=config.log_rotate_bytes, retention_days=None)
         self.sinks: list[Sink] = [PagesLog(self.pages_log)]
         if self.on_page is not None:
@@ -196,6 +203,9 @@ class CrawlContext:
         if config.extract:  # reads page.text, not the tree
             content = JsonlLog(out / self.tagged("content.jsonl"), rotate=False)
             self.sinks.append(ContentLog(content, config.extract))
+        if (sizes_from := getattr(self.store, "sizes_from", None)) is not None:
+            data = [s.log for s in self.sinks if isinstance(s, PagesLog | ItemsLog | ContentLog)]
+            sizes_from(lambda: {self._data_name(d.path): d.size for d in data})
         self.continuity = Continuity(
             out,
             recrawl=config.recrawl,
@@ -222,6 +232,24 @@ class CrawlContext:
             remember_refused=kept.note_refused if (kept := self.frontier.refusals) else None,
             resolve_ahead=self.resolve_ahead,
         )
+
+    def _data_name(self, path: Path) -> str:
+        """A data file's name in the state: relative to OUT when in it (OUT may move)."""
+        return path.name if path.parent == self.cfg.out_dir else str(path.resolve())
+
+    def _drop_uncommitted(self, files: list[Path]) -> None:
+        """A resume after a crash: the rows of the pages it fetches again, written by the
+        run that died before committing them, are dropped (``storage.uncommitted``)."""
+        refetched = getattr(self.frontier, "refetched", None)
+        starts = getattr(self.store, "output_starts", None)
+        if not refetched or starts is None:
+            return
+        saved, urls = starts(), set(refetched)
+        for path in files:
+            start = saved.get(self._data_name(path))
+            if start is not None and (n := drop_rows_of(path, start, urls)):
+                _log.info("resuming: %d rows of %s were of pages fetched again now: dropped",
+                         n, path.name)  # fmt: skip
 
     def _items_sink(self) -> Sink:
         """``--items``: JSON lines, CSV or JSON, by the file's name; one file, never rotated."""

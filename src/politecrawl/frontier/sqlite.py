@@ -84,6 +84,7 @@ class SqliteFrontier:
         self._commit_due: asyncio.Future[None] | None = None  # the next group commit
         self.group_commits = 0
         self.refetches = 0
+        self.refetched: list[str] = []  # their URLs (``storage.uncommitted``)
         store.queue_stats = self._queue_stats
         self._load()
 
@@ -125,6 +126,7 @@ class SqliteFrontier:
     def _load(self) -> None:
         db = self._db
         # a crash left these in flight: queue them again, marked as re-fetches
+        self.refetched = [url for (url,) in db.execute("SELECT url FROM urls WHERE state=1")]
         self.refetches = db.execute(
             "UPDATE urls SET state=0, outcome='refetch' WHERE state=1"
         ).rowcount

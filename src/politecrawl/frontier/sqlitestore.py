@@ -49,6 +49,9 @@ CREATE TABLE IF NOT EXISTS pages(
     url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, fetched_at REAL NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS outputs(
+    name TEXT PRIMARY KEY, size INT NOT NULL, prev INT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS key_ips(key TEXT PRIMARY KEY, ip TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS outbox(seq INTEGER PRIMARY KEY, peer INT NOT NULL, batch BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS seen(url TEXT PRIMARY KEY) WITHOUT ROWID;
@@ -165,6 +168,7 @@ class SqliteStore:
         self._robots: OrderedDict[str, RobotsRecord] = OrderedDict()
         self._robots_cap = robots_cache_size
         self._unsaved_counters: Callable[[], dict[str, int]] | None = None
+        self._output_sizes: Callable[[], dict[str, int]] | None = None
         self._flushes = 0
         # what the queues add to ``stats`` (set by the frontier that shares this store)
         self.queue_stats: Callable[[], dict[str, int]] = dict
@@ -296,6 +300,16 @@ class SqliteStore:
         the counts on disk are those of the URLs on disk, whenever the process dies."""
         self._unsaved_counters = unsaved
 
+    def sizes_from(self, sizes: Callable[[], dict[str, int]]) -> None:
+        """Every commit saves ``sizes()`` (the crawl's data files, by name), keeping the
+        previous commit's too: what ``storage.uncommitted`` reads back at a resume."""
+        self._output_sizes = sizes
+
+    def output_starts(self) -> dict[str, int]:
+        """Each data file's size two commits back: where the rows of uncommitted pages may
+        begin (0 for a file saved only once)."""
+        return dict(self.db.execute("SELECT name, prev FROM outputs").fetchall())
+
     async def counters(self) -> dict[str, int]:
         return dict(self.db.execute("SELECT name, value FROM counters").fetchall())
 
@@ -332,6 +346,12 @@ class SqliteStore:
         try:
             if self._unsaved_counters is not None and (delta := self._unsaved_counters()):
                 self._add_counters(delta)
+            if self._output_sizes is not None:
+                self.db.executemany(
+                    "INSERT INTO outputs VALUES (?,?,0) ON CONFLICT(name) DO UPDATE "
+                    "SET prev = size, size = excluded.size",
+                    list(self._output_sizes().items()),
+                )
             self.db.commit()
         except sqlite3.DatabaseError as exc:
             raise FrontierError(f"cannot save crawl state: {exc}") from exc

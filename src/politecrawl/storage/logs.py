@@ -129,6 +129,11 @@ class JsonlLog:
         self._fd = self._open()
         self._size = os.fstat(self._fd).st_size
 
+    @property
+    def size(self) -> int:
+        """Bytes in the file being written (its current part, if it rotates)."""
+        return self._size
+
     def _open(self) -> int:
         try:
             return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
