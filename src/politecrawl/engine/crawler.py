@@ -157,7 +157,7 @@ class Crawler:
     async def seed(self) -> int:
         """Only admit the seeds (``politecrawl seed``): no request is made."""
         ctx = self.ctx
-        async with Fetcher(self.cfg.fetch) as ctx.fetcher:
+        async with Fetcher(self.cfg.fetch, ctx.never.refuses_address) as ctx.fetcher:
             queued = await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])
         await ctx.store.flush()
         await ctx.store.close()
@@ -182,7 +182,7 @@ class Crawler:
         progress = ctx.progress
         ctx.pool.start()
         part = self.partition
-        async with Fetcher(self.cfg.fetch) as ctx.fetcher:
+        async with Fetcher(self.cfg.fetch, ctx.never.refuses_address) as ctx.fetcher:
             if part is not None and (outbox := ctx.frontier.outbox) is not None:
                 await part.open(ctx.admission, outbox, self._wake.set, self._storage_failed)
             await ctx.admission.admit([(seed, _SEED_PRIORITY) for seed in self.cfg.seeds])

@@ -20,6 +20,7 @@ body slower than --min-rate                Drop(TOO_SLOW), never retried; counts
                                            the site as a failure
 cut by the crawl's own stop (--max-time)   Retry, blameless: not an attempt, back on resume
 private / loopback target                  Drop(ADDRESS_REFUSED)
+address on the never-crawl list            Drop(EXCLUDED)
 no such host (DNS NXDOMAIN)                Drop(NO_SUCH_HOST), never retried
 broken transfer coding (bad chunk size)    Drop(BAD_CHUNKING) at once, never retried
 =========================================  =======================================
@@ -44,7 +45,8 @@ status) and ``classify_robots`` (a fetch), for the crawler, ``robotscache`` and 
 4xx but 429                                NO_RULES: allow all
 429, 5xx, network failure, other           UNREACHABLE: disallow all, ask again with backoff
 private / loopback target, invalid URL,    UNFETCHABLE: nothing of the origin can be fetched
-no such host (DNS NXDOMAIN)
+no such host (DNS NXDOMAIN), an address
+on the never-crawl list
 =========================================  =======================================
 """
 
@@ -122,6 +124,7 @@ CUT = "cut"  # FetchResult.error of a request the crawl's own stop cut short
 TRANSIENT = frozenset({"dns", "connect", "timeout"})  # retried over hours (Heritrix)
 _DROPPED_ERRORS = {
     "address_refused": DropReason.ADDRESS_REFUSED,
+    "excluded": DropReason.EXCLUDED,  # the never-crawl list names the server's address
     "invalid_url": DropReason.INVALID_URL,
     "no_such_host": DropReason.NO_SUCH_HOST,
     "bad_encoding": DropReason.BAD_ENCODING,
@@ -261,7 +264,7 @@ def outcome_label(outcome: Outcome) -> str:
 
 # -- robots.txt (RFC 9309 2.3.1) ----------------------------------------------------------------
 ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
-_UNFETCHABLE = frozenset({"address_refused", "invalid_url", "no_such_host"})
+_UNFETCHABLE = frozenset({"address_refused", "excluded", "invalid_url", "no_such_host"})
 
 
 class RobotsOutcome(enum.StrEnum):

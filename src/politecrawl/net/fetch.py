@@ -19,6 +19,7 @@ import logging
 import socket
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,13 @@ from politecrawl.config import FetchConfig
 from politecrawl.errors import AddressRefused, FetchError
 from politecrawl.net.coding import Decoder
 from politecrawl.net.dns import NameCache
-from politecrawl.net.resolver import LOOKUP_WAIT, GuardedResolver, Refused, ip_literal
+from politecrawl.net.resolver import (
+    LOOKUP_WAIT,
+    GuardedResolver,
+    ListedAddress,
+    Refused,
+    ip_literal,
+)
 from politecrawl.polite.politeness import SLOW_ANSWER_S
 
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
@@ -150,6 +157,10 @@ class _PeerConnector(aiohttp.TCPConnector):
                 break
             conn.close()
             conn = await super().connect(req, traces, timeout)
+        peer = conn.transport.get_extra_info("peername") if conn.transport else None
+        if peer and not self._resolver.allows(str(peer[0])):  # listed since it was opened
+            conn.close()
+            raise ListedAddress(f"address {peer[0]} is on the never-crawl list")
         sink = _PEER.get(None)
         transport = conn.transport
         if transport is not None:
@@ -205,14 +216,19 @@ class Fetcher:
     ``--concurrency``).
     """
 
-    def __init__(self, cfg: FetchConfig) -> None:
+    def __init__(
+        self, cfg: FetchConfig, refuse_address: Callable[[str], bool] | None = None
+    ) -> None:
+        """``refuse_address``: server addresses never to connect to (the never-crawl list's)."""
         self.cfg = cfg
         names = NameCache(
             timeout_s=cfg.dns_timeout_s,
             tries=cfg.dns_tries,
             negative_ttl_s=cfg.dns_negative_ttl_s,
         )
-        self.resolver = GuardedResolver(cfg.resolve, cfg.allow_private_addresses, names)
+        self.resolver = GuardedResolver(
+            cfg.resolve, cfg.allow_private_addresses, names, refuse=refuse_address
+        )
         self._budgets: dict[asyncio.Timeout, float] = {}  # each request's, and when it began
         self._cutting = False
         self._session: aiohttp.ClientSession | None = None
@@ -516,7 +532,8 @@ def _why(err: object, exc: BaseException | None) -> str:
 def _classify_error(exc: BaseException) -> tuple[str, str]:
     """Map aiohttp/OS errors to a short kind for the outcome table.
 
-    ``address_refused``: the guard refused every address. ``no_such_host``: the name does
+    ``address_refused``: the guard refused every address (``excluded``: the never-crawl
+    list names it). ``no_such_host``: the name does
     not exist (NXDOMAIN). ``dns``: the lookup failed (SERVFAIL, timeout: may pass).
     ``tls:certificate``: the server's certificate did not verify; ``tls:handshake``: another
     TLS failure. ``connect``: no TCP connection (refused, unreachable). ``timeout``:
@@ -531,11 +548,15 @@ def _classify_error(exc: BaseException) -> tuple[str, str]:
         return "tls:handshake", detail
     if isinstance(exc, aiohttp.ClientConnectorError):
         inner: Any = getattr(exc, "os_error", None)
+        if isinstance(inner, ListedAddress):
+            return "excluded", str(inner)
         if isinstance(inner, Refused):
             return "address_refused", str(inner)
         if isinstance(exc, aiohttp.ClientConnectorDNSError):
             return _dns_error(exc.host, inner)
         return "connect", f"cannot connect to {exc.host} port {exc.port}: {_why(inner, exc)}"
+    if isinstance(exc, ListedAddress):
+        return "excluded", str(exc)
     if isinstance(exc, Refused):
         return "address_refused", str(exc)
     if isinstance(exc, TimeoutError):  # includes aiohttp.ServerTimeoutError

@@ -18,6 +18,7 @@ import ipaddress
 import re
 import socket
 import time
+from collections.abc import Callable
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
@@ -89,6 +90,10 @@ class Refused(AddressRefused, OSError):
     of a resolver); unwrapped to ``AddressRefused``."""
 
 
+class ListedAddress(Refused):
+    """The address is on the never-crawl list (its own outcome: ``excluded``)."""
+
+
 class GuardedResolver(AbstractResolver):
     """Resolver with curl-style ``--resolve`` overrides and the private-address guard."""
 
@@ -97,7 +102,10 @@ class GuardedResolver(AbstractResolver):
         rules: tuple[str, ...],
         allow_private: bool,
         names: NameCache | None = None,
+        refuse: Callable[[str], bool] | None = None,
     ) -> None:
+        """``refuse``: addresses never to connect to, asked at each connection (the
+        never-crawl list's addresses and networks, which it re-reads live)."""
         self._exact: dict[tuple[str, int], str] = {}
         self._wild: list[tuple[str, int, str]] = []
         for rule in rules:
@@ -107,6 +115,7 @@ class GuardedResolver(AbstractResolver):
             else:
                 self._exact[(host, port)] = addr
         self._allow_private = allow_private
+        self._refuse = refuse
         self.names = names if names is not None else NameCache()
 
     def prefetch(self, host: str, port: int) -> None:
@@ -140,7 +149,7 @@ class GuardedResolver(AbstractResolver):
         found = self.names.known(host)
         if found is None:
             return None
-        return tuple(a for a in found if self._allow_private or is_public_address(a))
+        return tuple(a for a in found if self.allows(a))
 
     def override(self, host: str, port: int) -> str | None:
         addr = self._exact.get((host, port))
@@ -150,9 +159,18 @@ class GuardedResolver(AbstractResolver):
                     return a
         return addr
 
+    def allows(self, addr: str) -> bool:
+        try:
+            self.check(addr)
+        except Refused:
+            return False
+        return True
+
     def check(self, addr: str) -> None:
         if not self._allow_private and not is_public_address(addr):
             raise Refused(f"address {addr} is private, loopback or reserved")
+        if self._refuse is not None and self._refuse(addr):
+            raise ListedAddress(f"address {addr} is on the never-crawl list")
 
     async def _timed_lookup(self, host: str) -> tuple[tuple[str, socket.AddressFamily], ...]:
         """``names.lookup``, its wait added to the request's ``LOOKUP_WAIT``."""
@@ -197,17 +215,22 @@ class GuardedResolver(AbstractResolver):
             if not results:
                 raise NameNotResolved(socket.EAI_NONAME, f"{host}: no address of family {family!r}")
         allowed = []
+        listed = 0
         for r in results:
             try:
                 self.check(r["host"])
+            except ListedAddress:
+                listed += 1
+                continue
             except Refused:
                 continue
             allowed.append(r)
         if not allowed:
-            raise Refused(
-                f"{host} resolves only to refused addresses "
-                f"({', '.join(r['host'] for r in results)})"
-            )
+            addrs = ", ".join(r["host"] for r in results)
+            if listed == len(results):
+                raise ListedAddress(f"{host} resolves only to addresses on the never-crawl "
+                                    f"list ({addrs})")  # fmt: skip
+            raise Refused(f"{host} resolves only to refused addresses ({addrs})")
         return allowed
 
     async def close(self) -> None:
