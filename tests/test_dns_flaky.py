@@ -10,7 +10,8 @@ In a network namespace with a DNS server of the test's own (``dnsserver.in_netns
   with DNS answering, crawls it;
 - every answer 0.5 s late: the wait was counted as the server's response time, and the
   30 x response-time rule held each site 15 s after its robots.txt. The pace must be the
-  floor's.
+  floor's. With them, a name that does not exist: its URLs were dropped and only counted
+  (exit 0); the site must be named lost.
 
 Run by pytest; ``python tests/test_dns_flaky.py inside DIR`` is the part in the namespace.
 """
@@ -86,10 +87,16 @@ def test_a_resolver_that_fails_for_a_while_or_answers_slowly(tmp_path: Path) -> 
     # 0.5 s lookups are not the servers' response time: every page of every site in time,
     # the delays the floor's, not 30 x 0.5 s
     slow = runs["slow"]
-    assert slow["exit"] == 0, slow["stderr"]
     for host in ("h2.test", "h3.test"):
         assert pages <= set(slow["served"][host]), slow
     assert max(slow["delays"]) < 2.0, slow["delays"]
+    # a name that does not exist (NXDOMAIN) lost its 3 URLs: named, not only counted
+    lost = slow["summary"]["sites_lost"]
+    assert slow["exit"] == 3, slow["stderr"]
+    assert [(x["site"], x["state"], x["urls_left"]) for x in lost] == [
+        ("gone.test", "given_up", 3)
+    ], lost
+    assert "no such host" in lost[0]["reason"] and "gone.test: given_up" in slow["stdout"]
 
 
 async def _crawl(work: Path, name: str, seeds: list[str], dns: FlakyDns) -> dict[str, object]:
@@ -144,7 +151,8 @@ async def _inside(work: Path) -> None:
         dns.failing = set()
         runs["resume"] = await _crawl(work, "resume", two, dns)
         dns.delay_s = 0.5
-        runs["slow"] = await _crawl(work, "slow", [u for u in urls if u not in two], dns)
+        gone = [f"http://gone.test:{PORT}/p/{i}.html" for i in range(3)]  # no rule: NXDOMAIN
+        runs["slow"] = await _crawl(work, "slow", [u for u in urls if u not in two] + gone, dns)
     finally:
         dns.stop()
     (work / "report.json").write_text(json.dumps({"runs": runs}, indent=1))

@@ -155,3 +155,15 @@ def test_losses_report_names_each_site_once() -> None:
     assert d["state"] == "given_up" and d["urls_left"] == 7 and d["retry_at"] is None
     lines = describe(report)
     assert "a.test: parked" in lines[0] and "d.test: given_up" in lines[1]
+
+
+def test_a_site_parked_and_given_up_for_one_origin_is_named_both_ways() -> None:
+    """docs.test parked (its pages failing) and one of its origins given up (a dead port):
+    before, the second entry replaced the first, and the parked pages were named nowhere."""
+    losses = Losses()
+    losses.parked("docs.test", "failed 5 times in a row (protocol)", 1000.0)
+    losses.given_up("docs.test", "robots.txt of http://docs.test:9 unreachable", 1,
+                    resumable=True)  # fmt: skip
+    report = losses.report({"docs.test": 300}.get, now=500.0)
+    assert [(x["state"], x["urls_left"]) for x in report] == [("parked", 300), ("given_up", 1)]
+    assert "protocol" in report[0]["reason"] and "docs.test:9" in report[1]["reason"]

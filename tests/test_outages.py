@@ -270,7 +270,7 @@ def test_ctrl_c_cuts_a_request_that_hangs_and_a_resume_asks_again(tmp_path: Path
 
 # -- losses named ----------------------------------------------------------------------------
 def _refused_site_crawl(
-    tmp_path: Path, *options: str
+    tmp_path: Path, *options: str, again: tuple[str, ...] | None = None
 ) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
     """h0.test answers (and is crawled whole), h1.test refuses every page (403) and has 10
     URLs queued: the real command with ``options``; the process and ``sites_lost``."""
@@ -291,6 +291,8 @@ def _refused_site_crawl(
         server.close()
     assert p.returncode == 3, p.stdout + p.stderr
     assert server.fetched()["h0.test"] == server.page_paths()
+    if again is not None:  # the same command once more (its server gone: nothing to ask)
+        p = subprocess.run([*cmd, *again], capture_output=True, text=True, timeout=120)
     return p, summary(out)["sites_lost"]
 
 
@@ -321,3 +323,17 @@ def test_a_parked_site_is_named_with_the_urls_it_left(
     # waiting on the parked site alone, with no dashboard: said, once, not silent
     assert p.stderr.count("nothing may be asked for") == 1, p.stderr
     assert "1 site parked after failures in a row" in p.stderr, p.stderr
+
+
+def test_a_resume_while_a_site_is_still_parked_names_it(tmp_path: Path) -> None:
+    """The crawl of the test above, then the same command again while h1.test is still
+    parked: the resume fetches nothing, and names h1.test parked with the URLs it left,
+    exit 3. Before, it said nothing lost (exit 0) and its summary replaced the one that
+    had named the site."""
+    p, lost = _refused_site_crawl(
+        tmp_path, "--park-time", "3600", "--max-time", "8", again=("--max-time", "4")
+    )
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert [(x["site"], x["state"], x["urls_left"]) for x in lost] == [("h1.test", "parked", 5)]
+    assert lost[0]["reason"].startswith("parked in an earlier run"), lost
+    assert "h1.test: parked" in p.stdout, p.stdout

@@ -373,10 +373,14 @@ class CrawlContext:
         self._left = await self.frontier.queued_counts(self.losses.parked_keys())
 
     def remember_losses(self) -> None:
-        """The sites given up in earlier runs too, when the frontier keeps them (SQLite)."""
+        """The sites given up in earlier runs too, and those parked then and still parked,
+        when the frontier keeps them (SQLite)."""
         dropped = getattr(self.frontier, "dropped_sites", None)
         if callable(dropped):
             self.losses.remember(dropped(list(GIVEN_UP_OUTCOMES)))
+        parked = getattr(self.store, "parked_now", None)
+        if callable(parked):
+            self.losses.remember_parked(parked(self.clock()))
 
     async def resolved(self, host: str, port: int) -> str | None:
         """One address of ``host`` through the crawl's own resolver (the outage probe's)."""

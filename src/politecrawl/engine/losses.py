@@ -21,6 +21,12 @@ ROBOTS_UNAVAILABLE = "dropped:robots_unavailable"
 GIVEN_UP_OUTCOMES = {
     ROBOTS_UNAVAILABLE: "robots.txt unreachable",
     "dropped:site_refused": "refused request after request",
+    # nothing of the origin can be fetched (``RobotsCache.unfetchable``): its URLs dropped
+    # as they come up. (An address on the never-crawl list is the operator's choice: no loss.)
+    "dropped:no_such_host": "no such host: the name does not exist in DNS",
+    "dropped:address_refused": "its address is loopback, private or reserved "
+    "(--allow-private-addresses crawls it)",
+    "dropped:invalid_url": "not a fetchable URL",
 }
 
 
@@ -37,10 +43,13 @@ class Loss:
 
 
 class Losses:
-    """The sites lost so far in this run, by politeness key."""
+    """The sites lost so far in this run, by politeness key. A site may be both parked (its
+    own pages failing) and given up for one of its origins (a dead port, a name that does not
+    exist): each is named, so neither hides the other."""
 
     def __init__(self) -> None:
-        self._by_key: dict[str, Loss] = {}
+        self._parked: dict[str, Loss] = {}
+        self._given_up: dict[str, Loss] = {}
         self._last_error: dict[str, str] = {}
         # sites whose URLs were dropped after their retries, and sites that answered: a site
         # with the first and not the second lost every URL it was asked (named as FAILED)
@@ -56,14 +65,14 @@ class Losses:
         return reason if err is None or err in reason else f"{reason}; last error {err}"
 
     def parked(self, key: str, reason: str, until: float) -> None:
-        if self._by_key.get(key, Loss(key, PARKED, "", None)).state != GIVEN_UP:
-            self._by_key[key] = Loss(key, PARKED, self._why(key, reason), until)
+        self._parked[key] = Loss(key, PARKED, self._why(key, reason), until)
 
     def given_up(self, key: str, reason: str, dropped: int, *, resumable: bool = False) -> None:
-        old = self._by_key.get(key)
-        before = old.dropped if old is not None and old.state == GIVEN_UP else 0
+        old = self._given_up.get(key)
+        before = old.dropped if old is not None else 0
+        resumable = resumable or (old is not None and old.resumable)
         why = self._why(key, reason)
-        self._by_key[key] = Loss(key, GIVEN_UP, why, None, before + dropped, resumable)
+        self._given_up[key] = Loss(key, GIVEN_UP, why, None, before + dropped, resumable)
 
     def page_answered(self, key: str) -> None:
         """A page of the site came to an end other than a failure (kept, a redirect, a 404):
@@ -78,64 +87,72 @@ class Losses:
 
     def recovered(self, key: str) -> None:
         """The site answered normally: a parked site is back (a given-up one stays lost)."""
-        loss = self._by_key.get(key)
         self._last_error.pop(key, None)
-        if loss is not None and loss.state == PARKED:
-            del self._by_key[key]
+        self._parked.pop(key, None)
 
     def __len__(self) -> int:
-        return len(self._by_key)
+        return len(self._parked.keys() | self._given_up.keys())
 
     def parked_keys(self) -> list[str]:
         """The sites parked now: the report counts the URLs each left queued."""
-        return [k for k, loss in self._by_key.items() if loss.state == PARKED]
+        return list(self._parked)
 
     def remember(self, dropped: list[tuple[str, str, int]]) -> None:
         """Sites given up before this run (a resume, a crash): ``(key, outcome, URLs)`` as
         the frontier recorded them (``SqliteFrontier.dropped_sites``)."""
         for key, outcome, n in dropped:
-            old = self._by_key.get(key)
-            if old is not None and old.state == GIVEN_UP:
+            old = self._given_up.get(key)
+            if old is not None:
                 old.dropped = max(old.dropped, n)
             else:
                 why = GIVEN_UP_OUTCOMES.get(outcome, outcome)
                 resumable = outcome == ROBOTS_UNAVAILABLE
-                self._by_key[key] = Loss(key, GIVEN_UP, why, None, n, resumable)
+                self._given_up[key] = Loss(key, GIVEN_UP, why, None, n, resumable)
+
+    def remember_parked(self, parked: list[tuple[str, float, int]]) -> None:
+        """Sites parked before this run and still parked: ``(key, until, failures in a
+        row)``. A resume that ran while they waited named none (exit 0), and its summary
+        replaced the one that had named them."""
+        for key, until, failures in parked:
+            if key not in self._parked:
+                why = "parked in an earlier run" + (
+                    f" after {failures} failures in a row" if failures else ""
+                )
+                self._parked[key] = Loss(key, PARKED, self._why(key, why), until)
 
     def report(self, queued_of: Callable[[str], int | None], now: float) -> list[dict[str, Any]]:
-        """One entry per site lost, as the summary lists it. A parked site with nothing left
-        queued lost nothing, and is left out."""
+        """One entry per site lost and state, as the summary lists it. A parked site with
+        nothing left queued lost nothing, and is left out."""
         out: list[dict[str, Any]] = []
-        for key, loss in sorted(self._by_key.items()):
-            if loss.state == PARKED:
-                left = queued_of(key)
-                if left == 0:
-                    continue
+        for key in sorted(self._parked.keys() | self._given_up.keys()):
+            parked, gone = self._parked.get(key), self._given_up.get(key)
+            left = queued_of(key) if parked is not None else 0
+            if parked is not None and left != 0:
                 out.append(
                     {
                         "site": key,
                         "state": PARKED,
-                        "reason": loss.reason,
+                        "reason": parked.reason,
                         "urls_left": left,
-                        "retry_at": log_time(loss.retry_at or now),
+                        "retry_at": log_time(parked.retry_at or now),
                         "resume": "a resume asks it again from retry_at on",
                     }
                 )
-            else:
+            if gone is not None:
                 out.append(
                     {
                         "site": key,
                         "state": GIVEN_UP,
-                        "reason": loss.reason,
-                        "urls_left": loss.dropped,
+                        "reason": gone.reason,
+                        "urls_left": gone.dropped,
                         "retry_at": None,
                         "resume": "a resume asks its robots.txt again and queues them once more"
-                        if loss.resumable
+                        if gone.resumable
                         else "never: its queued URLs were dropped",
                     }
                 )
         for key, n in sorted(self._failed_urls.items()):
-            if key in self._by_key or key in self._answered:
+            if key in self._parked or key in self._given_up or key in self._answered:
                 continue
             err = self._last_error.get(key)
             out.append(

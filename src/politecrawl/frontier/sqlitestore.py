@@ -198,6 +198,14 @@ class SqliteStore:
             h = self.hosts[key] = HostState(key=key)
         return h
 
+    def parked_now(self, now: float) -> list[tuple[str, float, int]]:
+        """``(key, parked until, failures in a row)`` of the sites parked at ``now``."""
+        return [
+            (k, h.parked_until, h.consecutive_failures)
+            for k, h in self.hosts.items()
+            if politeness.is_parked(h, now)
+        ]
+
     def save_host(self, state: HostState) -> None:
         self.hosts[state.key] = state
         self.db.execute(

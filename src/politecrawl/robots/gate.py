@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from politecrawl.engine.journal import log_request, log_robots
 from politecrawl.engine.keep import admit_sitemaps
+from politecrawl.engine.losses import GIVEN_UP_OUTCOMES
 from politecrawl.engine.outcome import (
     CUT,
     DropReason,
@@ -73,6 +74,8 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
         if why is not None:  # nothing of this origin can be fetched: its URLs go, no others
             ctx.counters[why] += 1
             await ctx.frontier.finish(url, f"dropped:{why}")
+            if (lost := GIVEN_UP_OUTCOMES.get(f"dropped:{why}")) is not None:
+                ctx.losses.given_up(key, f"{lost} ({origin})", 1)
             continue
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
