@@ -165,3 +165,38 @@ async def test_a_site_whose_every_page_fails_is_named_lost(tmp_path: Path) -> No
     assert [(x["site"], x["state"], x["urls_left"]) for x in lost] == [("127.0.0.1", "failed", 1)]
     assert "http_500" in lost[0]["reason"]
     assert "127.0.0.1: failed" in said
+
+
+class BrokenPagesServer(RawServer):
+    """60 pages; five of them (/p/10 to /p/14) always break off mid-body (half their
+    Content-Length, then the connection closes), as a page whose generator crashes does."""
+
+    def answer(self, path: str, headers: dict[str, str]) -> bytes:
+        html = b"Content-Type: text/html; charset=utf-8\r\n"
+        if path == "/robots.txt":
+            return b"HTTP/1.1 404 Not Found\r\n" + _empty()
+        if path == "/":
+            links = "".join(f'<a href="/p/{i}">p{i}</a> ' for i in range(60))
+            return _ok(html, _page("home", links))
+        if path in {f"/p/{i}" for i in range(10, 15)}:
+            body = _page(f"broken {path}", "x" * 2000)
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            return html.join([head.encode()[:17], head.encode()[17:]]) + body[: len(body) // 2]
+        return _ok(html, _page(f"page {path}"))
+
+
+async def test_pages_that_break_off_do_not_park_a_site_that_answers(tmp_path: Path) -> None:
+    """Five broken pages, each answered with its headers and half its body: the server is
+    up, the pages are broken. Each is dropped after its retries; the site is not parked
+    (before: "failed 5 times in a row (protocol): parked for 3600 s", and 45 of its 55 good
+    pages left behind)."""
+    server = BrokenPagesServer()
+    out = tmp_path / "out"
+    code, said = await _crawl(server, out)
+    asked = [p for p, _ in server.log]
+    assert {f"/p/{i}" for i in range(60)} <= set(asked), sorted(set(asked))
+    assert "parked" not in said, said
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counters"].get("hosts_parked", 0) == 0 and summary["sites_lost"] == []
+    assert summary["counters"]["stored"] == 1 + 55, summary["counters"]
+    assert code == 0, said

@@ -221,8 +221,10 @@ def retry_later(
     if outcome.overload:
         ra = outcome.after_s if res.header("retry-after") else None
         politeness.slow_down(host, cfg, ctx.clock(), ra)
-    # a refusal (429, timeout) counts as one, not as a failure too
-    if refused_why is None:
+    # a refusal (429, timeout) counts as one, not as a failure too; a page whose headers
+    # came (not a 5xx) and whose body broke off is that page's fault, not the server's:
+    # five such pages in a row parked a site that answered every other page for an hour
+    if refused_why is None and not _answered_then_broke(res):
         count_failure(ctx, host, outcome.error_class)
     ctx.counters["retries"] += 1
 
@@ -238,6 +240,11 @@ _SITE_FAILURES = frozenset(
 # a URL lost to the site's failing (after its retries, or at once): a site with nothing but
 # these is named lost (``losses.Losses.url_failed``)
 _FAILED = _SITE_FAILURES | {DropReason.RETRIES_EXHAUSTED, DropReason.BAD_CHUNKING}
+
+
+def _answered_then_broke(res: FetchResult) -> bool:
+    """The server sent its status line and headers (not a 5xx), then the body failed."""
+    return res.status is not None and res.status < 500 and res.error is not None
 
 
 def count_failure(ctx: CrawlContext, host: politeness.HostState, why: str) -> None:
