@@ -167,6 +167,13 @@ def answered_normally(result: FetchResult) -> bool:
     return result.error is None and status is not None and status < 500 and refusal(result) is None
 
 
+def answered_then_broke(result: FetchResult) -> bool:
+    """The server sent its status line and headers (not a 5xx), then the body failed: the
+    page's failure, not the server's (it does not count toward parking the site)."""
+    status = result.status
+    return status is not None and status < 500 and result.error is not None
+
+
 def retry_after_s(value: str | None, now: float | None = None) -> float | None:
     """Retry-After as seconds (``120``) or an HTTP date; None when absent or unreadable."""
     if not value:

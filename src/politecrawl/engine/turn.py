@@ -31,6 +31,7 @@ from politecrawl.engine.outcome import (
     Redirect,
     Retry,
     Store,
+    answered_then_broke,
     classify,
     outcome_label,
     refusal,
@@ -224,7 +225,7 @@ def retry_later(
     # a refusal (429, timeout) counts as one, not as a failure too; a page whose headers
     # came (not a 5xx) and whose body broke off is that page's fault, not the server's:
     # five such pages in a row parked a site that answered every other page for an hour
-    if refused_why is None and not _answered_then_broke(res):
+    if refused_why is None and not answered_then_broke(res):
         count_failure(ctx, host, outcome.error_class)
     ctx.counters["retries"] += 1
 
@@ -240,11 +241,6 @@ _SITE_FAILURES = frozenset(
 # a URL lost to the site's failing (after its retries, or at once): a site with nothing but
 # these is named lost (``losses.Losses.url_failed``)
 _FAILED = _SITE_FAILURES | {DropReason.RETRIES_EXHAUSTED, DropReason.BAD_CHUNKING}
-
-
-def _answered_then_broke(res: FetchResult) -> bool:
-    """The server sent its status line and headers (not a 5xx), then the body failed."""
-    return res.status is not None and res.status < 500 and res.error is not None
 
 
 def count_failure(ctx: CrawlContext, host: politeness.HostState, why: str) -> None:
