@@ -7,8 +7,10 @@ Each web is crawled breadth-first, in this process, through the crawler's own ga
 its own link extraction (``page.read_page``); pages come from the files of the documentation
 bed (``bench/docbed.py``: Debian doc packages, one host each), from the test web
 (``demo.web.TestWeb``: numbered pages linking one another and other hosts) and from the
-sites of ``tests/originweb.py`` (a forum, a numbered site, a webcomic, calendars and traps). No network: what a
-crawl would fetch is read from the web's own code. Ground truth: every site of the bed and the
+sites of ``tests/originweb.py`` (a forum, a numbered site, a webcomic, calendars and traps).
+No network: what a crawl would fetch is read from the web's own code; the guard is told what
+each page was (``UrlSpaces.page``: its text, a duplicate payload, no page), as the crawl does.
+Ground truth: every site of the bed and the
 test webs ends, so each pattern named there is a false positive and each page the guard
 refused is lost; the calendars and the trap sites are endless, and are counted caught when
 the guard named them before ``--max-pages``. Printed: per web, pages fetched, pages of the

@@ -2,7 +2,8 @@
 
 A trap is a URL space with no end, not a site with many real pages: a forum's 1,500 reply
 pages, a catalogue's 3,000 numbered pages are crawled whole and named nothing. Three rules,
-cheapest first (the first is ``filters.trap_reason``, Heritrix's path rules):
+cheapest first (the first is ``filters.trap_reason``, Heritrix's path rules), the third
+with the evidence of the pages fetched:
 
 1. **Shape** (``filters.TrapLimits``): URL length, path depth, a segment repeated, too many
    query parameters: relative-link loops and ever-growing query strings.
@@ -19,7 +20,8 @@ cheapest first (the first is ``filters.trap_reason``, Heritrix's path rules):
    (other pages of the site, other hosts). A space entered once that feeds itself (endless
    pagination, session ids) ends there; a forum whose every thread is linked from a listing
    page does not. A pattern at its budget whose own pages, fetched since it was half spent,
-   were real pages gets ``max_urls`` more instead (``page``, ``_proven``): at least
+   were real pages gets ``max_urls`` more instead (``page``, ``_proven``; judged afresh for
+   each raise, and from its last ``2 * EVIDENCE_PAGES`` URLs if the budget is small): at least
    ``EVIDENCE_PAGES`` of them, at most ``BAD_SHARE`` bad: a duplicate payload, a page with
    less than ``MIN_TEXT`` of visible text, an error or a 4xx, a URL grown ``GROWTH_CHARS``
    past the pattern's shortest, or a text within ``NEAR_BITS`` of one of its ``RECENT``
@@ -31,7 +33,8 @@ A URL's *pattern* is its host and path with every run of digits written ``N`` an
 value written ``*`` (``/cal/2024/05/17`` is ``/cal/N/N/N``); its *family* is the pattern's first
 path segment (day and month pages of a calendar are one family). A URL with no digits and no
 query has no pattern: hand-written pages are never counted. What marks a trap is how its URLs
-are found (from pages of the same family), not the pages' content. A named pattern takes no
+are found (from pages of the same family); what its pages are only buys a pattern more
+budget, never names one. A named pattern takes no
 more URLs, and the crawl names it (``on_trap``: a warning and ``log/traps.jsonl``, which
 ``log-stats`` reads; the URLs it refused are counted under ``cut_counter``, which the summary
 lists as ``traps``). Memory: a counter and a shortest URL length per pattern, per family its
