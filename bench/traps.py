@@ -7,8 +7,10 @@ Each web is crawled breadth-first, in this process, through the crawler's own ga
 its own link extraction (``page.read_page``); pages come from the files of the documentation
 bed (``bench/docbed.py``: Debian doc packages, one host each), from the test web
 (``demo.web.TestWeb``: numbered pages linking one another and other hosts) and from the
-sites of ``tests/originweb.py`` (a forum, a numbered site, calendars). No network: what a
-crawl would fetch is read from the web's own code. Ground truth: every site of the bed and the
+sites of ``tests/originweb.py`` (a forum, a numbered site, a webcomic, calendars and traps).
+No network: what a crawl would fetch is read from the web's own code; the guard is told what
+each page was (``UrlSpaces.page``: its text, a duplicate payload, no page), as the crawl does.
+Ground truth: every site of the bed and the
 test webs ends, so each pattern named there is a false positive and each page the guard
 refused is lost; the calendars and the trap sites are endless, and are counted caught when
 the guard named them before ``--max-pages``. Printed: per web, pages fetched, pages of the
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import sys
 import time
@@ -33,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test webs
 
 import docbed
-from originweb import calendar, forum, numbered
+from originweb import calendar, empty_listing, forum, numbered, session_ids, webcomic
 
 from politecrawl.config import CrawlConfig, FetchConfig
 from politecrawl.content.page import read_page
@@ -72,16 +75,23 @@ def crawl(name: str, seeds: list[str], fetch: Fetch, max_pages: int, *, endless:
         run.named.append((host, pattern, why, run.fetched))  # (before issue 28: no why)
 
     gate.spaces.on_trap = named
+    # what the crawl tells the guard of each page (a guard before it was told: nothing)
+    told = getattr(gate.spaces, "page", lambda *_a, **_k: None)
     queue = deque(canonicalize(s) for s in seeds)
     seen = set(queue)
+    payloads: set[bytes] = set()  # the crawl's duplicates: a payload stored before
     t0 = time.perf_counter()
     while queue and run.fetched < max_pages:
         url = queue.popleft()
         body = fetch(url)
         run.fetched += 1
         if body is None:
+            told(url, None)
             continue
         page = read_page(body, url, product_token="benchbot")
+        digest = hashlib.blake2b(body, digest_size=16).digest()
+        told(url, page.visible_text, duplicate=digest in payloads)
+        payloads.add(digest)
         for link in page.links_to_follow():
             u = link.url
             if u in seen:
@@ -159,8 +169,15 @@ def origin_runs(max_pages: int) -> Iterator[Run]:
     past = calendar(dt.date(2024, 5, 17))
     yield crawl("calendar from 2024-05-17", ["http://cal.test/"], served(past), max_pages,
                 endless=True)  # fmt: skip
+    comic, _ = webcomic(6000)
+    yield crawl("webcomic 6,000 chained strips", ["http://comic.test/"], served(comic),
+                max_pages, endless=False)  # fmt: skip
     yield crawl("endless ?page=N", ["http://list.test/list?page=1"], served(_endless_list),
                 max_pages, endless=True)  # fmt: skip
+    yield crawl("endless empty listing", ["http://shop.test/s?page=1"], served(empty_listing()),
+                max_pages, endless=True)  # fmt: skip
+    yield crawl("session ids", ["http://sid.test/s/1/home"], served(session_ids()), max_pages,
+                endless=True)  # fmt: skip
     yield crawl("relative-link loop", ["http://loop.test/a/"], served(_loop), max_pages,
                 endless=True)  # fmt: skip
 

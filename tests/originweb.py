@@ -6,6 +6,10 @@
 - ``calendar``: ``/cal/Y/M/D``, each day linking the previous and next day and the same day
   of the next month, without end.
 - ``numbered``: ``/p/N.html``, each page linking the next two and a few others of the site.
+- ``webcomic``: strips ``/c/N``, each linking only the first, previous, next and last and home:
+  a chain of thousands of real pages, each its own text.
+- ``empty_listing``: ``/s?page=N`` without end, every page the same empty listing but for its
+  number; ``session_ids``: one home page under ever new ``/s/SID/home``. Traps.
 
 ``SiteServer`` serves one of them (``pages(path) -> html | None``) over http, or https with a
 ``tlsweb.LocalCA`` context, and keeps ``requests`` (host header, path) in order;
@@ -105,6 +109,60 @@ def numbered(pages: int = 3000, seed: int = 1) -> tuple[Site, set[str]]:
         return _page(f"Page {n}", ["/" if t == 0 else f"/p/{t}.html" for t in targets])
 
     return site, paths
+
+
+_WORDS = ("cat", "dog", "moon", "tea", "rain", "boat", "owl", "fox", "sun", "snow", "kite",
+          "bell", "map", "ink", "lamp", "rope")  # fmt: skip
+
+
+def webcomic(strips: int = 6000) -> tuple[Site, set[str]]:
+    """A webcomic: ``/`` links the first and latest strip; strip N its neighbours, the first,
+    the latest and home, and tells its own story (no page is another's but for a number)."""
+    paths = {"/"} | {f"/c/{n}" for n in range(1, strips + 1)}
+
+    def site(path: str) -> str | None:
+        if path not in paths:
+            return None
+        if path == "/":
+            return _page("Comic", ["/c/1", f"/c/{strips}"])
+        n = int(path[3:])
+        words = " ".join(_WORDS[(n * 2654435761 >> (3 * k)) % 16] for k in range(10))
+        links = [f"/c/{i}" for i in (1, n - 1, n + 1, strips) if 0 < i <= strips] + ["/"]
+        return _page(f"Strip {n}", links).replace(
+            "</h1>", f"</h1><p>In which the {words} and the {words[::-1]} meet again.</p>"
+        )
+
+    return site, paths
+
+
+def empty_listing() -> Site:
+    """Pagination with no last page: past the first, the same empty listing but its number."""
+
+    def site(path: str) -> str | None:
+        if not path.startswith("/s?page="):
+            return None
+        n = int(path.split("=")[1])
+        chrome = " ".join(f"Department {d}: shoes, coats, hats and bags." for d in "ABCDEFGHIJKL")
+        return (
+            f"<!DOCTYPE html><html><head><title>Results</title></head><body><p>{chrome}</p>"
+            f'<p>Results page {n}: no products match.</p><a href="/s?page={n + 1}">next</a>'
+            "</body></html>"
+        )
+
+    return site
+
+
+def session_ids() -> Site:
+    """One home page under ever new session ids: each link carries the next one."""
+
+    def site(path: str) -> str | None:
+        if not path.startswith("/s/") or not path.endswith("/home"):
+            return None
+        sid = int(path.split("/")[2])
+        text = _page("Welcome to our shop", [f"/s/{sid * 48271 % 2147483647}/home"])
+        return text.replace("</h1>", f"</h1><p>{'Fine goods for every season. ' * 4}</p>")
+
+    return site
 
 
 class SiteServer:

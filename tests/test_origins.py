@@ -35,7 +35,9 @@ async def crawl(
     *extra: str,
     env: dict[str, str] | None = None,
     timeout_s: float = 240.0,
+    printed: list[str] | None = None,
 ) -> tuple[int, str]:
+    """The real command; returns its exit code and stderr (``printed``: gets its stdout)."""
     seeds_file = tmp_path / "seeds.txt"
     seeds_file.write_text("\n".join(seeds) + "\n")
     args = [
@@ -48,8 +50,10 @@ async def crawl(
         sys.executable, "-m", "politecrawl", *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
     )  # fmt: skip
-    _, stderr = await asyncio.wait_for(proc.communicate(), timeout_s)
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout_s)
     assert proc.returncode is not None
+    if printed is not None:
+        printed.append(stdout.decode())
     return proc.returncode, stderr.decode()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 import pytest
 
@@ -130,3 +131,55 @@ def test_strikes_before_naming() -> None:
     a = far + dt.timedelta(days=50)
     guard.admitted(f"{H}/cal/{a + dt.timedelta(days=1):%Y-%m-%d}", f"{H}/cal/{a:%Y-%m-%d}")
     assert [why for *_, why in named] == ["calendar"]
+
+
+# -- the budget's evidence: what the pattern's own fetched pages were ----------------------
+def _chain(guard: UrlSpaces, pages: int, text: Callable[[int], str | None], *,
+           url: Callable[[int], str] = lambda n: f"{H}/c/{n}", dup: bool = False) -> int:
+    """A chain whose page n links page n+1 and is then 'fetched'; returns the pages fetched."""
+    guard.admitted(url(1), H + "/")
+    for n in range(1, pages):
+        guard.page(url(n), text(n), duplicate=dup and n > 1)
+        if guard.full(url(n + 1)):
+            return n
+        guard.admitted(url(n + 1), url(n))
+    return pages  # fmt: skip
+
+
+def _story(n: int) -> str:
+    words = ("cat", "dog", "moon", "tea", "rain", "boat", "owl", "fox")
+    return f"Strip {n}: " + " ".join(words[(n * 2654435761 >> (3 * k)) % 8] for k in range(20))
+
+
+_CHROME = " ".join(f"Department {d}: shoes, coats, hats and bags." for d in "ABCDEFGHIJKL")
+
+
+def test_a_chain_of_real_pages_keeps_its_budget_growing() -> None:
+    guard, named = spaces(max_urls=50)
+    assert _chain(guard, 2000, _story) == 2000  # a webcomic: 40 budgets, each earned
+    assert named == []
+
+
+@pytest.mark.parametrize(
+    ("what", "text", "dup", "url"),
+    [
+        ("the same page but its number", lambda n: f"Results page {n}. " + _CHROME, False, None),
+        ("duplicates", _story, True, None),
+        ("no text", lambda n: f"page {n}", False, None),
+        ("errors", lambda n: None, False, None),
+        ("a growing URL", _story, False, lambda n: f"{H}/q?x={'a' * n}"),
+    ],
+)  # fmt: skip
+def test_a_chain_of_pages_that_are_not_real_is_named_at_its_budget(
+    what: str, text: Callable[[int], str | None], dup: bool, url: Callable[[int], str] | None
+) -> None:
+    guard, named = spaces(max_urls=50)
+    fetched = _chain(guard, 2000, text, dup=dup, **({"url": url} if url else {}))
+    assert fetched <= 60, what
+    assert [why for *_, why in named] == ["budget"], what
+
+
+def test_a_few_bad_pages_among_real_ones_do_not_name_a_pattern() -> None:
+    guard, named = spaces(max_urls=50)
+    assert _chain(guard, 1000, lambda n: None if n % 20 == 0 else _story(n)) == 1000
+    assert named == []

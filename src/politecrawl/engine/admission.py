@@ -37,6 +37,7 @@ from politecrawl.urls.traps import TrapHook, UrlSpaces
 HOST_URLS = "host_urls:"  # counter prefix: URLs admitted per host (--max-urls-per-host)
 # refusals an option can lift (--scope, --allow, --exclude-file): remembered for a resume
 LIFTABLE = frozenset({DropReason.OUT_OF_SCOPE, DropReason.EXCLUDED})
+URL_SPACE = "url_space"  # a refusal of ``UrlSpaces``: a named pattern
 RefusedRow = tuple[str, str, int, int, int, float]  # url, reason, depth, hops, kind, priority
 
 
@@ -98,7 +99,7 @@ class Gate:
             if self._per_host[host] >= self.max_urls_per_host:
                 return DropReason.TRAP, "host_url_limit"
         if self.spaces.full(url):
-            return DropReason.TRAP, "url_space"
+            return DropReason.TRAP, URL_SPACE
         return None
 
     def admitted(
@@ -206,6 +207,8 @@ class Admission:
                 counters[why[0].value] += 1
                 if why[1]:
                     counters[f"{why[0].value}:{why[1]}"] += 1
+                    if why[1] == URL_SPACE:  # the summary names the pattern and its count
+                        counters[self.gate.spaces.cut_counter(url) or URL_SPACE] += 1
                 if why[0] in LIFTABLE:
                     liftable.append((url, why[0].value, depth, hops, kind, priority))
                 continue

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from politecrawl.config import CrawlConfig
 from politecrawl.engine.admission import HOST_URLS
+from politecrawl.engine.losses import traps_cut
 from politecrawl.engine.metrics import Metrics
 from politecrawl.engine.outcome import DropReason
 from politecrawl.net.fetch import FetchResult
@@ -24,6 +25,7 @@ from politecrawl.polite import politeness
 from politecrawl.storage import JsonlLog, log_time
 from politecrawl.tools.dashboard import Dashboard
 from politecrawl.urls.canonical import host_of, origin_of
+from politecrawl.urls.traps import cut_counter
 
 log = logging.getLogger("politecrawl")
 
@@ -105,6 +107,8 @@ class Summary:
     robots_absent: int = 0  # robots.txt 4xx (RFC 9309 2.3.1.3: allow all): not an error
     # each site parked or given up (``losses.Losses.report``): exit code 3 when not empty
     sites_lost: list[dict[str, Any]] = field(default_factory=list)
+    # each URL pattern the trap guard stopped following (``losses.traps_cut``): not exit 3
+    traps: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -137,6 +141,7 @@ def summary_of(
         reserved_sites=c[DropReason.RESERVED_SITE.value],
         robots_absent=c["robots:none"],
         sites_lost=sites_lost or [],
+        traps=traps_cut(c),
     )
 
 
@@ -234,6 +239,7 @@ def trap_found(
     ``--max-urls-per-pattern`` of it, raised by links into it). (Given the parts it writes to,
     not the context: the context builds the gate with it.)"""
     counters["traps_found"] += 1
+    counters[cut_counter(host, pattern, why)] += 0  # named in the summary, even if none refused
     if why == "calendar":
         reason = "its pages keep linking dates ever further away (a calendar)"
     else:

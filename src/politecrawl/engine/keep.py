@@ -84,6 +84,10 @@ async def store_page(
         last_modified=modified,
         sim=sim,
     )
+    # what the page is decides whether its URL pattern may grow past the trap guard's budget
+    ctx.admission.gate.spaces.page(
+        entry.url, page.visible_text, duplicate=seen.duplicate_of is not None
+    )
     if seen.revisit:
         counters["revisits"] += 1
         counters["changes_seen"] += bool(seen.changed)

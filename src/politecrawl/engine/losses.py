@@ -5,15 +5,21 @@ A crawl that ends with sites parked or given up has not done all it was asked, a
 so: the summary (printed and ``summary.json``'s ``sites_lost``) lists each such site with its
 reason, the URLs it left behind and when a resume will try it again, and the command's exit
 code is 3 (README, "Exit codes"). A parked site that answers again is no longer lost.
+
+A URL pattern the trap guard stopped following (``urls.traps``) is named too, in the
+summary's ``traps`` (``traps_cut``): its site, pattern, why and the URLs refused. It is not a
+site lost (the site's other pages are crawled, and cutting an endless space is the guard's
+job), so it does not make the exit code 3; a guard that cut a real site shows there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from politecrawl.storage import log_time
+from politecrawl.urls.traps import CUT
 
 PARKED, GIVEN_UP, FAILED = "parked", "given_up", "failed"
 # the request log's outcomes of URLs dropped with their site, and what they say about it
@@ -187,4 +193,42 @@ def describe(lost: list[dict[str, Any]], limit: int = 20) -> list[str]:
         )
     if len(lost) > limit:
         lines.append(f"    ... and {len(lost) - limit} more (summary.json: sites_lost)")
+    return lines
+
+
+_WHY_CUT = {
+    "calendar": "its pages walk dates ever further away (a calendar)",
+    "budget": "its pages kept linking new ones past --max-urls-per-pattern, and were not "
+    "all distinct pages",
+}
+
+
+def traps_cut(counters: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The patterns the trap guard named, from the crawl's counters (``traps.cut_counter``:
+    summed over ``--processes`` and resumes like every counter), most URLs refused first."""
+    out = []
+    for name, n in counters.items():
+        if name.startswith(CUT):
+            why, site, pattern = name[len(CUT) :].split(" ", 2)
+            out.append(
+                {
+                    "site": site,
+                    "pattern": pattern,
+                    "why": why,
+                    "reason": _WHY_CUT.get(why, why),
+                    "urls_not_followed": n,
+                }
+            )
+    return sorted(out, key=lambda t: (-t["urls_not_followed"], t["site"], t["pattern"]))
+
+
+def describe_traps(traps: list[dict[str, Any]], limit: int = 20) -> list[str]:
+    """The printed summary's lines for the patterns cut (at most ``limit``, then a count)."""
+    lines = [
+        f"    {t['site']} {t['pattern']}: {t['why']}, {t['reason']}; "
+        f"{t['urls_not_followed']} URLs found and not followed"
+        for t in traps[:limit]
+    ]
+    if len(traps) > limit:
+        lines.append(f"    ... and {len(traps) - limit} more (summary.json: traps)")
     return lines

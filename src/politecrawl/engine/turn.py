@@ -192,6 +192,8 @@ async def act(
             count_failure(ctx, host, outcome.reason.value)
         if outcome.reason in _FAILED:
             ctx.losses.url_failed(host.key, outcome.detail)  # named if the site never answers
+        if outcome.reason in _FAILED or outcome.reason in _NO_PAGE:  # no page: evidence of a trap
+            ctx.admission.gate.spaces.page(entry.url, None)
         if res.status is not None and not res.abandoned:
             ctx.warc.write_exchange(res)
         if res.status is not None and outcome.reason in _NO_PAGE and entry.kind != SITEMAP:

@@ -46,6 +46,13 @@ def print_summary(summary: dict[str, Any], out: Path) -> None:
         print(f"  sites lost           {len(lost)} (parked, given up or failed):")
         for line in describe(lost):
             print(line)
+    traps = summary.get("traps") or []
+    if traps:  # the trap guard's cuts: not sites lost, but pages the crawl did not follow
+        from politecrawl.engine.losses import describe_traps
+
+        print(f"  traps cut            {len(traps)} (URL patterns no longer followed):")
+        for line in describe_traps(traps):
+            print(line)
     print(f"  output               {out} (summary.json, warc/, log/, state.sqlite)")
 
 

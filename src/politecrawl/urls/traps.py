@@ -2,7 +2,8 @@
 
 A trap is a URL space with no end, not a site with many real pages: a forum's 1,500 reply
 pages, a catalogue's 3,000 numbered pages are crawled whole and named nothing. Three rules,
-cheapest first (the first is ``filters.trap_reason``, Heritrix's path rules):
+cheapest first (the first is ``filters.trap_reason``, Heritrix's path rules), the third
+with the evidence of the pages fetched:
 
 1. **Shape** (``filters.TrapLimits``): URL length, path depth, a segment repeated, too many
    query parameters: relative-link loops and ever-growing query strings.
@@ -18,16 +19,27 @@ cheapest first (the first is ``filters.trap_reason``, Heritrix's path rules):
    raised by ``max_urls`` for every ``CREDIT_LINKS`` links into the family from outside it
    (other pages of the site, other hosts). A space entered once that feeds itself (endless
    pagination, session ids) ends there; a forum whose every thread is linked from a listing
-   page does not.
+   page does not. A pattern at its budget whose own pages, fetched since it was half spent,
+   were real pages gets ``max_urls`` more instead (``page``, ``_proven``; judged afresh for
+   each raise, and from its last ``2 * EVIDENCE_PAGES`` URLs if the budget is small): at least
+   ``EVIDENCE_PAGES`` of them, at most ``BAD_SHARE`` bad: a duplicate payload, a page with
+   less than ``MIN_TEXT`` of visible text, an error or a 4xx, a URL grown ``GROWTH_CHARS``
+   past the pattern's shortest, or a text within ``NEAR_BITS`` of one of its ``RECENT``
+   predecessors (SimHash with numbers kept: the same page but for its number, as the empty
+   pages of an endless listing are). A webcomic's 6,000 strips are crawled whole; an endless
+   listing, a session-id space, a growing URL still end at the budget.
 
 A URL's *pattern* is its host and path with every run of digits written ``N`` and every query
 value written ``*`` (``/cal/2024/05/17`` is ``/cal/N/N/N``); its *family* is the pattern's first
 path segment (day and month pages of a calendar are one family). A URL with no digits and no
 query has no pattern: hand-written pages are never counted. What marks a trap is how its URLs
-are found (from pages of the same family), not the pages' content. A named pattern takes no
+are found (from pages of the same family); what its pages are only buys a pattern more
+budget, never names one. A named pattern takes no
 more URLs, and the crawl names it (``on_trap``: a warning and ``log/traps.jsonl``, which
-``log-stats`` reads). Memory: a counter per pattern, and per family its links in and the
-latest date linked in (singletons cleared past ``_MAX_PATTERNS``).
+``log-stats`` reads; the URLs it refused are counted under ``cut_counter``, which the summary
+lists as ``traps``). Memory: a counter and a shortest URL length per pattern, per family its
+links in and the latest date linked in (singletons cleared past ``_MAX_PATTERNS``), and a
+few counts and fingerprints per pattern past half its budget.
 """
 
 from __future__ import annotations
@@ -35,8 +47,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from politecrawl.continuity.fingerprint import hamming, simhash
 
 _DIGITS = re.compile(r"[0-9]+")
 _QUERY_VALUE = re.compile(r"=[^&]*")
@@ -53,6 +68,13 @@ HORIZON_DAYS = 366  # how far beyond the family's entry dates (and today) a walk
 DATE_STRIKES = 5  # walks beyond the horizon that name a pattern a calendar trap
 CREDIT_LINKS = 10  # links into a family from outside it that raise its budget by ``max_urls``
 MAX_FUTURE_YEARS = 25  # later "dates" are numbers (ids), not a calendar
+EVIDENCE_PAGES = 20  # pages of a pattern judged, at least, before its budget is raised
+BAD_SHARE = 0.1  # of them, at most this share bad (duplicates, empty, errors, grown URLs)
+MIN_TEXT = 64  # characters of visible text a real page has (as continuity's duplicates)
+GROWTH_CHARS = 12  # a URL this much longer than its pattern's shortest is growing
+RECENT, NEAR_BITS = 8, 5  # a page this close to one of the last few of its pattern: the same
+# page but its number (numbers kept, so wider than continuity's 3; two unrelated texts: ~1e-12)
+CUT = "trap_cut:"  # counter: URLs of a named pattern refused, "trap_cut:WHY HOST PATTERN"
 
 # called once per (host, pattern) that became a trap: host, pattern, an example URL, why
 TrapHook = Callable[[str, str, str, str], None]
@@ -74,6 +96,21 @@ def pattern_of(url: str) -> tuple[str, str] | None:
     if sep:
         pattern += "?" + _QUERY_VALUE.sub("=*", query)
     return url[start:slash], pattern
+
+
+def cut_counter(host: str, pattern: str, why: str) -> str:
+    """The counter of a named pattern's refused URLs: summed over processes and runs with the
+    crawl's counters, and read back by the summary (``journal.summary_of``)."""
+    return f"{CUT}{why} {host} {pattern}"
+
+
+@dataclass(slots=True)
+class _Evidence:
+    """What the pages of one pattern were, since it was half spent or its budget last raised."""
+
+    good: int = 0
+    bad: int = 0
+    recent: deque[int] = field(default_factory=lambda: deque(maxlen=RECENT))
 
 
 def _family(pattern: str) -> str:
@@ -131,7 +168,10 @@ class UrlSpaces:
         self._entries: Counter[tuple[str, str]] = Counter()  # links in from outside, per family
         self._entered: dict[tuple[str, str], int] = {}  # family -> latest date linked in
         self._strikes: Counter[tuple[str, str]] = Counter()
-        self.traps: dict[tuple[str, str], str] = {}  # (host, pattern) -> the URL that filled it
+        self.traps: dict[tuple[str, str], str] = {}  # (host, pattern) -> why it was named
+        self._shortest: dict[tuple[str, str], int] = {}  # pattern -> its shortest URL's length
+        self._raised: Counter[tuple[str, str]] = Counter()  # budget its pages earned
+        self._evidence: dict[tuple[str, str], _Evidence] = {}  # patterns past half a budget
         self._source: str | None = None  # the last source's split, kept: links come in batches
         self._source_split: tuple[str, str] | None = None
         self._source_date: int | None = None
@@ -168,12 +208,60 @@ class UrlSpaces:
         if self._calendar_walk(family, url):
             self._name(split, url, CALENDAR)
         self._fed[split] = n = self._fed[split] + 1
-        budget = self.max_urls * (1 + self._entries[family] // CREDIT_LINKS)
-        if n >= budget:
-            self._name(split, url, BUDGET)
+        if len(url) < self._shortest.get(split, len(url) + 1):
+            self._shortest[split] = len(url)
+        budget = self.max_urls * (1 + self._entries[family] // CREDIT_LINKS) + self._raised[split]
+        # judged from half its budget on (or the last pages enough to judge, if it is small)
+        if (2 * n >= budget or n + 2 * EVIDENCE_PAGES >= budget) and split not in self.traps:
+            ev = self._evidence.setdefault(split, _Evidence())
+            if n < budget:
+                pass
+            elif self._proven(ev):  # real pages so far: another budget, judged afresh
+                self._raised[split] += self.max_urls
+                self._evidence[split] = _Evidence(recent=ev.recent)
+            else:
+                self._name(split, url, BUDGET)
         if len(self._fed) > _MAX_PATTERNS:
             for key in [k for k, v in self._fed.items() if v == 1]:
                 del self._fed[key]
+                self._shortest.pop(key, None)
+
+    def page(self, url: str, text: str | None, *, duplicate: bool = False) -> None:
+        """What a fetched page turned out to be, for its pattern's budget (``_proven``):
+        ``text`` its visible text (None: an error, a 4xx, not a page), ``duplicate`` its
+        payload one stored under another URL. Patterns below half their budget: nothing."""
+        if not self._evidence:
+            return
+        split = pattern_of(url)
+        ev = None if split is None else self._evidence.get(split)
+        if ev is None or split is None:
+            return
+        good = (
+            text is not None
+            and not duplicate
+            and len(text) >= MIN_TEXT
+            and len(url) <= self._shortest.get(split, len(url)) + GROWTH_CHARS
+        )
+        if good and text is not None:
+            sim = simhash(text, digits=True)  # numbers kept: "Strip 7" is not "Strip 8"
+            good = all(hamming(sim, old) > NEAR_BITS for old in ev.recent)
+            ev.recent.append(sim)
+        if good:
+            ev.good += 1
+        else:
+            ev.bad += 1
+
+    @staticmethod
+    def _proven(ev: _Evidence) -> bool:
+        """Enough of the pattern's pages judged, and nearly all of them real pages."""
+        judged = ev.good + ev.bad
+        return judged >= EVIDENCE_PAGES and ev.bad <= BAD_SHARE * judged
+
+    def cut_counter(self, url: str) -> str | None:
+        """The counter of the named pattern ``url`` belongs to (None: not named)."""
+        split = pattern_of(url)
+        why = None if split is None else self.traps.get(split)
+        return None if split is None or why is None else cut_counter(split[0], split[1], why)
 
     def _enter(self, family: tuple[str, str], url: str) -> None:
         day = date_of(url)
@@ -197,6 +285,7 @@ class UrlSpaces:
     def _name(self, split: tuple[str, str], url: str, why: str) -> None:
         if split in self.traps:
             return
-        self.traps[split] = url
+        self.traps[split] = why
+        self._evidence.pop(split, None)
         if self.on_trap is not None:
             self.on_trap(split[0], split[1], url, why)
