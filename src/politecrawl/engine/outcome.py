@@ -261,6 +261,8 @@ def outcome_label(outcome: Outcome) -> str:
 
 # -- robots.txt (RFC 9309 2.3.1) ----------------------------------------------------------------
 ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
+# RFC 9309 2.5: parse at least 500 KiB; read that much whatever --max-size says of pages
+MAX_ROBOTS_BYTES = 512_000
 _UNFETCHABLE = frozenset({"address_refused", "invalid_url", "no_such_host"})
 
 

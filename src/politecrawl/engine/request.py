@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from politecrawl.engine.outcome import DropReason, answered_normally
+from politecrawl.engine.outcome import MAX_ROBOTS_BYTES, DropReason, answered_normally
 from politecrawl.frontier import PAGE, UrlEntry
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
@@ -35,7 +35,8 @@ async def request(
 ) -> FetchResult:
     """One request under the key's lease: politeness bookkeeping and counts around it.
     ``robots``: a robots.txt, whose 4xx (but 429) only says there is none (RFC 9309
-    2.3.1.3): counted as ``robots:none`` by the robots step, not as an error."""
+    2.3.1.3): counted as ``robots:none`` by the robots step, not as an error; its body is
+    read to 500 KiB at least (RFC 9309 2.5), whatever ``--max-size`` says of pages."""
     cfg = ctx.cfg.politeness
     if host.last_start == 0.0:
         ctx.counters["hosts_contacted"] += 1
@@ -43,7 +44,12 @@ async def request(
     politeness.record_start(host, cfg, ctx.clock())
     await ctx.frontier.begin_request(host.key, host)  # on disk before the request goes
     politeness.record_start(host, cfg, ctx.clock())  # the real start
-    res = await ctx.fetcher.fetch(url, html_only=html_only, extra_headers=extra_headers)
+    res = await ctx.fetcher.fetch(
+        url,
+        html_only=html_only,
+        extra_headers=extra_headers,
+        min_cap=MAX_ROBOTS_BYTES if robots else 0,
+    )
     politeness.record_end(host, ctx.clock())  # the next gap counts from here
     if res.ip:  # the per-IP rule follows the address actually connected to
         await ctx.frontier.connected(host.key, res.ip)

@@ -14,12 +14,16 @@ import dataclasses
 from collections import OrderedDict
 from typing import NamedTuple
 
-from politecrawl.engine.outcome import RobotsOutcome, robots_outcome, robots_usable
+from politecrawl.engine.outcome import (
+    MAX_ROBOTS_BYTES,
+    RobotsOutcome,
+    robots_outcome,
+    robots_usable,
+)
 from politecrawl.frontier import CrawlStore, RobotsRecord
 from politecrawl.polite.politeness import robots_retry_s
 from politecrawl.robots.rules import RobotsRules
 
-MAX_ROBOTS_BYTES = 512_000  # RFC 9309 2.5: parse at least 500 KiB
 LAST_GOOD_AFTER_S = 30 * 86400.0  # RFC 9309 2.3.1.4: unreachable 30 days -> last good copy
 FAILED = 0  # status stored for a network failure
 
