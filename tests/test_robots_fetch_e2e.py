@@ -5,6 +5,7 @@ list, each origin's Crawl-delay kept, Retry-After honoured, 500 KiB read whateve
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -61,3 +62,35 @@ def test_a_robots_txt_is_read_to_500_kib_whatever_max_size_says(tmp_path: Path) 
         paths = [h.path for h in web.hits("big.test")]
     assert p.returncode == 0, p.stderr
     assert "/ok" in paths and "/late" not in paths, paths
+
+
+def test_one_origins_crawl_delay_is_not_undone_by_another_origins_robots_txt(
+    tmp_path: Path,
+) -> None:
+    """http://mix.test:A says Crawl-delay 2; http://mix.test:B (same host: one key) has no
+    robots.txt (404). Reading B's used to set the key's delay to none, and A's pages came
+    0.2 s apart: every gap the server saw after A's robots.txt is ~2 s."""
+
+    def route_a(host: str, path: str) -> Reply:
+        if path == "/robots.txt":
+            return Reply(200, b"User-agent: *\nCrawl-delay: 2\n")
+        links = [f"http://mix.test:{web_b.port}/", "/a1", "/a2", "/a3"]
+        return page(links if path == "/" else [])
+
+    def route_b(host: str, path: str) -> Reply:
+        if path == "/robots.txt":
+            return Reply(404, b"none")
+        return page(["/b1"] if path == "/" else [])
+
+    with RobotsWeb(route_a) as web_a, RobotsWeb(route_b) as web_b:
+        p = crawl(
+            tmp_path / "o", f"http://mix.test:{web_a.port}/",
+            *web_a.resolve("mix.test"), *web_b.resolve("mix.test"),
+            "--min-delay", "0.2", "--delay-factor", "1", "--ip-min-delay", "off",
+            "--max-time", "40",
+        )  # fmt: skip
+        hits = sorted(web_a.hits() + web_b.hits(), key=lambda h: h.t0)
+    assert p.returncode == 0, p.stderr
+    assert len(hits) == 8, [(h.path, h.status) for h in hits]  # both sites, every page
+    gaps = [b.t0 - a.t1 for a, b in itertools.pairwise(hits)]
+    assert min(gaps) > 1.5, gaps

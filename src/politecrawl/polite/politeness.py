@@ -59,6 +59,8 @@ class HostState:
     last_end: float = 0.0  # when the last response ended (or the request failed)
     ip_next: float = 0.0  # this key's server address may be asked again from then on
     consecutive_refusals: int = 0
+    # origin -> the Crawl-delay its robots.txt in force says (origins saying none are absent)
+    origin_delays: dict[str, float] = field(default_factory=dict)
 
 
 class IpGate(enum.Enum):
@@ -324,8 +326,22 @@ def slow_down(
         state.retry_after_until = max(state.retry_after_until, now + wait)
 
 
-def set_crawl_delay(state: HostState, crawl_delay_s: float | None) -> None:
-    state.crawl_delay_s = crawl_delay_s
+MAX_ORIGIN_DELAYS = 32  # origins of one key whose Crawl-delay is kept (the largest stay)
+
+
+def set_crawl_delay(state: HostState, origin: str, crawl_delay_s: float | None) -> None:
+    """``origin``'s robots.txt was read: its Crawl-delay (None: it says none). robots.txt is
+    per origin (RFC 9309 2.3) but the pace is per key, so the key keeps the largest of its
+    origins' delays: https://mix.test's file without one must not undo http://mix.test's 2 s
+    (the last file read used to set the key's delay)."""
+    delays = state.origin_delays
+    if crawl_delay_s is None:
+        delays.pop(origin, None)
+    else:
+        delays[origin] = crawl_delay_s
+    while len(delays) > MAX_ORIGIN_DELAYS:  # a key of many origins: the smallest go first
+        del delays[min(delays, key=delays.__getitem__)]
+    state.crawl_delay_s = max(delays.values()) if delays else None
 
 
 def wait_until(state: HostState, when: float) -> None:

@@ -177,7 +177,7 @@ async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostStat
         politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), None)
     rules = await ctx.robots.record(origin, status, res.body, ctx.clock())
     if answer.outcome is not RobotsOutcome.UNREACHABLE:
-        politeness.set_crawl_delay(host, rules.crawl_delay(ctx.token))
+        politeness.set_crawl_delay(host, origin, rules.crawl_delay(ctx.token))
         if ctx.cfg.sitemaps and answer.outcome is RobotsOutcome.RULES:
             await admit_sitemaps(ctx, origin, rules.sitemaps)
     label = f"robots:{answer.outcome.value}"
