@@ -152,10 +152,10 @@ def test_every_wait_is_computed_here():
     assert [politeness.retry_backoff_s(a, 30.0) for a in (1, 2, 3)] == [30.0, 60.0, 120.0]
     assert politeness.retry_after_wait_s(7200.0, 3600.0) == 3600.0
     assert politeness.retry_after_wait_s(-5.0, 3600.0) == 0.0
-    cfg = PolitenessConfig(min_delay_s=1.0)
-    assert politeness.robots_retry_base_s(cfg) == 4.0
-    assert politeness.robots_retry_base_s(PolitenessConfig(min_delay_s=0.01)) == 0.5
     assert [politeness.robots_retry_s(4.0, n) for n in (1, 2, 3)] == [4.0, 8.0, 16.0]
+    assert [politeness.robots_retry_s(30.0, n, 900.0) for n in (5, 6, 9)] == [480, 900, 900]
+    assert outcome.robots_attempts(0, 3, 30) == 30  # no answer: transient, hours of asks
+    assert outcome.robots_attempts(503, 3, 30) == 3
     # outcome's retries and robotscache's intervals are these very numbers
     r = outcome.classify(
         FetchResult(

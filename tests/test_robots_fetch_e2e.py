@@ -94,3 +94,70 @@ def test_one_origins_crawl_delay_is_not_undone_by_another_origins_robots_txt(
     assert len(hits) == 8, [(h.path, h.status) for h in hits]  # both sites, every page
     gaps = [b.t0 - a.t1 for a, b in itertools.pairwise(hits)]
     assert min(gaps) > 1.5, gaps
+
+
+def test_robots_txt_retry_after_is_honoured_and_asks_are_spaced_as_a_pages(
+    tmp_path: Path,
+) -> None:
+    """robots.txt answering 503 with Retry-After 3 (seconds) or an HTTP date 4 s ahead is
+    asked again no sooner; one answering 503 alone is asked again --retry-base (2 s), then
+    twice that, later (not 4 x --min-delay); each origin is given up after --max-attempts."""
+    import email.utils
+    import time
+
+    def route(host: str, path: str) -> Reply:
+        if path != "/robots.txt":
+            return page()
+        if host == "secs.test":
+            return Reply(503, b"busy", headers=(("Retry-After", "3"),))
+        if host == "date.test":
+            when = email.utils.formatdate(time.time() + 5, usegmt=True)
+            return Reply(503, b"busy", headers=(("Retry-After", when),))
+        return Reply(503, b"busy")
+
+    hosts = ("secs.test", "date.test", "plain.test")
+    with RobotsWeb(route) as web:
+        p = crawl(
+            tmp_path / "o", *(f"http://{h}:{web.port}/" for h in hosts),
+            *(a for h in hosts for a in web.resolve(h)),
+            "--min-delay", "0.2", "--retry-base", "2", "--ip-min-delay", "off",
+            "--max-time", "40",
+        )  # fmt: skip
+        asks = {h: [x.t0 for x in web.hits(h)] for h in hosts}
+    assert "nothing could be fetched" in p.stderr, p.stderr  # the three given up, named
+    assert all(len(a) == 3 for a in asks.values()), asks  # --max-attempts, no page
+    gaps = {h: [b - a for a, b in itertools.pairwise(t)] for h, t in asks.items()}
+    assert min(gaps["secs.test"]) > 2.8, gaps
+    assert min(gaps["date.test"]) > 3.5, gaps
+    assert gaps["plain.test"][0] > 1.8 and gaps["plain.test"][1] > 3.6, gaps
+    assert summary(tmp_path / "o")["counters"]["robots_unavailable"] == 3
+
+
+def test_a_failing_tdmrep_json_is_asked_again_not_read_as_permission(tmp_path: Path) -> None:
+    """tdmrep.json answers 503 (Retry-After 2), then 429 (Retry-After 2), then reserves the
+    whole site for mining: an ai-train crawl asks again after each Retry-After, and no page
+    is fetched (it used to read the 503 as "no reservation" and keep every page)."""
+    tdm = iter([Reply(503, b"", headers=(("Retry-After", "2"),)),
+                Reply(429, b"", headers=(("Retry-After", "2"),))])  # fmt: skip
+
+    def route(host: str, path: str) -> Reply:
+        if path == "/robots.txt":
+            return Reply(404, b"none")
+        if path == "/.well-known/tdmrep.json":
+            rules = b'[{"location": "/", "tdm-reservation": 1}]'
+            return next(tdm, Reply(200, rules, ctype="application/json"))
+        return page(["/a"])
+
+    with RobotsWeb(route) as web:
+        p = crawl(
+            tmp_path / "o", f"http://t503.test:{web.port}/", *web.resolve("t503.test"),
+            "--purpose", "ai-train", "--min-delay", "0.2", "--ip-min-delay", "off",
+            "--max-time", "30",
+        )  # fmt: skip
+        hits = web.hits("t503.test")
+    assert [h.path for h in hits] == ["/robots.txt"] + ["/.well-known/tdmrep.json"] * 3, (
+        hits,
+        p.stderr,
+    )
+    asks = [h.t0 for h in hits[1:]]
+    assert min(b - a for a, b in itertools.pairwise(asks)) > 1.8, asks

@@ -42,7 +42,8 @@ status) and ``classify_robots`` (a fetch), for the crawler, ``robotscache`` and 
 3xx + Location, fewer than 5 hops          REDIRECT: the next hop at the site's next turn
 3xx otherwise (too many hops, no Location) NO_RULES (stored as 404: "unavailable")
 4xx but 429                                NO_RULES: allow all
-429, 5xx, network failure, other           UNREACHABLE: disallow all, ask again with backoff
+429, 5xx, network failure, other           UNREACHABLE: disallow all, ask again as a page
+                                           (``robots_attempts``), Retry-After honoured
 private / loopback target, invalid URL,    UNFETCHABLE: nothing of the origin can be fetched
 no such host (DNS NXDOMAIN)
 =========================================  =======================================
@@ -298,6 +299,14 @@ def robots_outcome(status: int) -> RobotsOutcome:
 def robots_usable(status: int) -> bool:
     """True when the answer settles the rules (RULES or NO_RULES): cached for the TTL."""
     return robots_outcome(status) is not RobotsOutcome.UNREACHABLE
+
+
+def robots_attempts(status: int, max_attempts: int, transient_attempts: int) -> int:
+    """How many asks an unreachable robots.txt gets before its origin's URLs are dropped,
+    as a page's retries: no answer at all (status 0: a name not resolving, a connection
+    refused or timing out) the transient failures' many (``--transient-attempts``: hours);
+    a 429 or 5xx answer ``--max-attempts``."""
+    return transient_attempts if status == 0 else max_attempts
 
 
 def classify_robots(result: FetchResult, url: str, hops: int) -> RobotsAnswer:

@@ -363,15 +363,12 @@ def retry_after_wait_s(retry_after_s: float, max_retry_after_s: float) -> float:
     return min(max(0.0, retry_after_s), max_retry_after_s)
 
 
-def robots_retry_base_s(cfg: PolitenessConfig) -> float:
-    """The first wait before an unreachable robots.txt is asked again (then doubled)."""
-    return max(4 * cfg.min_delay_s, 0.5)
-
-
-def robots_retry_s(base_s: float, failures: int) -> float:
-    """The wait before asking an unreachable robots.txt again: ``base_s`` doubled per failure
-    in a row (RFC 9309 2.3.1.4: disallow all meanwhile)."""
-    return retry_backoff_s(failures, base_s)
+def robots_retry_s(base_s: float, failures: int, cap_s: float | None = None) -> float:
+    """The wait before asking an unreachable robots.txt again (RFC 9309 2.3.1.4: disallow all
+    meanwhile): a page's retry schedule (``--retry-base`` doubled per failure in a row, at
+    most ``--retry-max-wait``), so a failing site's asks span hours as its pages' would; a
+    Retry-After it sent holds its key longer (``slow_down``)."""
+    return retry_backoff_s(failures, base_s, cap_s)
 
 
 def fastest_gap_s(cfg: PolitenessConfig) -> float:

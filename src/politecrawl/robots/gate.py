@@ -6,11 +6,13 @@ canonical form, and the origin's robots.txt rules decide (RFC 9309). When the ru
 known or stale, THIS turn fetches robots.txt (``fetch_robots``: the same lease, delay,
 fetcher and log as a page) and the page waits for the key's next turn. What a robots.txt
 answer means is ``outcome.classify_robots``'s table; how long to wait before asking an
-unreachable one again is ``politeness.robots_retry_s``'s.
+unreachable one again is ``politeness.robots_retry_s``'s (a page's retry schedule), and a
+Retry-After it sends holds the key as a page's does.
 
 Admission is per origin (scheme, host, port: RFC 9309 2.3), politeness per key: while one
 origin's robots.txt is unreachable only its own URLs wait (each set aside until the next
-ask, dropped after ``ROBOTS_GIVE_UP`` failures); the key's other origins are served.
+ask, dropped after as many failures as a page gets: ``outcome.robots_attempts``); the key's
+other origins are served.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from politecrawl.engine.outcome import (
     DropReason,
     RobotsOutcome,
     classify_robots,
+    retry_after_s,
     robots_usable,
 )
 from politecrawl.engine.request import request
@@ -41,7 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("politecrawl")
 
 TDMREP_PATH = "/.well-known/tdmrep.json"
-ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the origin's URLs are dropped
 MAX_HELD_PER_TURN = 64  # URLs of unreachable origins set aside in one turn, at most
 
 
@@ -76,7 +78,7 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             continue
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
-            if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
+            if ctx.robots.given_up(origin):
                 # asked enough (its retry time passed while the site's delay ran): it goes
                 await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
                 continue
@@ -87,11 +89,9 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
         if not robots_usable(ctx.robots.status(origin)) and not allowed:
             # robots.txt unreachable: this origin's URL waits for the next ask and goes after
             # a few; the key's other origins (same server, other scheme or port) go on
-            if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
+            if ctx.robots.given_up(origin):
                 await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
-                ctx.losses.given_up(
-                    key, f"robots.txt of {origin} unreachable", 1, resumable=True
-                )
+                ctx.losses.given_up(key, f"robots.txt of {origin} unreachable", 1, resumable=True)
                 continue
             entry.not_before = max(entry.not_before, ctx.robots.retry_at(origin))
             await ctx.frontier.push_back(entry)
@@ -127,17 +127,39 @@ async def drop(ctx: CrawlContext, entry: UrlEntry, reason: DropReason) -> None:
     await ctx.frontier.finish(entry.url, f"dropped:{reason.value}")
 
 
+def parked(ctx: CrawlContext, host: politeness.HostState, why: str) -> None:
+    """Failures in a row parked the site (``politeness.record_failure``): named a loss."""
+    n = host.consecutive_failures
+    ctx.losses.parked(host.key, f"{why} {n} times in a row", host.parked_until)
+    log.warning(
+        "%s: %s %d times in a row: paused for %.0f s", host.key, why, n, ctx.cfg.politeness.park_s
+    )
+
+
 async def fetch_tdmrep(
     ctx: CrawlContext, origin: str, host: politeness.HostState, rules: RobotsRules
 ) -> bool:
     """``/.well-known/tdmrep.json`` (TDMRep §6.1), once per origin, under the site's own lease
     and delay like robots.txt, and logged; True if a request was made (robots.txt may
-    disallow it: then the site has no file for us)."""
+    disallow it: then the site has no file for us). A file that cannot be read (429, 5xx, no
+    answer) is no permission: as an unreachable robots.txt, it is asked again at a later
+    turn, the site slowed (Retry-After honoured), and the pages wait for it."""
     target = origin + TDMREP_PATH
     if not rules.is_allowed(ctx.token, target):
         ctx.usage.record_tdmrep(origin, None, b"")
         return False
     res = await request(ctx, host, target, html_only=False)
+    if res.outage or res.error == CUT:  # not the site's failure: asked again, blameless
+        log_request(ctx, res, "retry:outage" if res.outage else CUT, 1, host)
+        return True
+    status = res.status if res.error is None and res.status is not None else 0
+    if not robots_usable(status):  # read as robots.txt's status is (RFC 9309 2.3.1.4)
+        wait = retry_after_s(res.header("retry-after"))  # the next ask: the key's backoff
+        if politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), wait):
+            parked(ctx, host, f"tdmrep.json of {origin} unreachable")
+        ctx.counters["tdmrep:unreachable"] += 1
+        log_request(ctx, res, "tdmrep:unreachable", 1, host)
+        return True
     label = ctx.usage.record_tdmrep(origin, res.status, res.body)
     ctx.counters[label] += 1
     log_request(ctx, res, label, 1, host)
@@ -174,7 +196,10 @@ async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostStat
     if answer.outcome is RobotsOutcome.UNREACHABLE and res.error != "connect":
         # an overloaded server slows its key; a port where nothing listens says nothing
         # about the server answering on the others (RFC 9309 2.3: robots.txt is per origin)
-        politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), None)
+        # (its Retry-After, seconds or a date, honoured as a page's: capped)
+        wait = retry_after_s(res.header("retry-after"))
+        if politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), wait):
+            parked(ctx, host, f"robots.txt of {origin} unreachable")
     rules = await ctx.robots.record(origin, status, res.body, ctx.clock())
     if answer.outcome is not RobotsOutcome.UNREACHABLE:
         politeness.set_crawl_delay(host, origin, rules.crawl_delay(ctx.token))
