@@ -161,3 +161,68 @@ def test_a_failing_tdmrep_json_is_asked_again_not_read_as_permission(tmp_path: P
     )
     asks = [h.t0 for h in hits[1:]]
     assert min(b - a for a, b in itertools.pairwise(asks)) > 1.8, asks
+
+
+def test_robots_txt_redirects_to_one_host_are_asked_once_and_one_at_a_time(
+    tmp_path: Path,
+) -> None:
+    """Six sites, each on its own address, whose robots.txt redirect to www.test's (on
+    another address): they used to put six requests in flight at once on www.test, each
+    under its own site's lease. The answer is shared and www.test is asked one at a time."""
+    apexes = [f"apex{i}.test" for i in range(1, 7)]
+
+    def route(host: str, path: str) -> Reply:
+        if path == "/robots.txt" and host in apexes:
+            loc = f"http://www.test:{web.port}/robots.txt"
+            return Reply(301, b"", headers=(("Location", loc),))
+        if path == "/robots.txt":
+            return Reply(200, b"User-agent: *\nDisallow: /private\n", take_s=0.5)
+        return page(["/p1", "/private"] if path == "/" else [])
+
+    ips = [f"127.0.0.{i}" for i in range(2, 9)]
+    with RobotsWeb(route, ips=ips) as web:
+        names = ["www.test", *apexes]
+        p = crawl(
+            tmp_path / "o", *(f"http://{h}:{web.port}/" for h in names),
+            *(a for h, ip in zip(names, ips, strict=True) for a in web.resolve(h, ip)),
+            "--min-delay", "1", "--delay-factor", "1", "--ip-min-delay", "1",
+            "--max-time", "25",
+        )  # fmt: skip
+        www_robots = web.hits("www.test", "/robots.txt")
+        most = web.in_flight_max("www.test")
+        apex_pages = {h: {x.path for x in web.hits(h)} for h in apexes}
+    assert p.returncode == 0, p.stderr
+    assert most == 1, [(h.path, h.t0, h.t1) for h in web.hits("www.test")]
+    assert len(www_robots) <= 2, www_robots  # its own site's ask, and one hop's, shared
+    for h, paths in apex_pages.items():  # the rules the redirect led to are obeyed
+        assert paths == {"/robots.txt", "/", "/p1"}, (h, paths)
+
+
+def test_a_robots_txt_redirect_to_a_never_crawl_domain_is_not_followed(tmp_path: Path) -> None:
+    """red.test's robots.txt redirects to banned.test, on --exclude-file: nothing is sent to
+    banned.test; red.test's robots.txt cannot be read, so none of its pages are fetched
+    (dropped as excluded), and the summary names the site lost."""
+    exclude = tmp_path / "never.txt"
+    exclude.write_text("banned.test\n")
+
+    def route(host: str, path: str) -> Reply:
+        if host == "red.test" and path == "/robots.txt":
+            loc = f"http://banned.test:{web.port}/robots.txt"
+            return Reply(301, b"", headers=(("Location", loc),))
+        if path == "/robots.txt":
+            return Reply(200, b"User-agent: *\nAllow: /\n")
+        return page(["/a"] if path == "/" else [])
+
+    with RobotsWeb(route) as web:
+        out = tmp_path / "o"
+        p = crawl(
+            out, f"http://red.test:{web.port}/", *web.resolve("red.test"),
+            *web.resolve("banned.test"), "--exclude-file", str(exclude),
+            "--min-delay", "0.2", "--ip-min-delay", "off", "--max-time", "15",
+        )  # fmt: skip
+        asked = [(h.host, h.path) for h in web.hits()]
+    assert asked == [("red.test", "/robots.txt")], asked
+    assert "never-crawl" in p.stderr, p.stderr
+    s = summary(out)
+    assert s["counters"]["excluded"] >= 1, s["counters"]
+    assert [x["site"] for x in s["sites_lost"]] == ["red.test"], s["sites_lost"]

@@ -309,6 +309,14 @@ def robots_attempts(status: int, max_attempts: int, transient_attempts: int) -> 
     return transient_attempts if status == 0 else max_attempts
 
 
+def robots_answer_settles(result: FetchResult) -> bool:
+    """A robots.txt answer that holds for the TTL (rules, none, a redirect), not a failure
+    to ask again at the retry time (429, 5xx, no answer): how long a hop's is shared."""
+    if result.error is not None or result.status is None:
+        return False
+    return 300 <= result.status < 400 or robots_usable(result.status)
+
+
 def classify_robots(result: FetchResult, url: str, hops: int) -> RobotsAnswer:
     """One robots.txt fetch of ``url`` (``hops`` redirects into its chain) read by the table."""
     if result.error in _UNFETCHABLE:

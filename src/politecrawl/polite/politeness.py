@@ -344,6 +344,17 @@ def set_crawl_delay(state: HostState, origin: str, crawl_delay_s: float | None) 
     state.crawl_delay_s = max(delays.values()) if delays else None
 
 
+def elsewhere_at(state: HostState, now: float, limit_s: float) -> float:
+    """When a request made outside the site's own lease (a robots.txt redirect to it from
+    another site: ``robots.hops``) may reach it: not while its own request is in flight (one
+    started less than ``limit_s``, the request time limit, ago and not ended), and not before
+    its next time."""
+    at = state.next_allowed
+    if state.last_start > state.last_end and now - state.last_start < limit_s:
+        at = max(at, now + IP_POLL_S)
+    return at
+
+
 def wait_until(state: HostState, when: float) -> None:
     """Nothing more to this key before ``when`` (an unreachable robots.txt's next ask)."""
     state.next_allowed = max(state.next_allowed, when)

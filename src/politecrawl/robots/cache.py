@@ -23,6 +23,7 @@ from politecrawl.engine.outcome import (
 )
 from politecrawl.frontier import CrawlStore, RobotsRecord
 from politecrawl.polite.politeness import robots_retry_s
+from politecrawl.robots.hops import HopBook
 from politecrawl.robots.rules import RobotsRules
 
 LAST_GOOD_AFTER_S = 30 * 86400.0  # RFC 9309 2.3.1.4: unreachable 30 days -> last good copy
@@ -62,6 +63,7 @@ class RobotsCache:
         self.retry_s = retry_s
         self._retry_max_s = retry_max_s
         self._attempts = attempts  # (answered 429/5xx, no answer): ``robots_attempts``
+        self.hops = HopBook(ttl_s, retry_s)  # redirects to other hosts
         self._parsed: OrderedDict[str, _Hit] = OrderedDict()
         self._cap = parsed_cap
         self._unfetchable: dict[str, str] = {}  # origin -> why (a refused address...)
