@@ -191,16 +191,16 @@ async def fetch_robots(
     request was made, and when to ask again if the hop must wait (0: it need not)."""
     target, hops = ctx.robots.pending_redirect(origin) or (robots_url(origin + "/"), 0)
     away = host_of(target) if hops and host_of(target) != host_of(origin) else None
+    if away is not None and ctx.never.excludes(away):  # nothing may go to a never-crawl domain
+        log.warning(
+            "robots.txt of %s redirects to %s, on the never-crawl list: not asked; "
+            "the origin's URLs are dropped (excluded)", origin, target,
+        )  # fmt: skip
+        ctx.counters["robots:excluded"] += 1
+        ctx.robots.mark_unfetchable(origin, DropReason.EXCLUDED.value)
+        return False, 0.0
     shared = ctx.robots.hops.answer(target, ctx.clock()) if away else None
     if away is not None and shared is None:
-        if ctx.never.excludes(away):  # nothing may be sent to a never-crawl domain
-            log.warning(
-                "robots.txt of %s redirects to %s, on the never-crawl list: not asked; "
-                "the origin's URLs are dropped (excluded)", origin, target,
-            )  # fmt: skip
-            ctx.counters["robots:excluded"] += 1
-            ctx.robots.mark_unfetchable(origin, DropReason.EXCLUDED.value)
-            return False, 0.0
         res_or_wait = await _hop(ctx, host, target, away)
         if isinstance(res_or_wait, float):
             return False, res_or_wait

@@ -19,7 +19,8 @@ target's key (another shard with ``--processes N``, another worker with Redis) w
 is then written back to the source origin's robots record, with a kind of entry every backend
 must learn; the gate here needs nothing of the frontier but the target's saved state
 (``CrawlStore.host``), read only. What it does not see is another process's hop in flight to
-the same host (the target's own turns it does see, through its saved state).
+the same host; the target's own turns it sees through its saved state (with Redis, every
+worker's; with ``--processes N``, only when the target's site is this process's).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class HopBook:
         self._ttl_s = ttl_s
         self._retry_s = retry_s
         self._answers: OrderedDict[str, tuple[float, FetchResult]] = OrderedDict()
-        self._busy: set[str] = set()
+        self._busy: dict[str, int] = {}  # host -> requests to it in flight
         self._next: dict[str, float] = {}
 
     def answer(self, url: str, now: float) -> FetchResult | None:
@@ -75,11 +76,13 @@ class HopBook:
 
     def begin(self, host: str) -> None:
         """A request to ``host`` (any: a page, robots.txt, a hop) is in flight."""
-        self._busy.add(host)
+        self._busy[host] = self._busy.get(host, 0) + 1
 
     def end(self, host: str, next_at: float) -> None:
         """It ended; the next hop (and the host's own next request) not before ``next_at``."""
-        self._busy.discard(host)
+        n = self._busy.pop(host, 0) - 1
+        if n > 0:
+            self._busy[host] = n
         self._next[host] = max(self._next.get(host, 0.0), next_at)
         if len(self._next) > 4 * HOP_ANSWERS_KEPT:  # the latest times kept: the others passed
             latest = sorted(self._next.items(), key=lambda ht: ht[1])[-HOP_ANSWERS_KEPT:]
