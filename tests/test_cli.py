@@ -454,7 +454,7 @@ config = CrawlConfig(
     out_dir=Path({str(tmp_path / "crawl1")!r}),
     fetch=FetchConfig(user_agent="acmebot/1.0 (+https://acme.example/bot)",
                       resolve=("offline.test:{dead}:127.0.0.1",), allow_private_addresses=True,
-                      retry_base_s=0.05),
+                      retry_base_s=0.05, transient_attempts=3),
     politeness=PolitenessConfig(min_delay_s=0.05),
     max_pages=100,
 )

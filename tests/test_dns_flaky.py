@@ -112,6 +112,8 @@ async def _crawl(work: Path, name: str, seeds: list[str], dns: FlakyDns) -> dict
             sys.executable, "-m", "politecrawl", "crawl", "--seeds", str(seeds_file),
             "--out", str(out), "--user-agent", UA, "--scope", "any", "--min-delay", "0.2",
             "--jitter", "0.01", "--retry-base", "0.5", "--ip-min-delay", "off",
+            # robots.txt is asked again as a page: 3.5 s (and never parked), not hours
+            "--transient-attempts", "4",
             "--max-time", "60", "--no-progress",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip

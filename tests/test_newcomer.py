@@ -265,6 +265,7 @@ def test_an_unreachable_robots_txt_is_given_up_after_three_tries(tmp_path: Path)
         done = politecrawl(
             "crawl", "--seeds", str(seeds), "--user-agent", UA, "--out", str(out),
             "--min-delay", "0.1", "--jitter", "0", "--delay-factor", "3", "--ip-min-delay", "0",
+            "--retry-base", "0.5",  # robots.txt is asked again as a page: sooner than the delay
             "--allow-private-addresses", "--resolve", site.resolve, "--max-time", "60",
         )  # fmt: skip
         assert site.requests("slow.test") == ["/robots.txt"] * 3

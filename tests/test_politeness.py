@@ -23,11 +23,23 @@ def test_delay_is_max_of_crawl_delay_floor_and_response_times():
     cfg = PolitenessConfig(min_delay_s=15.0, response_time_factor=30.0, jitter_s=0.0)
     h = HostState("a")
     assert politeness.delay_s(h, cfg) == 15.0
-    politeness.set_crawl_delay(h, 20.5)
+    politeness.set_crawl_delay(h, "http://a.test", 20.5)
     assert politeness.delay_s(h, cfg) == 20.5
     for rt in (1.0, 1.5, 2.0, 1.5, 1.5):  # the seeds' example: mean 1.5 s x 30 = 45 s
         politeness.record_response(h, cfg, rt)
     assert politeness.delay_s(h, cfg) == 45.0
+
+
+def test_a_keys_crawl_delay_is_the_largest_of_its_origins():
+    h = HostState("mix.test")
+    politeness.set_crawl_delay(h, "http://mix.test", 2.0)
+    politeness.set_crawl_delay(h, "https://mix.test", None)  # read last, says none
+    assert h.crawl_delay_s == 2.0
+    politeness.set_crawl_delay(h, "https://mix.test", 5.0)
+    politeness.set_crawl_delay(h, "http://mix.test", None)  # its file changed
+    assert h.crawl_delay_s == 5.0
+    politeness.set_crawl_delay(h, "https://mix.test", None)
+    assert h.crawl_delay_s is None
 
 
 def test_only_last_five_response_times_count():
@@ -140,10 +152,10 @@ def test_every_wait_is_computed_here():
     assert [politeness.retry_backoff_s(a, 30.0) for a in (1, 2, 3)] == [30.0, 60.0, 120.0]
     assert politeness.retry_after_wait_s(7200.0, 3600.0) == 3600.0
     assert politeness.retry_after_wait_s(-5.0, 3600.0) == 0.0
-    cfg = PolitenessConfig(min_delay_s=1.0)
-    assert politeness.robots_retry_base_s(cfg) == 4.0
-    assert politeness.robots_retry_base_s(PolitenessConfig(min_delay_s=0.01)) == 0.5
     assert [politeness.robots_retry_s(4.0, n) for n in (1, 2, 3)] == [4.0, 8.0, 16.0]
+    assert [politeness.robots_retry_s(30.0, n, 900.0) for n in (5, 6, 9)] == [480, 900, 900]
+    assert outcome.robots_attempts(0, 3, 30) == 30  # no answer: transient, hours of asks
+    assert outcome.robots_attempts(503, 3, 30) == 3
     # outcome's retries and robotscache's intervals are these very numbers
     r = outcome.classify(
         FetchResult(

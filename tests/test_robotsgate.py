@@ -9,17 +9,16 @@ from typing import Any
 
 import pytest
 
-from politecrawl.config import PolitenessConfig
 from politecrawl.engine.losses import Losses
 from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.sqlite import SqliteFrontier
-from politecrawl.polite import politeness
 from politecrawl.polite.usage import Purpose, UsageBook
 from politecrawl.robots.cache import RobotsCache
-from politecrawl.robots.gate import ROBOTS_GIVE_UP, Held, next_url
+from politecrawl.robots.gate import Held, next_url
 
 pytestmark = pytest.mark.unit
 
+ROBOTS_GIVE_UP = 3
 ORIGIN = "http://a.test"
 KEY = "a.test"
 
@@ -35,7 +34,7 @@ class _Never:
 async def gate(tmp_path: Path, urls: list[str], now: float) -> tuple[Any, SqliteFrontier]:
     frontier = SqliteFrontier.open(tmp_path / "state.sqlite")
     await frontier.add([UrlEntry(u, KEY) for u in urls])
-    retry = politeness.robots_retry_base_s(PolitenessConfig(min_delay_s=1.0))
+    retry = 4.0  # --retry-base
     ctx = SimpleNamespace(
         clock=lambda: now,
         never=_Never(),
@@ -71,10 +70,10 @@ async def test_an_unreachable_origin_holds_back_its_own_urls_only(tmp_path: Path
     entry = await next_url(ctx, KEY, host)
     assert isinstance(entry, UrlEntry) and entry.url == other + "/b"  # the other origin goes on
     assert host.next_allowed == 0.0  # the key is not held: politeness alone times it
-    # the dead origin's URL waits for the next ask: 4 x the 1 s floor after the first failure
+    # the dead origin's URL waits for the next ask: --retry-base (4 s) after the first failure
     assert (await frontier.store.stats())["queued"] == 1
     assert await frontier.pop_url(KEY, 3.9) is None
-    for n in range(2, ROBOTS_GIVE_UP + 1):
+    for n in range(2, ROBOTS_GIVE_UP + 1):  # 503: --max-attempts (3) asks
         await ctx.robots.record(ORIGIN, 503, b"", float(n))
     await ctx.robots.rules_for(ORIGIN, float(ROBOTS_GIVE_UP))
     assert await next_url(ctx, KEY, host) == Held(made_request=False)

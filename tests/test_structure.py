@@ -121,6 +121,7 @@ def test_robots_statuses_are_read_only_by_the_outcome_table() -> None:
         "robots/cache",
         "tools/robots_check",
         "robots/gate",
+        "robots/hops",
         "engine/crawler",
         "engine/turn",
     ):

@@ -40,7 +40,6 @@ from politecrawl.frontier.factory import make_frontier
 from politecrawl.handler import PageHandler, load_handler
 from politecrawl.net.fetch import Fetcher
 from politecrawl.polite.exclusions import NeverCrawlList
-from politecrawl.polite.politeness import robots_retry_base_s
 from politecrawl.polite.usage import Purpose, UsageBook
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.storage import JsonlLog, WarcWriter, log_time
@@ -155,8 +154,13 @@ class CrawlContext:
         self._left: dict[str, int] = {}  # parked site -> URLs left (count_left)
         self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)
         self._ips: dict[str, str | None] = {}
+        fetch = config.fetch
         self.robots = RobotsCache(
-            self.store, config.robots_ttl_s, retry_s=robots_retry_base_s(config.politeness)
+            self.store,
+            config.robots_ttl_s,
+            retry_s=fetch.retry_base_s,
+            retry_max_s=fetch.retry_max_wait_s,
+            attempts=(fetch.max_attempts, fetch.transient_attempts),
         )
         logs: dict[str, Any] = {
             "rotate_bytes": config.log_rotate_bytes,

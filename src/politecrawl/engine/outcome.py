@@ -43,7 +43,8 @@ status) and ``classify_robots`` (a fetch), for the crawler, ``robotscache`` and 
 3xx + Location, fewer than 5 hops          REDIRECT: the next hop at the site's next turn
 3xx otherwise (too many hops, no Location) NO_RULES (stored as 404: "unavailable")
 4xx but 429                                NO_RULES: allow all
-429, 5xx, network failure, other           UNREACHABLE: disallow all, ask again with backoff
+429, 5xx, network failure, other           UNREACHABLE: disallow all, ask again as a page
+                                           (``robots_attempts``), Retry-After honoured
 private / loopback target, invalid URL,    UNFETCHABLE: nothing of the origin can be fetched
 no such host (DNS NXDOMAIN), an address
 on the never-crawl list
@@ -271,6 +272,8 @@ def outcome_label(outcome: Outcome) -> str:
 
 # -- robots.txt (RFC 9309 2.3.1) ----------------------------------------------------------------
 ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
+# RFC 9309 2.5: parse at least 500 KiB; read that much whatever --max-size says of pages
+MAX_ROBOTS_BYTES = 512_000
 _UNFETCHABLE = frozenset({"address_refused", "excluded", "invalid_url", "no_such_host"})
 
 
@@ -306,6 +309,22 @@ def robots_outcome(status: int) -> RobotsOutcome:
 def robots_usable(status: int) -> bool:
     """True when the answer settles the rules (RULES or NO_RULES): cached for the TTL."""
     return robots_outcome(status) is not RobotsOutcome.UNREACHABLE
+
+
+def robots_attempts(status: int, max_attempts: int, transient_attempts: int) -> int:
+    """How many asks an unreachable robots.txt gets before its origin's URLs are dropped,
+    as a page's retries: no answer at all (status 0: a name not resolving, a connection
+    refused or timing out) the transient failures' many (``--transient-attempts``: hours);
+    a 429 or 5xx answer ``--max-attempts``."""
+    return transient_attempts if status == 0 else max_attempts
+
+
+def robots_answer_settles(result: FetchResult) -> bool:
+    """A robots.txt answer that holds for the TTL (rules, none, a redirect), not a failure
+    to ask again at the retry time (429, 5xx, no answer): how long a hop's is shared."""
+    if result.error is not None or result.status is None:
+        return False
+    return 300 <= result.status < 400 or robots_usable(result.status)
 
 
 def classify_robots(result: FetchResult, url: str, hops: int) -> RobotsAnswer:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from politecrawl.engine.outcome import DropReason, answered_normally
+from politecrawl.engine.outcome import MAX_ROBOTS_BYTES, DropReason, answered_normally
 from politecrawl.frontier import PAGE, UrlEntry
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
-from politecrawl.urls.canonical import origin_of
+from politecrawl.urls.canonical import host_of, origin_of
 
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
@@ -32,10 +32,31 @@ async def request(
     html_only: bool,
     extra_headers: dict[str, str] | None = None,
     robots: bool = False,
+    elsewhere: bool = False,
 ) -> FetchResult:
     """One request under the key's lease: politeness bookkeeping and counts around it.
     ``robots``: a robots.txt, whose 4xx (but 429) only says there is none (RFC 9309
-    2.3.1.3): counted as ``robots:none`` by the robots step, not as an error."""
+    2.3.1.3): counted as ``robots:none`` by the robots step, not as an error; its body is
+    read to 500 KiB at least (RFC 9309 2.5), whatever ``--max-size`` says of pages.
+    ``elsewhere``: to another host's server (a robots.txt redirect, ``robots.hops``): the
+    key's address and response times are not that server's."""
+    name = host_of(url)
+    ctx.robots.hops.begin(name)  # before any wait: no robots.txt redirect to it meanwhile
+    try:
+        return await _request(ctx, host, url, html_only, extra_headers, robots, elsewhere)
+    finally:
+        ctx.robots.hops.end(name, 0.0)
+
+
+async def _request(
+    ctx: CrawlContext,
+    host: politeness.HostState,
+    url: str,
+    html_only: bool,
+    extra_headers: dict[str, str] | None,
+    robots: bool,
+    elsewhere: bool,
+) -> FetchResult:
     cfg = ctx.cfg.politeness
     if host.last_start == 0.0:
         ctx.counters["hosts_contacted"] += 1
@@ -43,9 +64,14 @@ async def request(
     politeness.record_start(host, cfg, ctx.clock())
     await ctx.frontier.begin_request(host.key, host)  # on disk before the request goes
     politeness.record_start(host, cfg, ctx.clock())  # the real start
-    res = await ctx.fetcher.fetch(url, html_only=html_only, extra_headers=extra_headers)
+    res = await ctx.fetcher.fetch(
+        url,
+        html_only=html_only,
+        extra_headers=extra_headers,
+        min_cap=MAX_ROBOTS_BYTES if robots else 0,
+    )
     politeness.record_end(host, ctx.clock())  # the next gap counts from here
-    if res.ip:  # the per-IP rule follows the address actually connected to
+    if res.ip and not elsewhere:  # the per-IP rule follows the address actually connected to
         await ctx.frontier.connected(host.key, res.ip)
     ctx.counters["requests"] += 1
     absent = robots and res.status is not None and 400 <= res.status < 500 and res.status != 429
@@ -62,7 +88,8 @@ async def request(
     elif res.status is not None:
         ctx.outage.answered(origin_of(url))
         normal = answered_normally(res)
-        politeness.record_response(host, cfg, res.answer_s, normal=normal)
+        if not elsewhere:
+            politeness.record_response(host, cfg, res.answer_s, normal=normal)
         if normal:
             ctx.losses.recovered(host.key)
     return res

@@ -99,6 +99,7 @@ def host_to_json(h: HostState) -> str:
             "last_end": h.last_end,
             "ip_next": h.ip_next,
             "refusals": h.consecutive_refusals,
+            "origin_delays": [[o, d] for o, d in h.origin_delays.items()],
         }
     ).decode()
 
@@ -121,6 +122,7 @@ def host_from_dict(key: str, d: dict[str, Any]) -> HostState:
         last_end=d.get("last_end", 0.0),
         ip_next=d.get("ip_next", 0.0),
         consecutive_refusals=d.get("refusals", 0),
+        origin_delays={str(o): float(v) for o, v in d.get("origin_delays") or ()},
     )
     h.response_times_s.extend(d["rt"])
     return h

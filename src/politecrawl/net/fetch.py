@@ -277,9 +277,16 @@ class Fetcher:
         await self.resolver.close()
 
     async def fetch(
-        self, url: str, *, html_only: bool = True, extra_headers: dict[str, str] | None = None
+        self,
+        url: str,
+        *,
+        html_only: bool = True,
+        extra_headers: dict[str, str] | None = None,
+        min_cap: int = 0,
     ) -> FetchResult:
-        """One GET; non-HTML 2xx bodies are abandoned after the headers when ``html_only``."""
+        """One GET; non-HTML 2xx bodies are abandoned after the headers when ``html_only``.
+        ``min_cap``: the body is read to at least this many bytes whatever ``--max-size``
+        says (robots.txt: RFC 9309 2.5's 500 KiB)."""
         assert self._session is not None, "use Fetcher as an async context manager"
         started = time.time()
         t0 = time.perf_counter()
@@ -295,7 +302,8 @@ class Fetcher:
             async with asyncio.timeout(self.cfg.total_timeout_s + _HARD_STOP_GRACE_S) as budget:
                 self._budgets[budget] = asyncio.get_running_loop().time()
                 try:
-                    await self._get(target, res, html_only, extra_headers)
+                    cap = max(self.cfg.max_size_bytes, min_cap)
+                    await self._get(target, res, html_only, extra_headers, cap)
                 finally:
                     self._budgets.pop(budget, None)
         except FetchError as exc:
@@ -326,14 +334,19 @@ class Fetcher:
                 budget.reschedule(now)
 
     async def _get(
-        self, url: URL, res: FetchResult, html_only: bool, extra_headers: dict[str, str] | None
+        self,
+        url: URL,
+        res: FetchResult,
+        html_only: bool,
+        extra_headers: dict[str, str] | None,
+        cap: int,
     ) -> None:
         assert self._session is not None
         peers: list[str] = []
         lookups: list[float] = []
         token, waits = _PEER.set(peers), LOOKUP_WAIT.set(lookups)
         try:
-            await self._exchange(url, res, html_only, extra_headers, peers)
+            await self._exchange(url, res, html_only, extra_headers, peers, cap)
         finally:
             _PEER.reset(token)
             LOOKUP_WAIT.reset(waits)
@@ -348,6 +361,7 @@ class Fetcher:
         html_only: bool,
         extra_headers: dict[str, str] | None,
         peers: list[str],
+        cap: int,
     ) -> None:
         assert self._session is not None
         async with self._session.get(url, allow_redirects=False, headers=extra_headers) as resp:
@@ -363,7 +377,7 @@ class Fetcher:
                 res.abandoned = True
                 resp.close()  # drop the connection: the body is never read
             else:
-                await self._read_body(resp, res)
+                await self._read_body(resp, res, cap)
 
     def _check_target(self, url: str) -> URL:
         """Only http(s); IP literals checked here because aiohttp skips the resolver for them.
@@ -384,7 +398,7 @@ class Fetcher:
         ctype = res.content_type
         return not ctype or ctype in self.cfg.html_types
 
-    async def _read_body(self, resp: aiohttp.ClientResponse, res: FetchResult) -> None:
+    async def _read_body(self, resp: aiohttp.ClientResponse, res: FetchResult, cap: int) -> None:
         """Stream the body: at most ``cap`` bytes kept raw and ``cap`` decoded.
 
         Decoding happens while reading, so a decompression bomb is stopped after the first
@@ -393,7 +407,6 @@ class Fetcher:
         is unknown or corrupt is still read (up to ``cap``) and kept raw: the archive holds
         what the server sent, only the decoded ``body`` stops at the error.
         """
-        cap = self.cfg.max_size_bytes
         decoder: Decoder | None
         try:
             decoder = Decoder(res.header("content-encoding") or "", cap)

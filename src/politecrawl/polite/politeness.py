@@ -59,6 +59,8 @@ class HostState:
     last_end: float = 0.0  # when the last response ended (or the request failed)
     ip_next: float = 0.0  # this key's server address may be asked again from then on
     consecutive_refusals: int = 0
+    # origin -> the Crawl-delay its robots.txt in force says (origins saying none are absent)
+    origin_delays: dict[str, float] = field(default_factory=dict)
 
 
 class IpGate(enum.Enum):
@@ -324,8 +326,33 @@ def slow_down(
         state.retry_after_until = max(state.retry_after_until, now + wait)
 
 
-def set_crawl_delay(state: HostState, crawl_delay_s: float | None) -> None:
-    state.crawl_delay_s = crawl_delay_s
+MAX_ORIGIN_DELAYS = 32  # origins of one key whose Crawl-delay is kept (the largest stay)
+
+
+def set_crawl_delay(state: HostState, origin: str, crawl_delay_s: float | None) -> None:
+    """``origin``'s robots.txt was read: its Crawl-delay (None: it says none). robots.txt is
+    per origin (RFC 9309 2.3) but the pace is per key, so the key keeps the largest of its
+    origins' delays: https://mix.test's file without one must not undo http://mix.test's 2 s
+    (the last file read used to set the key's delay)."""
+    delays = state.origin_delays
+    if crawl_delay_s is None:
+        delays.pop(origin, None)
+    else:
+        delays[origin] = crawl_delay_s
+    while len(delays) > MAX_ORIGIN_DELAYS:  # a key of many origins: the smallest go first
+        del delays[min(delays, key=delays.__getitem__)]
+    state.crawl_delay_s = max(delays.values()) if delays else None
+
+
+def elsewhere_at(state: HostState, now: float, limit_s: float) -> float:
+    """When a request made outside the site's own lease (a robots.txt redirect to it from
+    another site: ``robots.hops``) may reach it: not while its own request is in flight (one
+    started less than ``limit_s``, the request time limit, ago and not ended), and not before
+    its next time."""
+    at = state.next_allowed
+    if state.last_start > state.last_end and now - state.last_start < limit_s:
+        at = max(at, now + IP_POLL_S)
+    return at
 
 
 def wait_until(state: HostState, when: float) -> None:
@@ -347,15 +374,12 @@ def retry_after_wait_s(retry_after_s: float, max_retry_after_s: float) -> float:
     return min(max(0.0, retry_after_s), max_retry_after_s)
 
 
-def robots_retry_base_s(cfg: PolitenessConfig) -> float:
-    """The first wait before an unreachable robots.txt is asked again (then doubled)."""
-    return max(4 * cfg.min_delay_s, 0.5)
-
-
-def robots_retry_s(base_s: float, failures: int) -> float:
-    """The wait before asking an unreachable robots.txt again: ``base_s`` doubled per failure
-    in a row (RFC 9309 2.3.1.4: disallow all meanwhile)."""
-    return retry_backoff_s(failures, base_s)
+def robots_retry_s(base_s: float, failures: int, cap_s: float | None = None) -> float:
+    """The wait before asking an unreachable robots.txt again (RFC 9309 2.3.1.4: disallow all
+    meanwhile): a page's retry schedule (``--retry-base`` doubled per failure in a row, at
+    most ``--retry-max-wait``), so a failing site's asks span hours as its pages' would; a
+    Retry-After it sent holds its key longer (``slow_down``)."""
+    return retry_backoff_s(failures, base_s, cap_s)
 
 
 def fastest_gap_s(cfg: PolitenessConfig) -> float:

@@ -14,12 +14,18 @@ import dataclasses
 from collections import OrderedDict
 from typing import NamedTuple
 
-from politecrawl.engine.outcome import RobotsOutcome, robots_outcome, robots_usable
+from politecrawl.engine.outcome import (
+    MAX_ROBOTS_BYTES,
+    RobotsOutcome,
+    robots_attempts,
+    robots_outcome,
+    robots_usable,
+)
 from politecrawl.frontier import CrawlStore, RobotsRecord
 from politecrawl.polite.politeness import robots_retry_s
+from politecrawl.robots.hops import HopBook
 from politecrawl.robots.rules import RobotsRules
 
-MAX_ROBOTS_BYTES = 512_000  # RFC 9309 2.5: parse at least 500 KiB
 LAST_GOOD_AFTER_S = 30 * 86400.0  # RFC 9309 2.3.1.4: unreachable 30 days -> last good copy
 FAILED = 0  # status stored for a network failure
 
@@ -43,11 +49,21 @@ class RobotsCache:
     """
 
     def __init__(
-        self, store: CrawlStore, ttl_s: float, retry_s: float, parsed_cap: int = 10_000
+        self,
+        store: CrawlStore,
+        ttl_s: float,
+        retry_s: float,
+        parsed_cap: int = 10_000,
+        *,
+        retry_max_s: float | None = None,
+        attempts: tuple[int, int] = (3, 3),
     ) -> None:
         self._store = store
         self.ttl_s = ttl_s
         self.retry_s = retry_s
+        self._retry_max_s = retry_max_s
+        self._attempts = attempts  # (answered 429/5xx, no answer): ``robots_attempts``
+        self.hops = HopBook(ttl_s, retry_s)  # redirects to other hosts
         self._parsed: OrderedDict[str, _Hit] = OrderedDict()
         self._cap = parsed_cap
         self._unfetchable: dict[str, str] = {}  # origin -> why (a refused address...)
@@ -98,7 +114,7 @@ class RobotsCache:
         self._unused.discard(origin)
 
     def _retry_after(self, failures: int) -> float:
-        return robots_retry_s(self.retry_s, failures)
+        return robots_retry_s(self.retry_s, failures, self._retry_max_s)
 
     def _hit(self, rec: RobotsRecord) -> _Hit:
         return _Hit(
@@ -192,3 +208,10 @@ class RobotsCache:
     def unreachable_count(self, origin: str) -> int:
         hit = self._parsed.get(origin)
         return hit.failures if hit is not None else 0
+
+    def given_up(self, origin: str) -> bool:
+        """robots.txt failed as many times in a row as a page may (``robots_attempts``)."""
+        hit = self._parsed.get(origin)
+        if hit is None or robots_usable(hit.status):
+            return False
+        return hit.failures >= robots_attempts(hit.status, *self._attempts)

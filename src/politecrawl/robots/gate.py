@@ -6,11 +6,13 @@ canonical form, and the origin's robots.txt rules decide (RFC 9309). When the ru
 known or stale, THIS turn fetches robots.txt (``fetch_robots``: the same lease, delay,
 fetcher and log as a page) and the page waits for the key's next turn. What a robots.txt
 answer means is ``outcome.classify_robots``'s table; how long to wait before asking an
-unreachable one again is ``politeness.robots_retry_s``'s.
+unreachable one again is ``politeness.robots_retry_s``'s (a page's retry schedule), and a
+Retry-After it sends holds the key as a page's does.
 
 Admission is per origin (scheme, host, port: RFC 9309 2.3), politeness per key: while one
 origin's robots.txt is unreachable only its own URLs wait (each set aside until the next
-ask, dropped after ``ROBOTS_GIVE_UP`` failures); the key's other origins are served.
+ask, dropped after as many failures as a page gets: ``outcome.robots_attempts``); the key's
+other origins are served.
 """
 
 from __future__ import annotations
@@ -25,16 +27,19 @@ from politecrawl.engine.losses import GIVEN_UP_OUTCOMES
 from politecrawl.engine.outcome import (
     CUT,
     DropReason,
+    RobotsAnswer,
     RobotsOutcome,
     classify_robots,
+    retry_after_s,
     robots_usable,
 )
 from politecrawl.engine.request import request
 from politecrawl.errors import StorageError
 from politecrawl.frontier import UrlEntry
+from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
 from politecrawl.robots.rules import RobotsRules
-from politecrawl.urls.canonical import host_of, origin_of, robots_url
+from politecrawl.urls.canonical import host_of, origin_of, politeness_key, robots_url
 
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
@@ -42,7 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("politecrawl")
 
 TDMREP_PATH = "/.well-known/tdmrep.json"
-ROBOTS_GIVE_UP = 3  # unreachable robots.txt this many times: the origin's URLs are dropped
 MAX_HELD_PER_TURN = 64  # URLs of unreachable origins set aside in one turn, at most
 
 
@@ -69,32 +73,45 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             await drop(ctx, entry, DropReason.DUPLICATE_URL)
             await ctx.admission.admit([(canonical, entry.priority)], depth=entry.depth)
             continue
+        hop_at = ctx.robots.hops.due_at(host_of(url), None, now, 0.0)
+        if hop_at > now:  # another site's robots.txt redirect to this host: in flight, or
+            await ctx.frontier.push_back(entry, front=True)  # its delay still running
+            politeness.wait_until(host, hop_at)
+            return Held(made_request=False)
         origin = origin_of(url)
         why = ctx.robots.unfetchable(origin)
         if why is not None:  # nothing of this origin can be fetched: its URLs go, no others
             ctx.counters[why] += 1
             await ctx.frontier.finish(url, f"dropped:{why}")
-            if (lost := GIVEN_UP_OUTCOMES.get(f"dropped:{why}")) is not None:
+            lost = GIVEN_UP_OUTCOMES.get(f"dropped:{why}")
+            if why == DropReason.EXCLUDED and ctx.robots.pending_redirect(origin):
+                # its robots.txt redirects to a never-crawl domain: a loss of this site's
+                # (an address listed itself is the operator's choice: none)
+                lost = "its robots.txt redirects to a never-crawl domain"
+            if lost is not None:
                 ctx.losses.given_up(key, f"{lost} ({origin})", 1)
             continue
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
-            if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
+            if ctx.robots.given_up(origin):
                 # asked enough (its retry time passed while the site's delay ran): it goes
                 await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
                 continue
             await ctx.frontier.push_back(entry, front=True)
-            await fetch_robots(ctx, origin, host)
-            return Held(made_request=True)
+            asked, wait = await fetch_robots(ctx, origin, host)
+            if wait:  # a redirect to a host not free now: the site's page waits till then
+                politeness.wait_until(host, wait)
+                return Held(made_request=False)
+            if asked:
+                return Held(made_request=True)
+            continue  # answered without a request (a shared hop, a refused one): go on
         allowed = rules.is_allowed(ctx.token, url)
         if not robots_usable(ctx.robots.status(origin)) and not allowed:
             # robots.txt unreachable: this origin's URL waits for the next ask and goes after
             # a few; the key's other origins (same server, other scheme or port) go on
-            if ctx.robots.unreachable_count(origin) >= ROBOTS_GIVE_UP:
+            if ctx.robots.given_up(origin):
                 await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
-                ctx.losses.given_up(
-                    key, f"robots.txt of {origin} unreachable", 1, resumable=True
-                )
+                ctx.losses.given_up(key, f"robots.txt of {origin} unreachable", 1, resumable=True)
                 continue
             entry.not_before = max(entry.not_before, ctx.robots.retry_at(origin))
             await ctx.frontier.push_back(entry)
@@ -130,57 +147,151 @@ async def drop(ctx: CrawlContext, entry: UrlEntry, reason: DropReason) -> None:
     await ctx.frontier.finish(entry.url, f"dropped:{reason.value}")
 
 
+def parked(ctx: CrawlContext, host: politeness.HostState, why: str) -> None:
+    """Failures in a row parked the site (``politeness.record_failure``): named a loss."""
+    n = host.consecutive_failures
+    ctx.losses.parked(host.key, f"{why} {n} times in a row", host.parked_until)
+    log.warning(
+        "%s: %s %d times in a row: paused for %.0f s", host.key, why, n, ctx.cfg.politeness.park_s
+    )
+
+
 async def fetch_tdmrep(
     ctx: CrawlContext, origin: str, host: politeness.HostState, rules: RobotsRules
 ) -> bool:
     """``/.well-known/tdmrep.json`` (TDMRep §6.1), once per origin, under the site's own lease
     and delay like robots.txt, and logged; True if a request was made (robots.txt may
-    disallow it: then the site has no file for us)."""
+    disallow it: then the site has no file for us). A file that cannot be read (429, 5xx, no
+    answer) is no permission: as an unreachable robots.txt, it is asked again at a later
+    turn, the site slowed (Retry-After honoured), and the pages wait for it."""
     target = origin + TDMREP_PATH
     if not rules.is_allowed(ctx.token, target):
         ctx.usage.record_tdmrep(origin, None, b"")
         return False
     res = await request(ctx, host, target, html_only=False)
+    if res.outage or res.error == CUT:  # not the site's failure: asked again, blameless
+        log_request(ctx, res, "retry:outage" if res.outage else CUT, 1, host)
+        return True
+    status = res.status if res.error is None and res.status is not None else 0
+    if not robots_usable(status):  # read as robots.txt's status is (RFC 9309 2.3.1.4)
+        wait = retry_after_s(res.header("retry-after"))  # the next ask: the key's backoff
+        if politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), wait):
+            parked(ctx, host, f"tdmrep.json of {origin} unreachable")
+        ctx.counters["tdmrep:unreachable"] += 1
+        log_request(ctx, res, "tdmrep:unreachable", 1, host)
+        return True
     label = ctx.usage.record_tdmrep(origin, res.status, res.body)
     ctx.counters[label] += 1
     log_request(ctx, res, label, 1, host)
     return True
 
 
-async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostState) -> None:
+async def fetch_robots(
+    ctx: CrawlContext, origin: str, host: politeness.HostState
+) -> tuple[bool, float]:
     """robots.txt under the site's own lease and delay; redirects followed up to 5 hops, one
-    per turn (the chain is in the store, so any worker continues it). Every answer is kept
-    in the WARC (request and response records) as well as in ``log/robots.jsonl``."""
+    per turn (the chain is in the store, so any worker continues it); a hop to another host
+    under that host's politeness too (``robots.hops``). Every answer is kept in the WARC
+    (request and response records) as well as in ``log/robots.jsonl``. Returns whether a
+    request was made, and when to ask again if the hop must wait (0: it need not)."""
     target, hops = ctx.robots.pending_redirect(origin) or (robots_url(origin + "/"), 0)
-    res = await request(ctx, host, target, html_only=False, robots=True)
+    away = host_of(target) if hops and host_of(target) != host_of(origin) else None
+    if away is not None and ctx.never.excludes(away):  # nothing may go to a never-crawl domain
+        log.warning(
+            "robots.txt of %s redirects to %s, on the never-crawl list: not asked; "
+            "the origin's URLs are dropped (excluded)", origin, target,
+        )  # fmt: skip
+        ctx.counters["robots:excluded"] += 1
+        ctx.robots.mark_unfetchable(origin, DropReason.EXCLUDED.value)
+        return False, 0.0
+    shared = ctx.robots.hops.answer(target, ctx.clock()) if away else None
+    if away is not None and shared is None:
+        res_or_wait = await _hop(ctx, host, target, away)
+        if isinstance(res_or_wait, float):
+            return False, res_or_wait
+        res = res_or_wait
+    elif shared is None:
+        res = await request(ctx, host, target, html_only=False, robots=True)
+    else:
+        res = shared  # another site's redirect to the same robots.txt asked it already
+        ctx.counters["robots:shared"] += 1
     if res.outage or res.error == CUT:  # not the origin's failure: asked again, blameless
         log_request(ctx, res, "retry:outage" if res.outage else CUT, 1, host)
-        return
-    try:  # archived as Heritrix and Browsertrix do: what the crawl obeyed is in the WARC
-        ctx.warc.write_exchange(res)
-    except (StorageError, OSError) as exc:
-        ctx.storage_failed(exc)
+        return True, 0.0
+    if shared is None:
+        try:  # archived as Heritrix and Browsertrix do: what the crawl obeyed is in the WARC
+            ctx.warc.write_exchange(res)
+        except (StorageError, OSError) as exc:
+            ctx.storage_failed(exc)
     answer = classify_robots(res, target, hops)
     if answer.outcome is RobotsOutcome.REDIRECT and answer.target is not None:
         await ctx.robots.record_redirect(origin, answer.target, hops + 1, ctx.clock())
-        log_request(ctx, res, "robots:redirect", 1, host)
+        if shared is None:
+            log_request(ctx, res, "robots:redirect", 1, host)
         log_robots(ctx, origin, res, "redirect")
-        return
+        return shared is None, 0.0
     if answer.outcome is RobotsOutcome.UNFETCHABLE:
         # not a server failure: nothing of this origin can ever be fetched, so no retries;
         # its URLs are dropped as they come up (the key's other origins are not this one's)
         why = res.error or "address_refused"
-        log_request(ctx, res, f"dropped:{why}", 1, host)
+        if shared is None:
+            log_request(ctx, res, f"dropped:{why}", 1, host)
         ctx.robots.mark_unfetchable(origin, why)
-        return
+        return shared is None, 0.0
+    await _settle(ctx, origin, host, res, answer, shared is None, away)
+    return shared is None, 0.0
+
+
+async def _hop(
+    ctx: CrawlContext, host: politeness.HostState, target: str, away: str
+) -> FetchResult | float:
+    """A redirect's hop to another host, when that host's politeness allows it now (else
+    when it will: a float); its answer kept for the other sites redirecting there."""
+    now = ctx.clock()
+    key = politeness_key(
+        target, "host" if ctx.cfg.politeness.key_mode == "ip" else ctx.cfg.politeness.key_mode
+    )
+    site = None if key == host.key else await ctx.store.host(key)  # ours: we hold its lease
+    limit = ctx.cfg.fetch.total_timeout_s
+    due = ctx.robots.hops.due_at(away, site, now, limit)
+    if due > now:
+        ctx.counters["robots:hop_waits"] += 1
+        return due
+    try:  # (``request`` marks the host busy while it is in flight)
+        res = await request(ctx, host, target, html_only=False, robots=True, elsewhere=True)
+    finally:
+        pace = site if site is not None else host
+        ctx.robots.hops.end(away, ctx.clock() + politeness.delay_s(pace, ctx.cfg.politeness))
+    told = retry_after_s(res.header("retry-after"))
+    if told is not None:  # the target's Retry-After holds the hops to it (RFC 9110 10.2.3)
+        wait = politeness.retry_after_wait_s(told, ctx.cfg.politeness.max_retry_after_s)
+        ctx.robots.hops.end(away, ctx.clock() + wait)
+    if not res.outage and res.error != CUT:
+        ctx.robots.hops.keep(target, res, now)
+    return res
+
+
+async def _settle(
+    ctx: CrawlContext,
+    origin: str,
+    host: politeness.HostState,
+    res: FetchResult,
+    answer: RobotsAnswer,
+    asked: bool,
+    away: str | None,
+) -> None:
+    """The last hop's answer: the origin's rules (or its failure) recorded and logged."""
     status = answer.status
-    if answer.outcome is RobotsOutcome.UNREACHABLE and res.error != "connect":
+    if answer.outcome is RobotsOutcome.UNREACHABLE and res.error != "connect" and not away:
         # an overloaded server slows its key; a port where nothing listens says nothing
         # about the server answering on the others (RFC 9309 2.3: robots.txt is per origin)
-        politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), None)
+        # (its Retry-After, seconds or a date, honoured as a page's: capped)
+        wait = retry_after_s(res.header("retry-after"))
+        if politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), wait):
+            parked(ctx, host, f"robots.txt of {origin} unreachable")
     rules = await ctx.robots.record(origin, status, res.body, ctx.clock())
     if answer.outcome is not RobotsOutcome.UNREACHABLE:
-        politeness.set_crawl_delay(host, rules.crawl_delay(ctx.token))
+        politeness.set_crawl_delay(host, origin, rules.crawl_delay(ctx.token))
         if ctx.cfg.sitemaps and answer.outcome is RobotsOutcome.RULES:
             await admit_sitemaps(ctx, origin, rules.sitemaps)
     label = f"robots:{answer.outcome.value}"
@@ -192,5 +303,6 @@ async def fetch_robots(ctx: CrawlContext, origin: str, host: politeness.HostStat
             origin,
             res.error_detail or res.error or f"HTTP {status}",
         )
-    log_request(ctx, res, label, 1, host)
+    if asked:
+        log_request(ctx, res, label, 1, host)
     log_robots(ctx, origin, res, label)

@@ -11,10 +11,9 @@ import asyncio
 from pathlib import Path
 
 from politecrawl.config import FetchConfig, validate_user_agent
-from politecrawl.engine.outcome import RobotsOutcome, classify_robots
+from politecrawl.engine.outcome import MAX_ROBOTS_BYTES, RobotsOutcome, classify_robots
 from politecrawl.errors import ConfigError
 from politecrawl.net.fetch import Fetcher
-from politecrawl.robots.cache import MAX_ROBOTS_BYTES
 from politecrawl.robots.rules import RobotsRules
 from politecrawl.urls.canonical import canonicalize, robots_url
 
@@ -25,7 +24,7 @@ async def _fetch(url: str, cfg: FetchConfig) -> tuple[RobotsRules, str]:
     target, hops = robots_url(canonicalize(url)), 0
     async with Fetcher(cfg) as fetcher:
         while True:
-            res = await fetcher.fetch(target, html_only=False)
+            res = await fetcher.fetch(target, html_only=False, min_cap=MAX_ROBOTS_BYTES)
             answer = classify_robots(res, target, hops)
             if answer.outcome is RobotsOutcome.REDIRECT and answer.target is not None:
                 target, hops = answer.target, hops + 1
