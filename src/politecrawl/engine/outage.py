@@ -82,6 +82,7 @@ PROBE_S = 1.0
 PROBE_MAX_S = 5.0
 _GOOD_KEPT = 8  # origins that answered last: what a probe tries
 _PROBED = 3  # of them per probe
+_RECENT_KEPT = 4096  # sites with failures kept before the stale are dropped
 
 # a guard's row on the board: when written, sites in play, paused, last answer (when seen,
 # when its request started), then sites failing per kind since the last answer
@@ -296,6 +297,9 @@ class OutageGuard:
         """A network failure counted against ``key`` (for now)."""
         _, n, first, _ = self._recent.get(key, (kind, 0, now, now))
         self._recent[key] = (kind, n + 1, first, now)
+        if len(self._recent) > _RECENT_KEPT:  # (dead sites of a large crawl) those gone quiet
+            w = self.window_s
+            self._recent = {k: v for k, v in self._recent.items() if now - v[3] <= w}
 
     # -- the crawl as a whole -------------------------------------------------------------
     def _touch(self, key: str, now: float) -> None:

@@ -60,7 +60,7 @@ async def request(
         else:
             ctx.losses.note_error(host.key, res.error)
     elif res.status is not None:
-        ctx.outage.answered(origin_of(url), host.key, ctx.clock(), res.started)
+        ctx.outage.answered(origin_of(url), host.key, ctx.clock(), host.last_start)
         normal = answered_normally(res)
         politeness.record_response(host, cfg, res.answer_s, normal=normal)
         if normal:
