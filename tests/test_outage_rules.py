@@ -4,11 +4,13 @@ outcome table's new rows, the retry schedule, the losses report."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 
+from politecrawl.config import PolitenessConfig
 from politecrawl.engine.losses import Losses, describe
-from politecrawl.engine.outage import OutageGuard
+from politecrawl.engine.outage import ALONE_MAX_S, PROBE_MAX_S, ROW, WINDOW_S, Board, OutageGuard
 from politecrawl.engine.outcome import CUT, Drop, DropReason, Retry, classify, outcome_label
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
@@ -103,6 +105,111 @@ def test_a_probe_that_gets_through_ends_the_outage_one_that_does_not_waits_longe
     assert tried == [("http://a.test", False)] * 2 and guard.next_probe == 13.0
     assert asyncio.run(guard.probe(up, 25.0)) and not guard.active
     assert guard.seconds == 15.0
+
+
+class Rows:
+    """The shared memory of ``partition.OutageBoard``, in one process: a row per guard."""
+
+    def __init__(self, n: int) -> None:
+        self.rows: list[list[float]] = [[0.0] * ROW for _ in range(n)]
+
+    def board(self, me: int) -> Board:
+        rows = self.rows
+
+        class One:
+            def put(self, row: Sequence[float]) -> None:
+                rows[me] = list(row)
+
+            def others(self) -> list[Sequence[float]]:
+                return [r for j, r in enumerate(rows) if j != me]
+
+        return One()
+
+
+def test_with_few_sites_in_play_all_of_them_failing_alike_is_enough_but_one_never() -> None:
+    guard = OutageGuard()
+    for k in ["k1", "k2", "k3", "k4"]:
+        guard.answered(f"http://{k}", k, 1.0)
+    assert failing(guard, ["k1", "k2", "k3"]) == [False] * 3
+    assert not guard.paused
+    assert not guard.failed("k4", "connect", 10.0)  # the four in play: suspected
+    assert guard.suspect
+    lone = OutageGuard()
+    lone.answered("http://k1", "k1", 1.0)
+    assert failing(lone, ["k1", "k1", "k1"]) == [False] * 3 and not lone.paused  # its own
+
+
+def test_partitions_count_their_sites_together_and_join_an_outage() -> None:
+    rows = Rows(2)
+    a, b = OutageGuard(board=rows.board(0)), OutageGuard(board=rows.board(1))
+    for i in range(7):  # 4 sites here, 3 there: neither has five
+        guard, k = (a, f"a{i}") if i < 4 else (b, f"b{i}")
+        guard.answered(f"http://{k}", k, 1.0)
+    assert failing(b, ["b4", "b5", "b6"]) == [False] * 3 and not b.paused
+    assert not a.failed("a0", "connect", 10.0) and not a.paused
+    assert not a.failed("a1", "connect", 10.0) and a.suspect  # 2 + 3: five of the crawl's
+    assert not b.failed("b4", "connect", 10.5) and b.suspect  # a is paused: b joins
+
+
+def test_an_answer_in_another_partition_since_the_suspicion_says_the_network_works() -> None:
+    rows = Rows(2)
+    a, b = OutageGuard(board=rows.board(0)), OutageGuard(board=rows.board(1))
+    for k in ["k1", "k2", "k3", "k4", "k5"]:
+        a.answered(f"http://{k}", k, 1.0)
+    failing(a, ["k1", "k2", "k3", "k4", "k5"], now=10.0)
+    assert a.suspect
+    b.answered("http://other", "other", now=11.0, started=10.5)  # asked after it, answered
+    assert asyncio.run(a.probe(down, 11.0)) and a.false_alarms == 1
+
+
+def test_a_probe_tries_a_site_that_is_not_failing_first() -> None:
+    guard = OutageGuard()
+    for k in ["ok", "k1", "k2", "k3", "k4", "k5"]:
+        guard.answered(f"http://{k}", k, 1.0)
+    failing(guard, ["k1", "k2", "k3", "k4", "k5"])
+    tried: list[str] = []
+
+    async def noted(origin: str, dns_only: bool) -> bool:
+        tried.append(origin)
+        return True
+
+    assert asyncio.run(guard.probe(noted, 11.0)) and tried == ["http://ok"]
+
+
+def test_an_outage_only_the_failing_sites_could_tell_ends_as_their_failures() -> None:
+    guard = OutageGuard()
+    for k in ["k1", "k2"]:
+        guard.answered(f"http://{k}", k, 1.0)
+    failing(guard, ["k1", "k2"])
+    assert not asyncio.run(guard.probe(down, 10.0)) and guard.active  # alone: a pause
+    assert not asyncio.run(guard.probe(down, 10.0 + ALONE_MAX_S / 2)) and guard.active
+    assert asyncio.run(guard.probe(down, 10.0 + ALONE_MAX_S)) and not guard.paused
+    assert failing(guard, ["k1", "k2"], now=700.0) == [False, False] and not guard.paused
+
+
+def test_a_park_waits_while_most_sites_began_failing_alike_not_for_one() -> None:
+    guard = OutageGuard()
+    for k in ["k1", "k2", "k3", "k4"]:
+        guard.answered(f"http://{k}", k, 1.0)
+    failing(guard, ["k1", "k2"], now=10.0)
+    guard.answered("http://k4", "k4", 10.1)  # k4 still answers: no outage suspected
+    assert guard.hold_s("k1", "connect", 10.2) == PROBE_MAX_S  # 2 of 4 began failing
+    assert guard.hold_s("k1", "connect", 10.0 + WINDOW_S) is None  # for too long: park it
+    assert guard.hold_s("k1", "http_503", 10.2) is None
+    many = OutageGuard()
+    for i in range(10):
+        many.answered(f"http://k{i}", f"k{i}", 1.0)
+    many.failed("k1", "connect", 10.0)
+    assert many.hold_s("k1", "connect", 10.2) is None  # one dead site among many
+
+
+def test_a_hold_keeps_the_failures_counted_but_parks_not() -> None:
+    cfg = PolitenessConfig(park_after_failures=3)
+    h = politeness.HostState("k1")
+    for _ in range(3):
+        assert not politeness.record_failure(h, cfg, 10.0, PROBE_MAX_S)
+    assert h.consecutive_failures == 3 and h.parked_until == 0.0
+    assert h.retry_after_until == 10.0 + PROBE_MAX_S
 
 
 def res(error: str) -> FetchResult:

@@ -149,7 +149,8 @@ class CrawlContext:
         self.sitemaps_per_host: Counter[str] = Counter()
         self.pages_this_run = 0
         self.progress: Dashboard | None = None  # the live dashboard, on a terminal
-        self.outage = OutageGuard()  # the crawler's own network, told from a site's
+        board = self.partition.outage if self.partition is not None else None
+        self.outage = OutageGuard(board=board)  # the crawler's own network, told from a site's
         self.losses = Losses()  # the sites parked or given up, for the summary
         self._left: dict[str, int] = {}  # parked site -> URLs left (count_left)
         self.never = NeverCrawlList(config.exclude_file, config.exclude_check_s)

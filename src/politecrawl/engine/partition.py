@@ -13,6 +13,8 @@ construction. What crosses processes:
   the owner's save), so a ``kill -9`` loses none: a resumed crawl sends what is left again.
 - One request in flight per server IP, and the gap after it: ``IpTable``, a table in shared
   memory that the frontier consults before it leases a key (``SqliteFrontier.shared_ips``).
+- Whether the crawler's own network is down: each partition's outage guard writes a row
+  (``OutageBoard``) and counts the others' sites with its own (``outage``).
 - When the crawl is over: every process idle and every batch sent received (``finished``),
   read from shared counters under one lock; a stop (Ctrl-C, a limit, a storage error) in one
   process stops all; ``--max-pages`` counts the pages of all.
@@ -39,6 +41,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from politecrawl.engine import outage
 from politecrawl.errors import PolitecrawlError
 from politecrawl.polite import politeness
 from politecrawl.urls.canonical import politeness_key
@@ -82,6 +85,7 @@ class Shared:
     # per partition: idle, batches sent, batches received, pages this run; then the stop flag
     state: Any
     ips: Any  # per slot: holding partition + 1 (0: free), holds, free again at (Unix time)
+    outage: Any  # per partition: its outage guard's row (``outage.ROW`` numbers)
 
     @classmethod
     def make(cls, ctx: Any, count: int) -> Shared:
@@ -90,7 +94,25 @@ class Shared:
             ctx.Lock(),
             ctx.RawArray(ctypes.c_double, 4 * count + 1),
             ctx.RawArray(ctypes.c_double, 3 * _IP_SLOTS),
+            ctx.RawArray(ctypes.c_double, outage.ROW * count),
         )
+
+
+class OutageBoard:
+    """The outage guards of all partitions (``outage.Board``): an outage is told by the crawl
+    as a whole, not by each process from its own few sites. Each writes its own row only, and
+    a row read while it is written is at worst a moment old: no lock."""
+
+    def __init__(self, shared: Shared, index: int) -> None:
+        self._rows, self._count, self._me = shared.outage, shared.count, index
+
+    def put(self, row: Sequence[float]) -> None:
+        base = outage.ROW * self._me
+        self._rows[base : base + len(row)] = row
+
+    def others(self) -> list[Sequence[float]]:
+        w = outage.ROW
+        return [self._rows[w * j : w * (j + 1)] for j in range(self._count) if j != self._me]
 
 
 class IpTable:
@@ -143,6 +165,7 @@ class Partition:
         self._shared = shared
         self._mode = key_mode
         self.ips = IpTable(shared, index)
+        self.outage = OutageBoard(shared, index)
         self._owner_of: dict[str, int] = {}  # authority -> its partition (per-link hot path)
         self._sent: set[str] = set()  # URLs already sent (their owner's gate decides once)
         self._writers: dict[int, asyncio.StreamWriter] = {}

@@ -86,7 +86,7 @@ async def _request(
         else:
             ctx.losses.note_error(host.key, res.error)
     elif res.status is not None:
-        ctx.outage.answered(origin_of(url))
+        ctx.outage.answered(origin_of(url), host.key, ctx.clock(), host.last_start)
         normal = answered_normally(res)
         if not elsewhere:
             politeness.record_response(host, cfg, res.answer_s, normal=normal)

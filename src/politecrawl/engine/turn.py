@@ -249,7 +249,11 @@ def count_failure(ctx: CrawlContext, host: politeness.HostState, why: str) -> No
     """One more failure in a row of the site; enough of them park it (named as lost until it
     answers again)."""
     cfg = ctx.cfg.politeness
-    if politeness.record_failure(host, cfg, ctx.clock()):
+    now = ctx.clock()
+    hold = None
+    if host.consecutive_failures + 1 >= cfg.park_after_failures:  # a park is near
+        hold = ctx.outage.hold_s(host.key, why, now)
+    if politeness.record_failure(host, cfg, now, hold):
         ctx.counters["hosts_parked"] += 1
         n = host.consecutive_failures
         ctx.losses.parked(host.key, f"failed {n} times in a row ({why})", host.parked_until)

@@ -219,10 +219,17 @@ def record_refusal(state: HostState, cfg: PolitenessConfig, now: float) -> Refus
     return Refused.COUNTED
 
 
-def record_failure(state: HostState, cfg: PolitenessConfig, now: float) -> bool:
+def record_failure(
+    state: HostState, cfg: PolitenessConfig, now: float, hold_s: float | None = None
+) -> bool:
     """Any failed request; after ``park_after_failures`` in a row the host is parked for
-    ``park_s`` (asked again much later, not hammered). True when it was parked just now."""
+    ``park_s`` (asked again much later, not hammered). True when it was parked just now.
+    ``hold_s``: the failure may be the crawler's own network's (``engine.outage.hold_s``):
+    from ``park_after_failures`` on, the host waits that long instead, not parked yet."""
     state.consecutive_failures += 1
+    if hold_s is not None and state.consecutive_failures >= cfg.park_after_failures:
+        state.retry_after_until = max(state.retry_after_until, now + hold_s)
+        return False
     if state.consecutive_failures % cfg.park_after_failures == 0:
         state.parked_until = now + cfg.park_s
         state.retry_after_until = max(state.retry_after_until, state.parked_until)
