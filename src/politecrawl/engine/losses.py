@@ -33,6 +33,8 @@ GIVEN_UP_OUTCOMES = {
     "dropped:address_refused": "its address is loopback, private or reserved "
     "(--allow-private-addresses crawls it)",
     "dropped:invalid_url": "not a fetchable URL",
+    "dropped:tls:certificate": "its TLS certificate does not verify (--tls-insecure crawls it)",
+    "dropped:tls:handshake": "its TLS handshake fails",
 }
 
 

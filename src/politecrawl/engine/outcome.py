@@ -47,7 +47,7 @@ status) and ``classify_robots`` (a fetch), for the crawler, ``robotscache`` and 
                                            (``robots_attempts``), Retry-After honoured
 private / loopback target, invalid URL,    UNFETCHABLE: nothing of the origin can be fetched
 no such host (DNS NXDOMAIN), an address
-on the never-crawl list
+on the never-crawl list, a TLS failure
 =========================================  =======================================
 """
 
@@ -274,7 +274,12 @@ def outcome_label(outcome: Outcome) -> str:
 ROBOTS_MAX_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
 # RFC 9309 2.5: parse at least 500 KiB; read that much whatever --max-size says of pages
 MAX_ROBOTS_BYTES = 512_000
-_UNFETCHABLE = frozenset({"address_refused", "excluded", "invalid_url", "no_such_host"})
+# a TLS failure too: a page meeting one is dropped at once (no retry fixes a certificate), so
+# its robots.txt is not asked again for hours on the transient schedule either
+_UNFETCHABLE = frozenset(
+    {"address_refused", "excluded", "invalid_url", "no_such_host", "tls:certificate",
+     "tls:handshake"}
+)  # fmt: skip
 
 
 class RobotsOutcome(enum.StrEnum):
