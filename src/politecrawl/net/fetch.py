@@ -158,7 +158,7 @@ class _PeerConnector(aiohttp.TCPConnector):
             conn.close()
             conn = await super().connect(req, traces, timeout)
         peer = conn.transport.get_extra_info("peername") if conn.transport else None
-        if peer and not self._resolver.allows(str(peer[0])):  # listed since it was opened
+        if peer and self._resolver.listed(str(peer[0])):  # listed since it was opened
             conn.close()
             raise ListedAddress(f"address {peer[0]} is on the never-crawl list")
         sink = _PEER.get(None)

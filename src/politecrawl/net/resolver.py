@@ -166,10 +166,14 @@ class GuardedResolver(AbstractResolver):
             return False
         return True
 
+    def listed(self, addr: str) -> bool:
+        """Whether the never-crawl list names ``addr`` (or a network holding it)."""
+        return self._refuse is not None and self._refuse(addr)
+
     def check(self, addr: str) -> None:
         if not self._allow_private and not is_public_address(addr):
             raise Refused(f"address {addr} is private, loopback or reserved")
-        if self._refuse is not None and self._refuse(addr):
+        if self.listed(addr):
             raise ListedAddress(f"address {addr} is on the never-crawl list")
 
     async def _timed_lookup(self, host: str) -> tuple[tuple[str, socket.AddressFamily], ...]:
