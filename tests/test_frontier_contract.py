@@ -673,6 +673,32 @@ async def test_keys_waiting_for_an_ip_take_turns_in_order(open_frontier: Opener)
 
 
 @pytest.mark.e2e
+async def test_a_key_released_goes_behind_the_keys_waiting_for_its_ip(
+    open_frontier: Opener,
+) -> None:
+    """Names that together want more than their server gives share it in turn: a key just
+    released, due again before its IP's next time and better ranked, waits behind the keys
+    already waiting (before, it won every turn of the IP and they starved)."""
+    f = await open_frontier()
+    await f.add([e(str(i), "a.test", 9.0, ip=IP1) for i in range(3)])
+    await f.add([e(str(i), "b.test", 1.0, ip=IP1) for i in range(3)])
+    await f.add([e(str(i), "c.test", 1.0, ip=IP1) for i in range(3)])
+    now, holder, order = T0, await lease(f, T0), []
+    assert holder == "a.test"
+    assert await lease(f, T0) is None  # b, c wait in IP1's line
+    for _ in range(6):
+        assert holder is not None
+        entry = await f.pop_url(holder, now)  # one page per turn
+        assert entry is not None
+        await f.finish(entry.url, "stored")
+        await f.release(holder, ip_state(holder, now + 1.0))  # due again at once, its IP in 1 s
+        order.append(holder)
+        now += 1.0
+        holder = await lease(f, now)
+    assert order == ["a.test", "b.test", "c.test"] * 2
+
+
+@pytest.mark.e2e
 async def test_the_ip_of_a_key_survives_reopen(open_frontier: Opener) -> None:
     f = await open_frontier()
     await f.add([e("1", "a.test", 2.0, ip=IP1), e("1", "b.test", 1.0, ip=IP1)])
@@ -776,7 +802,8 @@ async def test_a_dead_workers_hold_on_the_address_its_site_moved_to_expires(
     open_shared: Opener,
 ) -> None:
     """Redis, 16 shards: IP2's turn-taking lives in another shard than a.test's queue (a
-    guest hold there). Its worker dies: the hold expires with the lease, as any."""
+    guest hold there). Its worker dies: the hold expires with the lease, as any, and b.test,
+    waiting in IP2's line all along, has the IP's next turn (first come first served)."""
     dead = await open_shared(lease_ttl_s=5.0)
     alive = await open_shared(lease_ttl_s=5.0, reclaim_delay_s=2.0)
     dead.addresses = alive.addresses = hosts_at({"a.test": (IP2,), "b.test": (IP2,)})
@@ -785,8 +812,11 @@ async def test_a_dead_workers_hold_on_the_address_its_site_moved_to_expires(
     assert await lease(dead, T0) == "a.test"  # on IP2, and the worker dies
     assert await lease(alive, T0) is None  # b.test waits for IP2
     assert await lease(alive, T0 + 5.0) is None  # reclaimed: the IP waits the reclaim delay
-    assert await lease(alive, T0 + 7.0) == "a.test"
-    assert await lease(alive, T0 + 7.0) is None
+    assert await lease(alive, T0 + 7.0) == "b.test"
+    assert await lease(alive, T0 + 7.0) is None  # a.test waits for IP2
+    await drain(alive, "b.test", T0 + 7.0)
+    await alive.release("b.test", ip_state("b.test", T0 + 7.5))
+    assert await lease(alive, T0 + 8.0) == "a.test"
 
 
 @pytest.mark.e2e

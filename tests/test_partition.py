@@ -48,6 +48,35 @@ def test_an_ip_is_held_by_one_process_and_kept_free_for_its_gap() -> None:
     assert a.hold("10.0.0.1", now=101.7) > 101.7
 
 
+def test_an_ips_next_turn_goes_to_the_process_whose_key_waited_longest() -> None:
+    """First come first served over the processes: a process turned away lays claim to the
+    IP's next turn for its key; the process that released the IP does not take it back with
+    a key that came later (it did, every time, and the other process's names starved)."""
+    shared = _shared(2)
+    a, b = IpTable(shared, 0), IpTable(shared, 1)
+    ip = "10.0.0.1"
+    assert a.hold(ip, now=100.0) == 0.0
+    assert b.hold(ip, now=100.2, since=100.1) > 100.2  # held: b claims the next turn
+    a.release(ip, free_at=101.0)
+    assert a.hold(ip, now=101.0, since=100.5) > 101.0  # a's next key came later: b's turn
+    assert b.hold(ip, now=101.0, since=100.1) == 0.0
+    assert a.hold(ip, now=101.1, since=100.5) > 101.1  # held by b: now a claims
+    b.release(ip, free_at=102.0)
+    assert b.hold(ip, now=102.0, since=101.5) > 102.0
+    assert a.hold(ip, now=102.0, since=100.5) == 0.0
+
+
+def test_a_claim_to_an_ips_turn_lapses_if_its_process_does_not_come_back() -> None:
+    shared = _shared(2)
+    a, b = IpTable(shared, 0), IpTable(shared, 1)
+    ip = "10.0.0.1"
+    assert a.hold(ip, now=100.0) == 0.0
+    assert b.hold(ip, now=100.2, since=100.1) > 100.2
+    a.release(ip, free_at=100.5)
+    assert a.hold(ip, now=100.6, since=100.5) > 100.6  # b's claim holds a while
+    assert a.hold(ip, now=102.0, since=100.5) == 0.0  # b never came: the claim lapsed
+
+
 def test_the_end_needs_every_process_idle_and_every_batch_received() -> None:
     shared = _shared(2)
     p0 = Partition(0, 2, {}, shared, "host")

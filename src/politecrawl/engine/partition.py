@@ -54,6 +54,7 @@ _HEAD = 8  # bytes of a frame's length
 _READ_LIMIT = 1 << 30
 _IP_SLOTS = 1 << 16  # server IPs hashed into this many slots (a collision only waits more)
 _IP_POLL_S = 0.05  # a key whose IP another process holds asks again after this
+_IP_FIELDS = 6  # per slot: see ``Shared.ips``
 _SENT_CACHE = 200_000  # URLs remembered as sent (about 30 MB at the most)
 IDLE_POLL_S = 0.05  # nothing queued in a partition: how often it looks whether the crawl is over
 STOP_REASONS = (
@@ -84,7 +85,9 @@ class Shared:
     lock: Any
     # per partition: idle, batches sent, batches received, pages this run; then the stop flag
     state: Any
-    ips: Any  # per slot: holding partition + 1 (0: free), holds, free again at (Unix time)
+    # per slot: holding partition + 1 (0: free), holds, free again at (Unix time); then the
+    # claim to its next turn: partition + 1 (0: none), its key due since, claim lapses at
+    ips: Any
     outage: Any  # per partition: its outage guard's row (``outage.ROW`` numbers)
 
     @classmethod
@@ -93,7 +96,7 @@ class Shared:
             count,
             ctx.Lock(),
             ctx.RawArray(ctypes.c_double, 4 * count + 1),
-            ctx.RawArray(ctypes.c_double, 3 * _IP_SLOTS),
+            ctx.RawArray(ctypes.c_double, _IP_FIELDS * _IP_SLOTS),
             ctx.RawArray(ctypes.c_double, outage.ROW * count),
         )
 
@@ -123,24 +126,35 @@ class IpTable:
     def __init__(self, shared: Shared, index: int) -> None:
         self._lock, self._ips, self._me = shared.lock, shared.ips, float(index + 1)
 
-    def hold(self, ip: str, now: float) -> float:
-        """0.0: the IP is this process's until ``release``; else when to ask again."""
-        i = 3 * (zlib.crc32(ip.encode()) % _IP_SLOTS)
-        ips = self._ips
+    def hold(self, ip: str, now: float, since: float | None = None) -> float:
+        """0.0: the IP is this process's until ``release``; else when to ask again. ``since``:
+        when the asking key first wanted the IP. The turns go first come first served over the
+        processes: one turned away lays claim to the next turn unless another process's key
+        has waited longer (``politeness.ip_first``); without it, the process that released the
+        IP and the one waiting raced at its next time, and names waited for nothing."""
+        since = now if since is None else since
+        i = _IP_FIELDS * (zlib.crc32(ip.encode()) % _IP_SLOTS)
+        ips, me = self._ips, self._me
         with self._lock:
             holder = ips[i]
-            mine = holder == self._me  # (held here for another IP of the slot: no wait)
+            mine = holder == me  # (held here for another IP of the slot: no wait)
             free_at = 0.0 if mine else float(ips[i + 2])
-            gate = politeness.ip_gate(bool(holder) and not mine, free_at, now)
+            first = politeness.ip_first(ips[i + 3] in (0.0, me), since, ips[i + 4], ips[i + 5], now)
+            gate = politeness.ip_gate((bool(holder) and not mine) or not first, free_at, now)
+            if gate is politeness.IpGate.TAKE:
+                ips[i], ips[i + 1] = me, ips[i + 1] + 1
+                if ips[i + 3] == me:
+                    ips[i + 3] = 0.0
+                return 0.0
+            if first:  # the next turn is this process's (its claim renewed at each ask)
+                until = politeness.ip_claim_until(free_at, now)
+                ips[i + 3], ips[i + 4], ips[i + 5] = me, since, until
             if gate is politeness.IpGate.QUEUE:
                 return now + _IP_POLL_S
-            if gate is politeness.IpGate.LATER:
-                return free_at
-            ips[i], ips[i + 1] = self._me, ips[i + 1] + 1
-        return 0.0
+            return free_at
 
     def release(self, ip: str, free_at: float) -> None:
-        i = 3 * (zlib.crc32(ip.encode()) % _IP_SLOTS)
+        i = _IP_FIELDS * (zlib.crc32(ip.encode()) % _IP_SLOTS)
         ips = self._ips
         with self._lock:
             ips[i + 1] -= 1

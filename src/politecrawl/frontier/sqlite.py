@@ -416,6 +416,9 @@ class SqliteFrontier:
         while th and th[0][0] <= now:
             when, key = heapq.heappop(th)
             if self._scheduled.get(key) == when and key not in self._ready_prio:
+                if self.servers.queued_if_busy(key, now):
+                    del self._scheduled[key]
+                    continue
                 self._push_ready(key)
                 self._rebench(key)
                 self._ready_since[key] = now  # (a key queued long after its `when` waited less)
@@ -463,7 +466,7 @@ class SqliteFrontier:
         for its time (or for its host's address, being looked up)."""
         del self._ready_prio[key]
         del self._scheduled[key]
-        del self._ready_since[key]
+        due = self._ready_since.pop(key)
         if not self._pending.get(key):
             self.servers.left(key)  # it may have been the one called: call another
             return False
@@ -471,7 +474,7 @@ class SqliteFrontier:
         if later:
             self._schedule(key, later)
             return False
-        if ip and not self.servers.take(key, ip, now):
+        if ip and not self.servers.take(key, ip, now, due):
             return False
         self._leased.add(key)
         return True

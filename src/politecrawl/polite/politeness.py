@@ -67,18 +67,40 @@ class IpGate(enum.Enum):
     """What the one-request-per-IP rule says of a key whose URLs are due (``ip_gate``)."""
 
     TAKE = "take"  # the IP is free: the key is leased and holds the IP until released
-    QUEUE = "queue"  # another key of the IP holds it: wait in the IP's line
-    LATER = "later"  # free, but not before the IP's next time: scheduled then
+    QUEUE = "queue"  # another key of the IP holds it or has its next turn: wait in its line
+    LATER = "later"  # free, but not before the IP's next time: the key's turn then
 
 
 def ip_gate(held: bool, free_at: float, now: float) -> IpGate:
-    """The per-IP gate: at most one request in flight per server address (``held``: another
-    key of it is leased), and none before the IP's next time ``free_at``."""
+    """The per-IP gate: at most one request in flight per server address, and none before the
+    IP's next time ``free_at``. ``held``: another key of it is leased or has the next turn
+    (first come first served: a key just released goes behind the keys already waiting, or
+    names that together want more than their server gives starve)."""
     if held:
         return IpGate.QUEUE
     if free_at > now:
         return IpGate.LATER
     return IpGate.TAKE
+
+
+# a process's claim to an IP's next turn (``partition.IpTable``) lapses this long after the IP's
+# time unless its key asks again (it polls every ``IP_POLL_S``): a process that ended, or whose
+# key went elsewhere, holds no turn
+IP_CLAIM_S = 1.0
+
+
+def ip_first(
+    claim_mine: bool, since: float, claim_since: float, claim_until: float, now: float
+) -> bool:
+    """Whether a key due for its IP since ``since`` goes before the claim another process laid
+    to the IP's next turn for its key due since ``claim_since`` (first come first served over
+    all processes); a lapsed claim (``claim_until`` passed) counts for nothing."""
+    return claim_mine or claim_until <= now or since < claim_since
+
+
+def ip_claim_until(free_at: float, now: float) -> float:
+    """How long a claim to an IP's next turn holds (see ``ip_first``)."""
+    return max(free_at, now) + IP_CLAIM_S
 
 
 def ip_free_at(current: float, released: float) -> float:

@@ -47,7 +47,11 @@ Keys (``P`` = ``pc:{CRAWL_ID:S}:``, one set per shard S; ``G`` = ``pc:{CRAWL_ID}
                          another shard, whose hold is a lease here too: ``ipguest.lua``);
                          ``P ipnext`` hash IP -> when it may be asked again (the largest
                          ``HostState.ip_next`` released)
-    ``P ipw:IP``   list  keys found due while the IP was held, first come first served;
+    ``P ipcall``   hash  IP -> the key whose turn is next (called from the IP's line, or
+                         the first found due while the IP was free but not yet askable)
+    ``P ipq:IP``   zset  keys found due while another held the IP or had its next turn ->
+                         when each was found due: first come first served (a key released
+                         goes behind them; ``ipw:IP``, a list, was an older version's line);
     ``P waiting``  set   every key in such a line (scheduled only when its IP calls it)
     ``P dir``      hash  politeness key -> its shard (in the shard of hash(key))
     ``P robots``   hash  origin -> packed RobotsRecord;  ``P robots:t`` zset origin -> write

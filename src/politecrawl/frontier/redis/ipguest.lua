@@ -28,10 +28,11 @@ local holder = redis.call('HGET', P .. 'iphold', ip)
 if holder == g and mine then return '0' end
 if holder then return '-1' end
 if mode == 'lease' then
-  local verdict, nxt = ip_verdict(ip, now)
+  local verdict, nxt = ip_verdict(ip, now, g)
+  if verdict == 'queue' then return '-1' end  -- a key of this shard has the next turn
   if verdict == 'later' then return fmt(nxt) end
 end
-redis.call('HSET', P .. 'iphold', ip, g)
+hold_ip(ip, g)
 redis.call('HSET', P .. 'ipof', g, ip)
 redis.call('ZADD', P .. 'leases', ARGV[6], g)
 redis.call('HSET', P .. 'owner', g, token)

@@ -21,20 +21,21 @@ else
     redis.call('HDEL', P .. 'iphold', old)
     call_next(old)
   end
+  if old and old ~= ip then orphan(key) end  -- (a next turn there it had is passed on)
   redis.call('HSET', P .. 'ipof', key, ip)
   if away then redis.call('SADD', P .. 'away', key) else redis.call('SREM', P .. 'away', key) end
 end
 away = redis.call('SISMEMBER', P .. 'away', key) == 1
 if mode == 'used' then
   if ip and not away and redis.call('HEXISTS', P .. 'iphold', ip) == 0 then
-    redis.call('HSET', P .. 'iphold', ip, key)
+    hold_ip(ip, key)
   end
   return 1
 end
 if mode == 'lease' then
   if not ip or away or redis.call('HGET', P .. 'iphold', ip) == key then return 1 end
-  if ip_verdict(ip, now) == 'take' then
-    redis.call('HSET', P .. 'iphold', ip, key)
+  if ip_verdict(ip, now, key) == 'take' then
+    hold_ip(ip, key)
     return 1
   end
 end

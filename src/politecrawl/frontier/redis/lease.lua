@@ -29,11 +29,14 @@ for _, key in ipairs(due) do
   promote_delayed(key, ARGV[2])
   local top = redis.call('ZRANGE', P .. 'q:' .. key, 0, 0, 'WITHSCORES')
   if #top > 0 then
-    redis.call('ZADD', P .. 'ready', top[2], key)
-    redis.call('ZADD', P .. 'due', ARGV[2], key)  -- found due now (queued late: waited less)
+    if not queued_if_busy(key, now) then  -- (else in its IP's line, behind keys due before)
+      redis.call('ZADD', P .. 'ready', top[2], key)
+      redis.call('ZADD', P .. 'due', ARGV[2], key)  -- found due now (queued late: waited less)
+    end
   else
     local e = earliest(key)
-    if e then schedule(key, math.max(host_times(key), e)) else orphan(key) end
+    if e then schedule(key, math.max(host_times(key), e)) end
+    orphan(key)
   end
 end
 local function view()
@@ -57,9 +60,10 @@ while true do
     if floor and score > floor and score <= 0 then return {false, reclaimed, false, view()} end
     key = top[1]
   end
+  local since = tonumber(redis.call('ZSCORE', P .. 'due', key) or ARGV[2])
   unready(key)
   if redis.call('ZCARD', P .. 'q:' .. key) > 0 then
-    if ip_admits(key, now) then
+    if ip_admits(key, now, since) then
       redis.call('ZADD', P .. 'leases', ARGV[3], key)
       redis.call('HSET', P .. 'owner', key, ARGV[4])
       local host = redis.call('HGET', P .. 'hosts', key)
@@ -68,6 +72,7 @@ while true do
     end
   else
     local e = earliest(key)
-    if e then schedule(key, math.max(host_times(key), e)) else orphan(key) end
+    if e then schedule(key, math.max(host_times(key), e)) end
+    orphan(key)
   end
 end

@@ -94,24 +94,37 @@ local function promote_delayed(key, now)
     end
   end
 end
--- the IP is free: the first key in its line that still has URLs is scheduled at its own time
--- (if that comes before the IP's next time, ip_admits sets it back until then)
+-- the IP is free and no key has its next turn: the first key in its line that still has
+-- URLs is given the turn (`ipcall`) and scheduled at its own time (if that comes before the
+-- IP's next time, ip_admits sets it back until then)
 local function call_next(ip)
+  if redis.call('HEXISTS', P .. 'iphold', ip) == 1 then return end
+  if redis.call('HEXISTS', P .. 'ipcall', ip) == 1 then return end
   while true do
-    local k = redis.call('LPOP', P .. 'ipw:' .. ip)
+    local k = redis.call('ZPOPMIN', P .. 'ipq:' .. ip)[1]
+    if not k then k = redis.call('LPOP', P .. 'ipw:' .. ip) end  -- (a line of an older version)
     if not k then return end
     redis.call('SREM', P .. 'waiting', k)
     local e = earliest(k)
     if e then
+      redis.call('HSET', P .. 'ipcall', ip, k)
       schedule(k, math.max(host_times(k), e))
       return
     end
   end
 end
--- a key left the schedule with no URL at all: if its IP is free, the line moves on
+-- a key due cannot use its IP's turn now (no URL left, or none ready yet): if it had the next
+-- turn, it passes it on; if the IP is free, the line moves on
 local function orphan(key)
   local ip = redis.call('HGET', P .. 'ipof', key)
-  if ip and redis.call('HEXISTS', P .. 'iphold', ip) == 0 then call_next(ip) end
+  if not ip then return end
+  if redis.call('HGET', P .. 'ipcall', ip) == key then redis.call('HDEL', P .. 'ipcall', ip) end
+  call_next(ip)
+end
+-- `key` holds `ip` now (its turn, if it had the next one, is used)
+local function hold_ip(ip, key)
+  redis.call('HSET', P .. 'iphold', ip, key)
+  if redis.call('HGET', P .. 'ipcall', ip) == key then redis.call('HDEL', P .. 'ipcall', ip) end
 end
 -- the IP's next time is at least `nxt` (a time politeness computed: schedule_next's ip_next,
 -- reclaim_times'); a late release never sets it back
@@ -129,32 +142,50 @@ local function free_ip(key, nxt)
   redis.call('HDEL', P .. 'iphold', ip)
   call_next(ip)
 end
--- politeness.ip_gate's verdict on `ip` at `now`: 'take', 'queue' (another key holds it) or
--- 'later' (and the IP's next time)
-local function ip_verdict(ip, now)
-  if redis.call('HEXISTS', P .. 'iphold', ip) == 1 then return 'queue' end
+-- politeness.ip_gate's verdict on `ip` at `now` for `key`: 'take', 'queue' (another key holds
+-- it or has its next turn: first come first served) or 'later' (and the IP's next time)
+local function ip_verdict(ip, now, key)
+  local holder = redis.call('HGET', P .. 'iphold', ip)
+  local called = redis.call('HGET', P .. 'ipcall', ip)
+  if (holder and holder ~= key) or (called and called ~= key) then return 'queue' end
   local nxt = tonumber(redis.call('HGET', P .. 'ipnext', ip) or '0')
   if nxt > now then return 'later', nxt end
   return 'take'
+end
+-- `key` waits in its IP's line, by when it was found due
+local function wait_ip(ip, key, since)
+  if redis.call('SADD', P .. 'waiting', key) == 1 then
+    redis.call('ZADD', P .. 'ipq:' .. ip, fmt(since), key)
+  end
+end
+-- a key found due at `now` joins its IP's line at once if another key holds the IP or has its
+-- next turn (true): the line is in the order keys became due, not the order the lease tries
+-- them in (by rank: a key just released and better ranked would go before keys due earlier)
+local function queued_if_busy(key, now)
+  local ip = redis.call('HGET', P .. 'ipof', key)
+  if not ip or redis.call('SISMEMBER', P .. 'away', key) == 1 then return false end
+  if ip_verdict(ip, now, key) ~= 'queue' then return false end
+  wait_ip(ip, key, now)
+  return true
 end
 -- may `key` (with URLs queued) be leased now? Else it waits in its IP's line or for its time
 -- (the verdict applied atomically where the IP's holder and time are kept). A key whose IP's
 -- turn-taking lives in another shard (`away`: its host moved) is gated there by the worker
 -- (moves.py).
-local function ip_admits(key, now)
+local function ip_admits(key, now, since)
   local ip = redis.call('HGET', P .. 'ipof', key)
   if not ip or redis.call('SISMEMBER', P .. 'away', key) == 1 then return true end
-  local verdict, nxt = ip_verdict(ip, now)
+  local verdict, nxt = ip_verdict(ip, now, key)
   if verdict == 'queue' then
-    redis.call('RPUSH', P .. 'ipw:' .. ip, key)
-    redis.call('SADD', P .. 'waiting', key)
+    wait_ip(ip, key, since or now)
     return false
   end
-  if verdict == 'later' then
+  if verdict == 'later' then  -- the IP's next turn is this key's
+    redis.call('HSET', P .. 'ipcall', ip, key)
     schedule(key, nxt)
     return false
   end
-  redis.call('HSET', P .. 'iphold', ip, key)
+  hold_ip(ip, key)
   return true
 end
 -- URLs popped and never finished or pushed back: queued again in their place, as re-fetches
