@@ -191,6 +191,9 @@ def test_every_wait_is_computed_here():
     assert [politeness.robots_retry_s(30.0, n, 900.0) for n in (5, 6, 9)] == [480, 900, 900]
     assert outcome.robots_attempts(0, 3, 30) == 30  # no answer: transient, hours of asks
     assert outcome.robots_attempts(503, 3, 30) == 3
+    # a site that never answered anything (a dead link's host): about 15 minutes of asks
+    assert outcome.robots_attempts(0, 3, 30, answered=False) == outcome.ROBOTS_FIRST_ASKS == 6
+    assert outcome.robots_attempts(0, 3, 4, answered=False) == 4
     # outcome's retries and robotscache's intervals are these very numbers
     r = outcome.classify(
         FetchResult(

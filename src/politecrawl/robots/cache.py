@@ -209,9 +209,10 @@ class RobotsCache:
         hit = self._parsed.get(origin)
         return hit.failures if hit is not None else 0
 
-    def given_up(self, origin: str) -> bool:
-        """robots.txt failed as many times in a row as a page may (``robots_attempts``)."""
+    def given_up(self, origin: str, *, answered: bool = True) -> bool:
+        """robots.txt failed as many times in a row as a page may (``robots_attempts``;
+        ``answered``: whether the origin's site ever answered a request)."""
         hit = self._parsed.get(origin)
         if hit is None or robots_usable(hit.status):
             return False
-        return hit.failures >= robots_attempts(hit.status, *self._attempts)
+        return hit.failures >= robots_attempts(hit.status, *self._attempts, answered)
