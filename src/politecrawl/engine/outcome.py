@@ -324,8 +324,8 @@ def robots_usable(status: int) -> bool:
     return robots_outcome(status) is not RobotsOutcome.UNREACHABLE
 
 
-# A robots.txt of a site that never answered anything (a dead link's host: nothing listening,
-# a connection never made) gets this many asks, not the transient failures' many: on the
+# A robots.txt that never answered (a dead link's host, a dead port of a live host: nothing
+# listening, a connection never made) gets this many asks, not the transient failures' many: on the
 # retry schedule about 15 minutes at the defaults (30 s, doubling), not hours. With hours,
 # `crawl http://a-typo:8080/` ran for six hours before saying nothing could be fetched, and
 # every dead link's host kept a finished crawl alive as long. A site that answered before and
@@ -339,7 +339,7 @@ def robots_attempts(
     """How many asks an unreachable robots.txt gets before its origin's URLs are dropped,
     as a page's retries: no answer at all (status 0: a name not resolving, a connection
     refused or timing out) the transient failures' many (``--transient-attempts``: hours),
-    or ``ROBOTS_FIRST_ASKS`` if the site never ``answered``; a 429 or 5xx answer
+    or ``ROBOTS_FIRST_ASKS`` if it never ``answered``; a 429 or 5xx answer
     ``--max-attempts``."""
     if status != 0:
         return max_attempts

@@ -70,6 +70,10 @@ class RobotsCache:
         # origins whose good copy was fetched and no page asked under it yet: in force until
         # one is, however old (see ``_fresh``)
         self._unused: set[str] = set()
+        # origins whose robots.txt ever answered (a usable status, or a good copy kept while
+        # it fails): asked for hours when it fails (``robots_attempts``); one that never
+        # answered (a dead link's host, a dead port of a live host) a few times
+        self._answered: set[str] = set()
 
     async def rules_for(self, origin: str, now: float) -> RobotsRules | None:
         """The rules in force for ``origin``, or None when robots.txt must be fetched now."""
@@ -117,6 +121,8 @@ class RobotsCache:
         return robots_retry_s(self.retry_s, failures, self._retry_max_s)
 
     def _hit(self, rec: RobotsRecord) -> _Hit:
+        if robots_usable(rec.status) or rec.good_body is not None:
+            self._answered.add(rec.origin)
         return _Hit(
             rec.fetched_at, rec.status, self._rules(rec), rec.failures, rec.redirect_to, rec.hops
         )
@@ -209,10 +215,11 @@ class RobotsCache:
         hit = self._parsed.get(origin)
         return hit.failures if hit is not None else 0
 
-    def given_up(self, origin: str, *, answered: bool = True) -> bool:
-        """robots.txt failed as many times in a row as a page may (``robots_attempts``;
-        ``answered``: whether the origin's site ever answered a request)."""
+    def given_up(self, origin: str) -> bool:
+        """robots.txt failed as many times in a row as a page may (``robots_attempts``: fewer
+        if it never answered)."""
         hit = self._parsed.get(origin)
         if hit is None or robots_usable(hit.status):
             return False
+        answered = origin in self._answered
         return hit.failures >= robots_attempts(hit.status, *self._attempts, answered)

@@ -93,7 +93,7 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             continue
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
-            if ctx.robots.given_up(origin, answered=bool(host.response_times_s)):
+            if ctx.robots.given_up(origin):
                 # asked enough (its retry time passed while the site's delay ran): it goes
                 await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
                 continue
@@ -109,7 +109,7 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
         if not robots_usable(ctx.robots.status(origin)) and not allowed:
             # robots.txt unreachable: this origin's URL waits for the next ask and goes after
             # a few; the key's other origins (same server, other scheme or port) go on
-            if ctx.robots.given_up(origin, answered=bool(host.response_times_s)):
+            if ctx.robots.given_up(origin):
                 await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
                 ctx.losses.given_up(key, f"robots.txt of {origin} unreachable", 1, resumable=True)
                 continue
