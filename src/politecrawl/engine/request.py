@@ -12,12 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from politecrawl.engine.outcome import (
-    MAX_ROBOTS_BYTES,
-    DropReason,
-    answered_normally,
-    unanswered,
-)
+from politecrawl.engine.outcome import MAX_ROBOTS_BYTES, DropReason, answered_normally
 from politecrawl.frontier import PAGE, UrlEntry
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
@@ -84,8 +79,6 @@ async def _request(
         ctx.counters[f"error:http_{res.status}"] += 1
     if res.error is not None:
         ctx.counters[f"error:{res.error}"] += 1
-        if unanswered(res):  # it took at least this long (the DNS wait is not the server's)
-            politeness.record_unanswered(host, cfg, res.answer_s)
         # many sites failing the same way at once: the crawler's network, not this site
         res.outage = ctx.outage.failed(host.key, res.error, ctx.clock())
         if res.outage:

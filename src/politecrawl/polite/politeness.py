@@ -61,7 +61,6 @@ class HostState:
     consecutive_refusals: int = 0
     # origin -> the Crawl-delay its robots.txt in force says (origins saying none are absent)
     origin_delays: dict[str, float] = field(default_factory=dict)
-    unanswered: bool = False  # the last request was given up unanswered (not persisted)
 
 
 class IpGate(enum.Enum):
@@ -166,16 +165,11 @@ class Refused(enum.Enum):
     GIVEN_UP = "given_up"
 
 
-def load_delay_s(state: HostState, cfg: PolitenessConfig) -> float:
-    """``--delay-factor`` x the mean of the last response times: what the server's own pace
-    asks for (a request given up unanswered counts the time waited, ``record_unanswered``)."""
-    rt = state.response_times_s
-    return cfg.response_time_factor * (sum(rt) / len(rt)) if rt else 0.0
-
-
 def base_delay_s(state: HostState, cfg: PolitenessConfig) -> float:
     """Delay between request starts before backoff and jitter."""
-    return max(state.crawl_delay_s or 0.0, cfg.min_delay_s, load_delay_s(state, cfg))
+    rt = state.response_times_s
+    from_rt = cfg.response_time_factor * (sum(rt) / len(rt)) if rt else 0.0
+    return max(state.crawl_delay_s or 0.0, cfg.min_delay_s, from_rt)
 
 
 def delay_s(state: HostState, cfg: PolitenessConfig) -> float:
@@ -197,10 +191,7 @@ def schedule_next(
     earliest = since + delay_s(state, cfg) + jitter
     state.next_allowed = max(earliest, state.retry_after_until)
     if cfg.ip_min_delay_s is not None:
-        gap = cfg.ip_min_delay_s
-        if state.unanswered:  # the server may still work on it: its other names wait too
-            gap = max(gap, load_delay_s(state, cfg))
-        state.ip_next = max(state.ip_next, since + gap)
+        state.ip_next = max(state.ip_next, since + cfg.ip_min_delay_s)
     return state.next_allowed
 
 
@@ -211,7 +202,6 @@ def record_start(state: HostState, cfg: PolitenessConfig, now: float) -> None:
     crash mid-request cannot make the restarted crawler ask the site again too soon.
     """
     state.last_start = now
-    state.unanswered = False
     state.next_allowed = max(state.next_allowed, now + delay_s(state, cfg))
 
 
@@ -225,29 +215,13 @@ def record_response(
 ) -> None:
     """An answer: learn its time. A normal one (``outcome.answered_normally``: not a 5xx,
     not a refusal) also ends any run of failures and refusals and halves any backoff."""
-    _learn_time(state, cfg, duration_s)
+    if state.response_times_s.maxlen != cfg.response_time_window:
+        state.response_times_s = deque(state.response_times_s, maxlen=cfg.response_time_window)
+    state.response_times_s.append(max(0.0, duration_s))
     if normal:
         state.consecutive_failures = 0
         state.consecutive_refusals = 0
         state.backoff_factor = max(1.0, state.backoff_factor / 2)
-
-
-def record_unanswered(state: HostState, cfg: PolitenessConfig, waited_s: float) -> None:
-    """A request that reached the server was given up after ``waited_s`` with no answer (a
-    timeout, or cut at ``--max-time``: ``outcome.unanswered``). It took at least that long,
-    so it counts as a response time of ``waited_s``: the site's next request waits
-    ``--delay-factor`` x the mean as after any slow answer, and its server's other names wait
-    that long too (``schedule_next``), since the server may still be working on it. Before,
-    only the backoff's doubling spaced the next request (0.4, 0.8, 1.6 s after timeouts of
-    2 s at a server taking 6 s: 2 or 3 requests of one site in flight there at once)."""
-    _learn_time(state, cfg, waited_s)
-    state.unanswered = True
-
-
-def _learn_time(state: HostState, cfg: PolitenessConfig, duration_s: float) -> None:
-    if state.response_times_s.maxlen != cfg.response_time_window:
-        state.response_times_s = deque(state.response_times_s, maxlen=cfg.response_time_window)
-    state.response_times_s.append(max(0.0, duration_s))
 
 
 def record_refusal(state: HostState, cfg: PolitenessConfig, now: float) -> Refused:
