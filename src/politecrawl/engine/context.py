@@ -196,9 +196,7 @@ class CrawlContext:
         # the crawl's data, not logs: pages.jsonl rotates (its readers read every part) but
         # never expires; items and content are one file each, never rotated
         pages = out / self.tagged("pages.jsonl")
-        items = self.cfg.items_file or out / "items.jsonl"
-        items = items.with_name(self.tagged(items.name))
-        self._drop_uncommitted([pages, items, out / self.tagged("content.jsonl")])
+        self._drop_uncommitted([pages, self._items_path(), out / self.tagged("content.jsonl")])
         self.pages_log = JsonlLog(pages, rotate_bytes=config.log_rotate_bytes, retention_days=None)
         self.sinks: list[Sink] = [PagesLog(self.pages_log)]
         if self.on_page is not None:
@@ -238,6 +236,11 @@ class CrawlContext:
             resolve_ahead=self.resolve_ahead,
         )
 
+    def _items_path(self) -> Path:
+        """``--items`` or ``OUT/items.jsonl``, tagged with the process (``@i``)."""
+        path = self.cfg.items_file or self.cfg.out_dir / "items.jsonl"
+        return path.with_name(self.tagged(path.name))
+
     def _data_name(self, path: Path) -> str:
         """A data file's name in the state: relative to OUT when in it (OUT may move)."""
         return path.name if path.parent == self.cfg.out_dir else str(path.resolve())
@@ -258,8 +261,7 @@ class CrawlContext:
 
     def _items_sink(self) -> Sink:
         """``--items``: JSON lines, CSV or JSON, by the file's name; one file, never rotated."""
-        path = self.cfg.items_file or self.cfg.out_dir / "items.jsonl"
-        path = path.with_name(self.tagged(path.name))
+        path = self._items_path()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if path.suffix == ".csv":
