@@ -18,6 +18,8 @@ import pytest
 from pageweb import PageWeb
 from warcio.archiveiterator import ArchiveIterator
 
+from politecrawl.storage.logs import read_jsonl
+
 pytestmark = pytest.mark.e2e
 
 DATA = Path(__file__).resolve().parent.parent / "bench" / "data" / "articles"
@@ -106,4 +108,4 @@ async def test_toml_markdown_only_and_nothing_unless_asked(tmp_path: Path) -> No
     assert all("markdown" in row and "text" not in row for row in rows)
     out, _ = await _crawl(tmp_path / "plain", [])
     assert not (out / "content.jsonl").exists()
-    assert (out / "pages.jsonl").read_text().count("\n") == len(IDS)
+    assert len(read_jsonl(out / "pages.jsonl")) == len(IDS)

@@ -59,7 +59,7 @@ async def test_duplicates_recognised_and_rules_learned(tmp_path: Path) -> None:
     rules = read_jsonl(out / "log" / "rules.jsonl")
     assert rules and all(r["rule"] for r in rules)  # each learned rule logged
     assert warc_kinds(out)["revisit"] == c["duplicates"]  # duplicates kept as revisit records
-    pages = [json.loads(x) for x in (out / "pages.jsonl").read_text().splitlines()]
+    pages = read_jsonl(out / "pages.jsonl")
     dups = [p for p in pages if p["duplicate_of"]]
     assert dups and all(p["duplicate_of"] != p["url"] for p in dups)
     # after a rule, variants of that shape are rewritten in the gate, and those queued

@@ -17,6 +17,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.demo.accesslog import politeness_violations
 from politecrawl.demo.web import TestWeb
+from politecrawl.storage.logs import read_jsonl
 
 DELAY = 0.1
 KILLS = 20
@@ -73,9 +74,8 @@ async def test_kill_minus_nine_twenty_times(tmp_path: Path) -> None:
         assert [x["site"] for x in summary["sites_lost"]] == ["h4.test"]
 
         # the request log has no torn line, and every re-fetch of a URL is marked
-        lines = (out / "log" / "requests.jsonl").read_bytes().split(b"\n")
-        assert lines[-1] == b""
-        log = [r for x in lines[:-1] if (r := json.loads(x)).get("record") != "header"]
+        assert (out / "log" / "requests.jsonl").read_bytes().endswith(b"\n")
+        log = read_jsonl(out / "log" / "requests.jsonl")  # strict: a torn line would raise
         by_url = collections.defaultdict(list)
         for r in log:
             by_url[r["url"]].append(r)
@@ -117,7 +117,7 @@ async def test_kill_minus_nine_twenty_times(tmp_path: Path) -> None:
 
         # pages.jsonl and items.jsonl: each page once, though runs died between writing a
         # page's rows and committing it (the resume fetched it again: its old rows dropped)
-        pages = [json.loads(x) for x in (out / "pages.jsonl").read_text().splitlines()]
+        pages = read_jsonl(out / "pages.jsonl")
         items = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
         twice = collections.Counter(r["url"] for r in pages)
         assert [u for u, n in twice.items() if n > 1] == []

@@ -30,6 +30,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dnsserver import DnsServer, Query, inside_report
 
+from politecrawl.storage.logs import read_jsonl
+
 pytestmark = pytest.mark.e2e
 
 WEB, PORT = "11.0.0.2", 8080
@@ -124,11 +126,7 @@ async def _crawl(work: Path, name: str, seeds: list[str], dns: FlakyDns) -> dict
     for e in web.access_log:
         if e.status == 200:
             served[e.host.split(":")[0]].append(e.path)
-    requests = [
-        json.loads(line)
-        for line in (out / "log" / "requests.jsonl").read_text().splitlines()
-        if line.strip()
-    ]
+    requests = read_jsonl(out / "log" / "requests.jsonl", headers=True)
     return {
         "exit": proc.returncode,
         "stderr": err.decode()[-3000:],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import nuggets
@@ -18,6 +17,7 @@ from politecrawl.focus.relevance import Document, KeywordScorer
 from politecrawl.focus.strategy import Focus
 from politecrawl.frontier import UrlEntry
 from politecrawl.frontier.sqlite import WINDOW, SqliteFrontier
+from politecrawl.storage.logs import read_jsonl
 
 UA = "testbot/1.0 (+http://bot.example/info)"
 
@@ -43,8 +43,7 @@ async def _crawl(web: TopicWeb, out: Path, strategy: str, fetches: int) -> list[
         relevance="nuggets:railway_pages",
     )
     await Crawler(cfg).run()
-    lines = (out / "pages.jsonl").read_text().splitlines()
-    return [json.loads(x)["url"] for x in lines]
+    return [row["url"] for row in read_jsonl(out / "pages.jsonl")]
 
 
 @pytest.mark.e2e
@@ -58,7 +57,7 @@ async def test_relevance_callable_is_called_and_steers(tmp_path: Path) -> None:
     found_f = sum(u in relevant for u in focused)
     found_b = sum(u in relevant for u in bfs)
     assert found_f >= 2 * max(found_b, 1), (found_f, found_b)
-    pages = [json.loads(x) for x in (tmp_path / "focused" / "pages.jsonl").read_text().splitlines()]
+    pages = read_jsonl(tmp_path / "focused" / "pages.jsonl")
     assert all(p["relevance"] is not None and p["charset"] for p in pages)
     assert (tmp_path / "focused" / "focus.json").exists()  # what it learned is kept
 

@@ -10,7 +10,6 @@ bench/focus_sim.py finds ~20 relevant pages in 150 fetches focused, 0-1 breadth-
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +20,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 import docbed
+
+from politecrawl.storage.logs import read_jsonl
 
 UA = "bedbot/1.0 (+http://bench.example/bot)"
 PAGES = 150
@@ -73,11 +74,10 @@ def crawl(tmp: Path, port: int, strategy: str, topic: docbed.Topic) -> list[str]
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     urls = []
-    with (out / "log" / "requests.jsonl").open() as fh:
-        for line in fh:
-            url = json.loads(line).get("url")  # None: a run's header line
-            if url and not url.endswith("/robots.txt"):
-                urls.append(url)
+    for rec in read_jsonl(out / "log" / "requests.jsonl"):  # its rotated parts too
+        url = rec.get("url")
+        if url and not url.endswith("/robots.txt"):
+            urls.append(url)
     return urls
 
 

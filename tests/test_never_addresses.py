@@ -19,6 +19,7 @@ from conftest import UA
 from outageweb import SitesServer
 
 from politecrawl.polite.exclusions import NeverCrawlList
+from politecrawl.storage.logs import read_jsonl
 
 
 def _crawl(server: SitesServer, out: Path, never: Path, *extra: str) -> subprocess.Popen[str]:
@@ -47,7 +48,7 @@ def test_a_listed_network_gets_no_request_whatever_name_leads_there(tmp_path: Pa
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["counters"]["excluded"] == 3, summary["counters"]
     assert "on the never-crawl list" in err and "private" not in err, err
-    log = (tmp_path / "out" / "log" / "requests.jsonl").read_text()
+    log = json.dumps(read_jsonl(tmp_path / "out" / "log" / "requests.jsonl"))
     assert "resolves only to addresses on the never-crawl list (127.0.0.1)" in log
 
 

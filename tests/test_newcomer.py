@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from newcomerweb import newcomer_site
 
+from politecrawl.storage.logs import read_jsonl
+
 pytestmark = pytest.mark.e2e
 
 UA = "newbot/1.0 (+http://bot.example/info)"
@@ -39,8 +41,7 @@ def summary(out: Path) -> dict[str, object]:
 
 def requests_logged(out: Path) -> list[dict[str, Any]]:
     """The request log's requests (a run's header line aside)."""
-    lines = (out / "log" / "requests.jsonl").read_text().splitlines()
-    return [rec for rec in map(json.loads, lines) if "url" in rec]
+    return [rec for rec in read_jsonl(out / "log" / "requests.jsonl") if "url" in rec]
 
 
 # -- item 1: fixing a mistake takes ----------------------------------------------------------

@@ -17,6 +17,8 @@ import pytest
 from newcomerweb import PAGES, newcomer_site
 from warcio.archiveiterator import ArchiveIterator
 
+from politecrawl.storage.logs import read_jsonl
+
 pytestmark = pytest.mark.e2e
 
 UA = "newbot/1.0 (+http://bot.example/info)"
@@ -115,7 +117,7 @@ def test_robots_txt_is_a_response_record_in_the_warc(tmp_path: Path) -> None:
     robots = f"{site.url}robots.txt"
     assert records[:2] == [("request", robots, ""), ("response", robots, "404")]
     assert records[2:] == [("request", site.url, ""), ("response", site.url, "200")]
-    (logged,) = [json.loads(x) for x in (out / "log" / "robots.jsonl").read_text().splitlines()]
+    (logged,) = read_jsonl(out / "log" / "robots.jsonl")
     assert logged["status"] == 404
 
 

@@ -25,6 +25,8 @@ from pageweb import UA
 from redis_server import redis_url  # noqa: F401  (fixture)
 from tlsweb import LocalCA
 
+from politecrawl.storage.logs import read_jsonl
+
 pytestmark = pytest.mark.e2e
 
 
@@ -62,7 +64,7 @@ async def crawl(
 def jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl(path)  # with its rotated parts
 
 
 def stored(tmp_path: Path) -> set[str]:

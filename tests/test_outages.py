@@ -20,6 +20,8 @@ from conftest import UA
 from outageweb import SitesServer
 from redis_server import redis_url  # noqa: F401  (fixture)
 
+from politecrawl.storage.logs import read_jsonl
+
 pytestmark = pytest.mark.e2e
 
 
@@ -44,9 +46,7 @@ def crawl(
 
 
 def requests_log(out: Path) -> list[dict[str, Any]]:
-    path = out / "log" / "requests.jsonl"
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [r for r in records if r.get("record") != "header"]  # each run's header line aside
+    return read_jsonl(out / "log" / "requests.jsonl")  # its rotated parts too, no header
 
 
 def summary(out: Path) -> dict[str, Any]:

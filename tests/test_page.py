@@ -20,6 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 from politecrawl import CrawlConfig, Crawler, Document, FetchConfig, Page, PolitenessConfig
 from politecrawl.content.page import read_page
 from politecrawl.content.parse import encode_query, parse_page
+from politecrawl.storage.logs import read_jsonl
 from politecrawl.storage.sinks import ItemRecord, PageRecord, Record
 
 RUSSIAN = "Москва - столица России, крупнейший по численности населения город страны."
@@ -62,7 +63,7 @@ async def run_cli(args: list[str], env: dict[str, str] | None = None) -> None:
 
 
 def jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return read_jsonl(path)  # with its rotated parts
 
 
 def path_of(url: str) -> str:

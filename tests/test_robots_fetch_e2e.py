@@ -16,6 +16,8 @@ import pytest
 from conftest import UA
 from robotsweb import Reply, RobotsWeb, page
 
+from politecrawl.storage.logs import read_jsonl
+
 pytestmark = pytest.mark.e2e
 
 
@@ -29,8 +31,7 @@ def crawl(out: Path, *args: str, timeout: float = 120) -> subprocess.CompletedPr
 
 
 def requests_log(out: Path) -> list[dict[str, Any]]:
-    lines = (out / "log" / "requests.jsonl").read_text().splitlines()
-    return [r for r in map(json.loads, lines) if r.get("record") != "header"]
+    return read_jsonl(out / "log" / "requests.jsonl")  # with its rotated parts, no header
 
 
 def summary(out: Path) -> dict[str, Any]:

@@ -488,13 +488,20 @@ def _record(raw: bytes) -> dict[str, Any] | None:
 
 
 def read_jsonl(path: Path, *, headers: bool = False) -> list[dict[str, Any]]:
-    """Every complete line of one log file (tests and tools); a run's header line
-    (``"record": "header"``) only with ``headers``."""
+    """Every complete line of one log (tests and tools), strictly: a damaged line raises.
+    For ``x.jsonl``, its rotated parts come first (a log rotates at midnight: a crawl that
+    ran through it has its records in two files); a run's header line (``"record":
+    "header"``) only with ``headers``."""
+    parts = [path]
+    if path.name.endswith(".jsonl"):
+        parts = [*rotated_files(path.parent, path.name[: -len(".jsonl")]), path]
     out = []
-    with path.open("rb") as fh:
-        for raw in fh:
-            if raw.endswith(b"\n"):
-                rec = json.loads(raw)
-                if headers or not (isinstance(rec, dict) and rec.get("record") == "header"):
-                    out.append(rec)
+    for part in parts:
+        packed = part is not path and part.name.endswith(".gz")
+        with gzip.open(part, "rb") if packed else part.open("rb") as fh:
+            for raw in fh:
+                if raw.endswith(b"\n"):
+                    rec = json.loads(raw)
+                    if headers or not (isinstance(rec, dict) and rec.get("record") == "header"):
+                        out.append(rec)
     return out
