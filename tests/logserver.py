@@ -14,7 +14,10 @@ Usage (the test starts it): ``python logserver.py LOG --bind 127.0.0.1 --bind 12
 - ``/robots.txt``: 404 (everything allowed), or ``User-agent: *`` / ``Allow: /`` for names
   starting with ``robots``;
 - ``/``: links to ``/p/1`` ... ``/p/N``; ``/p/I``: a page without links;
-- a name starting with ``deny`` answers 403 to every page, ``slow429`` 429 (Retry-After: 0).
+- a name starting with ``deny`` answers 403 to every page, ``slow429`` 429 (Retry-After: 0);
+- a name starting with ``slowpage`` takes ``--slow-latency`` seconds over each page (not its
+  robots.txt). A request its client gave up is logged too, when the server is done with it
+  (``end``): how long the server was busy with it, whoever was still listening.
 
 ``--first-read-delay`` waits that long before reading the first request of each new
 connection, as a slow connection set-up (name resolution, handshakes) makes a request reach
@@ -73,6 +76,8 @@ async def _serve_conn(
             host = headers.get("host", "").split(":")[0]
             if args.latency:
                 await asyncio.sleep(args.latency)
+            if host.startswith("slowpage") and path != "/robots.txt":
+                await asyncio.sleep(args.slow_latency)
             status, body, extra = _answer(host, path, args.pages)
             data = body.encode()
             head = [f"HTTP/1.1 {status} X", f"Content-Length: {len(data)}"]
@@ -80,8 +85,6 @@ async def _serve_conn(
             if "Content-Type" not in extra:
                 head.append("Content-Type: text/html; charset=utf-8")
             end = time.time()  # before the answer goes: the client cannot have it any earlier
-            writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
-            await writer.drain()
             rec = {
                 "host": host,
                 "path": path,
@@ -93,8 +96,10 @@ async def _serve_conn(
                 "end": end,
                 "ua": headers.get("user-agent", ""),
             }
-            log.write(json.dumps(rec) + "\n")
+            log.write(json.dumps(rec) + "\n")  # (before the answer: its client may be gone)
             log.flush()
+            writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+            await writer.drain()
     except (ConnectionError, ValueError):
         return
     finally:
@@ -125,6 +130,7 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=0.0)
     p.add_argument("--first-read-delay", type=float, default=0.0)
     p.add_argument("--pages", type=int, default=3)
+    p.add_argument("--slow-latency", type=float, default=0.0)
     args = p.parse_args()
     if not args.bind:
         args.bind = ["127.0.0.1"]

@@ -162,6 +162,14 @@ def refusal(result: FetchResult) -> str | None:
     return None
 
 
+def unanswered(result: FetchResult) -> bool:
+    """The request reached the server (a connection was made) and the crawler gave it up
+    with no answer: a timeout (``--request-time``, or no byte for the read timeout) or cut at
+    ``--max-time``. The server may still be working on it (``politeness.record_unanswered``).
+    A connect timeout never reached it."""
+    return result.error in ("timeout", CUT) and bool(result.ip)
+
+
 def answered_normally(result: FetchResult) -> bool:
     """An answer that ends a run of failures and refusals: neither a 5xx nor a refusal."""
     status = result.status

@@ -12,7 +12,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from politecrawl.engine.outcome import MAX_ROBOTS_BYTES, DropReason, answered_normally
+from politecrawl.engine.outcome import (
+    MAX_ROBOTS_BYTES,
+    DropReason,
+    answered_normally,
+    unanswered,
+)
 from politecrawl.frontier import PAGE, UrlEntry
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
@@ -60,7 +65,6 @@ async def _request(
     cfg = ctx.cfg.politeness
     if host.last_start == 0.0:
         ctx.counters["hosts_contacted"] += 1
-    ctx.outage.absolve(host)  # failures an outage caused before it was noticed
     politeness.record_start(host, cfg, ctx.clock())
     await ctx.frontier.begin_request(host.key, host)  # on disk before the request goes
     politeness.record_start(host, cfg, ctx.clock())  # the real start
@@ -81,6 +85,8 @@ async def _request(
         ctx.counters[f"error:{res.error}"] += 1
         # many sites failing the same way at once: the crawler's network, not this site
         res.outage = ctx.outage.failed(host.key, res.error, ctx.clock())
+        if unanswered(res) and not res.outage:  # (the DNS wait is not the server's)
+            politeness.record_unanswered(host, res.answer_s)  # judged at the site's next turn
         if res.outage:
             ctx.counters["outage_failures"] += 1
         else:
