@@ -107,3 +107,6 @@ def test_an_outage_with_two_processes_is_told_by_the_crawl_as_a_whole(tmp_path: 
     run = _outage_crawl(tmp_path, 7, "--processes", "2")
     _nothing_lost(run)
     assert (run["out"] / "log" / "requests@1.jsonl").exists()  # two crawler processes
+    # one outage of the crawl, said once: each process counts it, the summary the largest
+    c, outage = run["summary"]["counters"], run["outage"]
+    assert c["outage_ms"] <= (outage["up"] - outage["down"] + 10) * 1000, (c, outage)

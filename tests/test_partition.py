@@ -133,3 +133,16 @@ def test_a_log_is_read_across_processes_in_time_order(tmp_path: Path) -> None:
     (log / "robots@1.jsonl").write_text(line(0))
     assert [r["n"] for r in iter_log_records(log, "requests")] == [1, 2, 3, 4]
     assert [r["n"] for r in iter_log_records(log, "robots")] == [0]
+
+
+def test_the_crawls_own_outages_are_not_summed_over_its_processes() -> None:
+    """Each process counts the one outage the partitions share; pages add up."""
+    from politecrawl.engine.supervisor import merged_counters
+
+    got = merged_counters(
+        [
+            {"counters": {"outages": 1, "outage_ms": 20_500, "pages_fetched": 40}},
+            {"counters": {"outages": 1, "outage_ms": 19_800, "pages_fetched": 35}},
+        ]
+    )
+    assert got == {"outages": 1, "outage_ms": 20_500, "pages_fetched": 75}

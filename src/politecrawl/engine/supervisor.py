@@ -148,9 +148,7 @@ def run_partitioned(
             if "error" in s:  # the error a partition stopped on, as the one process says it
                 kind = getattr(errors, s["error"], errors.PolitecrawlError)
                 raise kind(s["message"])
-        counters: Counter[str] = Counter()
-        for s in summaries:
-            counters.update(s.get("counters", {}))
+        counters = merged_counters(summaries)
         stops = [s.get("stopped_by", "done") for s in summaries]
         stopped_by = next((s for s in stops if s != "done"), "done")
         fatal = next((s["fatal"] for s in summaries if s.get("fatal")), None)
@@ -231,3 +229,22 @@ def _partition_main(
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
     tmp.replace(path)
+
+
+# What each process saw of the crawler's own network: the partitions share one picture of it
+# (``partition.OutageBoard``) and pause together, so one outage is counted by each of them;
+# the crawl's figure is the largest, not the sum (two processes: one 20 s outage said as 2
+# outages of 40 s in all).
+_CRAWL_WIDE = frozenset({"outages", "outage_ms", "outage_false_alarms"})
+
+
+def merged_counters(summaries: list[dict[str, Any]]) -> Counter[str]:
+    """The partitions' counters summed, but those of the crawl as a whole (``_CRAWL_WIDE``)."""
+    counters: Counter[str] = Counter()
+    for s in summaries:
+        for name, value in s.get("counters", {}).items():
+            if name in _CRAWL_WIDE:
+                counters[name] = max(counters[name], value)
+            else:
+                counters[name] += value
+    return counters
