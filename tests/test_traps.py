@@ -183,3 +183,18 @@ def test_a_few_bad_pages_among_real_ones_do_not_name_a_pattern() -> None:
     guard, named = spaces(max_urls=50)
     assert _chain(guard, 1000, lambda n: None if n % 20 == 0 else _story(n)) == 1000
     assert named == []
+
+
+def test_patterns_named_in_an_earlier_run_are_named_again_and_odd_records_passed_over() -> None:
+    named: list[tuple[str, ...]] = []
+    spaces = UrlSpaces(20, lambda *a: named.append(a))
+    records = [
+        {"host": "shop.test", "pattern": "/s?page=*", "why": "budget"},
+        {"host": "shop.test", "pattern": 7, "why": "budget"},  # not of the shape: passed over
+        {"pattern": "/x/N"},
+        {"host": "shop.test", "pattern": "/s?page=*", "why": "budget"},  # (twice: once)
+    ]
+    assert spaces.remember(records) == [("shop.test", "/s?page=*", "budget")]
+    assert spaces.full("http://shop.test/s?page=5") and not spaces.full("http://shop.test/p/5")
+    assert named == []  # unsaid: the earlier run said it
+    assert UrlSpaces(None).remember(records) == []  # no budget rule: nothing to keep

@@ -70,3 +70,34 @@ async def test_with_two_processes_every_partitions_traps_are_named(tmp_path: Pat
     assert named == {h: "/s/N/home" if h.startswith("sid") else "/s?page=*" for h in traps}
     for site in traps:
         assert site in printed[0]
+
+
+async def test_a_trap_named_in_one_run_stays_named_in_its_resume(tmp_path: Path) -> None:
+    """The endless listing named a trap in the first run; the resume, given the shop's home
+    page as a new seed (it links into the listing), follows none of it. It judged each
+    pattern from zero, and the trap had a second budget: the listing asked again."""
+    listing = empty_listing()
+
+    def shop(path: str) -> str | None:
+        if path == "/":
+            return '<html><body><h1>Shop</h1><a href="/s?page=1000">search</a></body></html>'
+        return listing(path)
+
+    async with SiteServer(shop) as s:
+        seed = f"http://shop.test:{s.port}"
+        rc, err = await crawl(
+            tmp_path, [f"{seed}/s?page=1"], [f"shop.test:{s.port}"],
+            "--max-urls-per-pattern", "20",
+        )  # fmt: skip
+        assert rc == 0, err
+        first = len(s.paths())
+        assert 20 <= first <= 60, first  # named at its budget, as before
+        rc, err = await crawl(
+            tmp_path, [f"{seed}/"], [f"shop.test:{s.port}"], "--max-urls-per-pattern", "20"
+        )
+        assert rc == 0, err
+        again = s.paths()[first:]
+    assert again == ["/"], again  # the home page, and none of the listing
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    [trap] = summary["traps"]  # the resume names the trap it kept cutting
+    assert trap["pattern"] == "/s?page=*" and trap["urls_not_followed"] >= 1, trap

@@ -43,12 +43,14 @@ from politecrawl.polite.exclusions import NeverCrawlList
 from politecrawl.polite.usage import Purpose, UsageBook
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.storage import JsonlLog, WarcWriter, log_time
+from politecrawl.storage.logs import iter_log_records
 from politecrawl.storage.outdir import check_state
 from politecrawl.storage.outlock import OutputLock
 from politecrawl.storage.sinks import ContentLog, ItemsCsv, ItemsJson, ItemsLog, PagesLog, Sink
 from politecrawl.storage.uncommitted import drop_rows_of
 from politecrawl.tools.dashboard import Dashboard
 from politecrawl.urls.canonical import origin_of, politeness_key
+from politecrawl.urls.traps import cut_counter
 from politecrawl.version import __version__
 
 _MAX_IPS = 1_000_000  # origins whose address is remembered before the cache starts over
@@ -235,6 +237,9 @@ class CrawlContext:
             remember_refused=kept.note_refused if (kept := self.frontier.refusals) else None,
             resolve_ahead=self.resolve_ahead,
         )
+        # traps an earlier run named stay named: judged from zero, each had another budget
+        for named in self.admission.gate.spaces.remember(iter_log_records(log, "traps")):
+            self.counters[cut_counter(*named)] += 0  # named in this run's summary too
 
     def _items_path(self) -> Path:
         """``--items`` or ``OUT/items.jsonl``, tagged with the process (``@i``)."""

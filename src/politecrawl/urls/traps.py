@@ -48,8 +48,9 @@ import datetime as dt
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from politecrawl.continuity.fingerprint import hamming, simhash
 
@@ -281,6 +282,21 @@ class UrlSpaces:
             return False  # the past ends (a blog's archive, walked back): the budget's
         self._strikes[family] = n = self._strikes[family] + 1
         return n >= DATE_STRIKES
+
+    def remember(self, named: Iterable[dict[str, Any]]) -> list[tuple[str, str, str]]:
+        """The patterns an earlier run named (``log/traps.jsonl``'s records) named again,
+        unsaid: a resume that judged each from zero gave every trap another budget. Returns
+        those taken (host, pattern, why); records not of that shape are passed over."""
+        taken = []
+        for rec in named:
+            host, pattern, why = rec.get("host"), rec.get("pattern"), rec.get("why")
+            if self.max_urls is None or not all(isinstance(x, str) for x in (host, pattern, why)):
+                continue
+            split = (str(host), str(pattern))
+            if split not in self.traps:
+                self.traps[split] = str(why)
+                taken.append((str(host), str(pattern), str(why)))
+        return taken
 
     def _name(self, split: tuple[str, str], url: str, why: str) -> None:
         if split in self.traps:
