@@ -14,6 +14,7 @@ from pathlib import Path
 
 import brotli
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.storage.logs import read_jsonl
 
@@ -28,6 +29,8 @@ _HOME = (
     '<a href="/café/menu">menu</a> <a href="/uni">uni</a> <a href="/s408">again</a>'
     ' <a href="/stacked">stacked</a> <a href="/unprompted">304</a> <a href="/meta">meta</a>'
     ' <a href="/xrt-other">other</a> <a href="/r1">hops</a> <a href="/away">away</a>'
+    ' <a href="/twolines">two</a> <a href="/short">short</a> <a href="/s206">part</a>'
+    ' <a href="/smallbomb">bomb</a>'
     "</body></html>"
 ).encode() + _FOOTER
 
@@ -70,6 +73,21 @@ class RawServer:
             return _ok(html + b"X-Robots-Tag: mj12bot: noindex, nofollow\r\n", body)
         if path.startswith("/r") and path[2:].isdigit():  # /r1 -> /r2 -> ... : 4 hops
             return f"HTTP/1.1 302 Found\r\nLocation: /r{int(path[2:]) + 1}\r\n".encode() + _empty()
+        if path == "/twolines":  # gzipped twice, each coding on a header line of its own
+            body = gzip.compress(gzip.compress(_page("Two lines", '<a href="/from-two">x</a>')))
+            return _ok(html + b"Content-Encoding: gzip\r\nContent-Encoding: gzip\r\n", body)
+        if path == "/short":  # three accented letters in UTF-8, and one stray Latin-1 byte
+            body = '<title>Our café menu</title><a href="/menu/café">café</a> é'.encode()
+            return _ok(html, body + b"<p>\xa9 2024</p>")
+        if path == "/s206":  # part of the page, though no Range was asked
+            head = b"Content-Range: bytes 0-99/1000\r\n"
+            body = _page("Part", "x" * 200)[:100]
+            return _ok(html, body).replace(b"200 OK", b"206 Partial Content").replace(
+                b"Content-Length", head + b"Content-Length", 1
+            )
+        if path == "/smallbomb":  # 3 MiB of page in a few KiB of gzip: all of it sent
+            body = gzip.compress(_page("Bomb", " " * (3 << 20)))
+            return _ok(html + b"Content-Encoding: gzip\r\n", body)
         if path == "/away":  # to another host: out of the crawl's scope
             return b"HTTP/1.1 301 Moved\r\nLocation: http://elsewhere.test/\r\n" + _empty()
         return _ok(html, _page(f"page {path}"))
@@ -96,7 +114,7 @@ def _ok(headers: bytes, body: bytes) -> bytes:
     return b"HTTP/1.1 200 OK\r\n" + headers + length + body
 
 
-async def _crawl(server: RawServer, out: Path) -> tuple[int, str]:
+async def _crawl(server: RawServer, out: Path, *extra: str) -> tuple[int, str]:
     """The real command on the server's site; (exit code, stdout and stderr)."""
     listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
     server.port = listener.sockets[0].getsockname()[1]
@@ -105,7 +123,7 @@ async def _crawl(server: RawServer, out: Path) -> tuple[int, str]:
             sys.executable, "-m", "politecrawl", "crawl", f"http://127.0.0.1:{server.port}/",
             "--user-agent", UA, "--out", str(out), "--allow-private-addresses",
             "--min-delay", "0.05", "--ip-min-delay", "0", "--retry-base", "0.1", "--no-progress",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            *extra, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         said, err = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode is not None
@@ -142,6 +160,25 @@ async def test_what_real_servers_send(tmp_path: Path) -> None:
     assert requests["/away"]["redirect_refused"] == "out_of_scope"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["counters"]["too_many_redirects"] == 1
+    # two Content-Encoding lines are one list: both codings undone, its link followed
+    assert pages["/twolines"]["title"] == "Two lines" and "/from-two" in asked
+    # a short page labelled UTF-8 with one stray byte is read as the label says
+    assert (pages["/short"]["title"], pages["/short"]["charset"]) == ("Our café menu", "utf-8")
+    assert "/menu/caf%C3%A9" in asked
+    # a 206 is part of a page: kept, and said to be
+    assert "/s206" in pages and requests["/s206"].get("truncated") is True
+    # a bomb's text is capped, but the bytes the server sent are all archived: not cut
+    assert requests["/smallbomb"].get("truncated") is True
+    cut = {}
+    for path in (out / "warc").glob("*.warc.gz"):
+        with path.open("rb") as fh:
+            for rec in ArchiveIterator(fh):
+                if rec.rec_type == "response":
+                    uri = rec.rec_headers.get_header("WARC-Target-URI")
+                    cut[uri.split(str(server.port), 1)[1]] = rec.rec_headers.get_header(
+                        "WARC-Truncated"
+                    )
+    assert "/smallbomb" in cut and cut["/smallbomb"] is None, cut
 
 
 class FailingServer(RawServer):
@@ -200,3 +237,38 @@ async def test_pages_that_break_off_do_not_park_a_site_that_answers(tmp_path: Pa
     assert summary["counters"].get("hosts_parked", 0) == 0 and summary["sites_lost"] == []
     assert summary["counters"]["stored"] == 1 + 55, summary["counters"]
     assert code == 0, said
+
+
+class RevisitedServer(RawServer):
+    """Pages whose validators a server gets wrong: a Last-Modified that is no date, and an
+    ETag that changes with every 304."""
+
+    def answer(self, path: str, headers: dict[str, str]) -> bytes:
+        n = self.asked[path] = self.asked.get(path, 0) + 1
+        html = b"Content-Type: text/html; charset=utf-8\r\n"
+        if path == "/robots.txt":
+            return b"HTTP/1.1 404 Not Found\r\n" + _empty()
+        if path == "/":
+            return _ok(html, _page("home", '<a href="/lm">lm</a> <a href="/etag">etag</a>'))
+        if path == "/lm":
+            return _ok(html + b"Last-Modified: garbage-date\r\n", _page("lm"))
+        if path == "/etag" and n > 1:
+            return f'HTTP/1.1 304 Not Modified\r\nETag: "n{n}"\r\n'.encode() + _empty()
+        return _ok(html + b'ETag: "n1"\r\n', _page(path))
+
+
+async def test_revisits_send_only_valid_validators_and_the_latest(tmp_path: Path) -> None:
+    """A continuous crawl: the garbled Last-Modified is never sent back as If-Modified-Since
+    (it was, on every revisit), and an ETag a 304 brings is the one the next revisit sends
+    (the first was sent for ever)."""
+    server = RevisitedServer()
+    out = tmp_path / "out"
+    code, said = await _crawl(
+        server, out, "--recrawl", "--revisit-min", "1", "--revisit-max", "2", "--max-time", "12"
+    )
+    assert code == 0, said
+    lm = [h for p, h in server.log if p == "/lm"]
+    assert len(lm) >= 2 and all("if-modified-since" not in h for h in lm), lm
+    sent = [h.get("if-none-match") for p, h in server.log if p == "/etag"]
+    assert len(sent) >= 3, sent
+    assert sent[:3] == [None, '"n1"', '"n2"'], sent  # each 304's new ETag adopted

@@ -354,3 +354,15 @@ def test_cjk_pages_labelled_utf8_are_not_taken_for_utf8_with_strays(text: str, c
     for header in ("text/html; charset=utf-8", "text/html"):
         got = decode_html(body, header)
         assert got.charset != "utf-8" and text in got.text, (header, got.charset)
+
+
+def test_a_short_page_labelled_utf8_with_a_stray_latin1_byte_stays_utf8() -> None:
+    """Three accented letters and a Latin-1 copyright sign: read as the label says (the
+    stray byte U+FFFD), as browsers do; it was read as windows-1252 ("cafÃ©")."""
+    body = (
+        "<html><head><title>Our café menu</title></head><body><p>Welcome to our café.</p>"
+        '<a href="/menu/café">menu</a>'
+    ).encode() + b"<p>\xa9 2024</p></body></html>"
+    got = decode_html(body, "text/html; charset=utf-8")
+    assert (got.charset, got.source) == ("utf-8", "header")
+    assert "Our café menu" in got.text and "/menu/café" in got.text

@@ -82,6 +82,10 @@ _STRAY_SHARE = 0.05
 # UTF-8 with stray bytes: at least this many real multibyte characters, and at most this many
 # stray bytes for each
 _UTF8_MIN_GOOD = 4
+# ... or, when the page says it is UTF-8, at least one (a short English page with three
+# accented letters and a Latin-1 copyright sign was read as windows-1252 for want of a fourth,
+# its title garbled and a link asked as "caf%C3%83%C2%A9"; browsers trust the label)
+_UTF8_LABELLED_GOOD = 1
 _UTF8_STRAYS = 2
 _UTF8 = "utf-8"
 # ftfy reads at most this many characters per page (4-15 us each: at most ~0.25 s)
@@ -259,12 +263,12 @@ def _fits(body: bytes, codec: str) -> bool:
     text = body.decode(codec, "replace")
     bad = text.count("\ufffd")
     non_ascii = sum(1 for ch in text if ord(ch) > 127)
-    if codec == _UTF8 and _utf8_with_strays(non_ascii - bad, bad):
+    if codec == _UTF8 and _utf8_with_strays(non_ascii - bad, bad, min_good=_UTF8_LABELLED_GOOD):
         return True
     return bad <= _STRAY_SHARE * non_ascii
 
 
-def _utf8_with_strays(good: int, bad: int) -> bool:
+def _utf8_with_strays(good: int, bad: int, *, min_good: int = _UTF8_MIN_GOOD) -> bool:
     """UTF-8 text with some stray bytes (a Latin-1 footer pasted into a UTF-8 page), as
     browsers read it: real multibyte characters, not far outnumbered by bytes that are not
     UTF-8. Legacy text practically never forms UTF-8 sequences by chance (an accented letter
@@ -272,7 +276,7 @@ def _utf8_with_strays(good: int, bad: int) -> bool:
     page in windows-1252 or windows-1251 has ``good`` 0 against hundreds of ``bad``. CJK
     encodings do form some (Shift_JIS, EUC-JP, GB18030, Big5, EUC-KR text: 0.08 to 0.23
     of ``bad``), hence at most two stray bytes for each character."""
-    return good >= _UTF8_MIN_GOOD and good * _UTF8_STRAYS >= bad
+    return good >= min_good and good * _UTF8_STRAYS >= bad
 
 
 def _mostly_utf8(body: bytes) -> bool:

@@ -19,7 +19,7 @@ from politecrawl.config import CrawlConfig
 from politecrawl.engine.admission import HOST_URLS
 from politecrawl.engine.losses import traps_cut
 from politecrawl.engine.metrics import Metrics
-from politecrawl.engine.outcome import DropReason
+from politecrawl.engine.outcome import DropReason, partial
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
 from politecrawl.storage import JsonlLog, log_time
@@ -182,7 +182,7 @@ def log_request(
     if res.error:
         rec["error"] = res.error
         rec["error_detail"] = res.error_detail
-    if res.truncated:
+    if partial(res):
         rec["truncated"] = True
     if refetch:
         rec["refetch"] = True

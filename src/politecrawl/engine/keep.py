@@ -18,7 +18,7 @@ from politecrawl.content.page import Page, read_response
 from politecrawl.content.sitemaps.read import parse_sitemap
 from politecrawl.continuity.tracker import PageVerdict
 from politecrawl.engine.journal import record_links
-from politecrawl.engine.outcome import DropReason, Redirect
+from politecrawl.engine.outcome import DropReason, Redirect, partial
 from politecrawl.engine.pagework import do_page_work
 from politecrawl.errors import HandlerError
 from politecrawl.focus.strategy import PageScore
@@ -176,7 +176,7 @@ async def admit_links(
 ) -> int:
     """The page's links to the one gate, with the strategy's priorities; how many it follows."""
     counters, focus = ctx.counters, ctx.focus
-    if res.truncated:
+    if partial(res):
         counters["truncated"] += 1
     if page.links_cut:
         counters["links_cut"] += page.links_cut

@@ -170,6 +170,13 @@ def unanswered(result: FetchResult) -> bool:
     return result.error in ("timeout", CUT) and bool(result.ip)
 
 
+def partial(result: FetchResult) -> bool:
+    """The body held is only part of the page: cut (``FetchResult.truncated``), or a 206 to a
+    request without Range (the crawler sends none; its Content-Range says which part): kept,
+    marked truncated in the request log and counted."""
+    return result.truncated or result.status == 206
+
+
 def answered_normally(result: FetchResult) -> bool:
     """An answer that ends a run of failures and refusals: neither a 5xx nor a refusal."""
     status = result.status
@@ -233,9 +240,7 @@ def classify(
     if 200 <= status < 300:
         if result.abandoned:
             return Drop(DropReason.NOT_HTML, result.content_type)
-        # a 206 to a request without Range holds part of the page (its Content-Range says
-        # which): kept, marked as the start of a body only
-        return Store(truncated=result.truncated or status == 206)
+        return Store(truncated=partial(result))
     if status == 304 and result.conditional():
         return NotModified()
     if status in _REDIRECTS:

@@ -9,6 +9,7 @@ does to the site.
 
 from __future__ import annotations
 
+import email.utils
 import logging
 from typing import TYPE_CHECKING
 
@@ -111,7 +112,7 @@ async def fetch_page(
     if known is not None:
         if known[0]:
             conditional["If-None-Match"] = known[0]
-        if known[1]:
+        if known[1] and _http_date(known[1]):  # a garbled one is not sent back (RFC 9110 13.1.3)
             conditional["If-Modified-Since"] = known[1]
     res = await request(
         ctx, host, entry.url, html_only=entry.kind == PAGE, extra_headers=conditional or None
@@ -156,3 +157,13 @@ async def refused(ctx: CrawlContext, host: politeness.HostState, why: str) -> bo
         )
         return True
     return False
+
+
+def _http_date(value: str) -> bool:
+    """Whether ``value`` reads as an HTTP-date (``If-Modified-Since`` takes nothing else: a
+    server's ``Last-Modified: garbage-date`` was sent back as it was on every revisit)."""
+    try:
+        email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return False
+    return True

@@ -181,6 +181,7 @@ async def act(
         return (*await store_page(ctx, entry, res), None)
     if isinstance(outcome, NotModified):
         counters["not_modified"] += 1
+        await _update_validators(ctx, entry.url, res)
         due = ctx.continuity.on_not_modified(entry.url, now=res.started)
         # names the capture holding the content, so replay shows it, not an empty 304
         original = ctx.continuity.capture_of(entry.url)
@@ -267,3 +268,12 @@ def count_failure(ctx: CrawlContext, host: politeness.HostState, why: str) -> No
         log.warning(
             "%s failed %d times in a row (%s): parked for %.0f s", host.key, n, why, cfg.park_s
         )
+
+
+async def _update_validators(ctx: CrawlContext, url: str, res: FetchResult) -> None:
+    """A 304 may carry new validators for the copy kept (RFC 9111 4.3.4: the stored header
+    fields are updated from it): the next revisit sends them, not the first ones."""
+    etag, modified = res.header("etag"), res.header("last-modified")
+    known = await ctx.store.validators(url) if etag or modified else None
+    if known is not None and (etag or known[0], modified or known[1]) != known[:2]:
+        await ctx.store.save_validators(url, etag or known[0], modified or known[1], known[2])

@@ -280,7 +280,6 @@ class SqliteStore:
             self._robots.popitem(last=False)
 
     # -- conditional GET ----------------------------------------------------------------
-    # -- conditional GET ----------------------------------------------------------------
     async def validators(self, url: str) -> tuple[str | None, str | None, float] | None:
         row = self.db.execute(
             "SELECT etag, last_modified, fetched_at FROM pages WHERE url=?", (url,)
@@ -293,8 +292,6 @@ class SqliteStore:
         self.db.execute(
             "INSERT OR REPLACE INTO pages VALUES (?,?,?,?)", (url, etag, last_modified, fetched_at)
         )
-
-    # -- bookkeeping ------------------------------------------------------------------
 
     # -- bookkeeping ------------------------------------------------------------------
     async def add_counters(self, delta: dict[str, int]) -> None:

@@ -409,7 +409,9 @@ class Fetcher:
         """
         decoder: Decoder | None
         try:
-            decoder = Decoder(res.header("content-encoding") or "", cap)
+            # every line of the header: repeated lines are one list (RFC 9110 5.3); a body
+            # gzipped twice, said on two lines, was undone once and stored as gzip bytes
+            decoder = Decoder(", ".join(res.header_all("content-encoding")), cap)
         except ValueError as exc:
             decoder = None
             res.error, res.error_detail = "bad_encoding", str(exc)
@@ -447,8 +449,12 @@ class Fetcher:
             res.raw_body = b"".join(chunks)
         overflow = decoder is not None and decoder.overflow
         if more or overflow:
+            # the raw bytes are whole when only their decoding was capped and the server sent
+            # no more (a small gzip bomb): the archive's record is not cut then
+            whole = not more and resp.content.at_eof()
             resp.close()  # the rest is never read: the connection is dropped
-            res.cut = "length"
+            if not whole:
+                res.cut = "length"
         if decoder is not None:
             res.body = res.raw_body if decoder.kind == "identity" else decoder.body()
         res.truncated = more or overflow or (decoder is not None and not decoder.finished)
