@@ -30,7 +30,7 @@ _HOME = (
     ' <a href="/stacked">stacked</a> <a href="/unprompted">304</a> <a href="/meta">meta</a>'
     ' <a href="/xrt-other">other</a> <a href="/r1">hops</a> <a href="/away">away</a>'
     ' <a href="/twolines">two</a> <a href="/short">short</a> <a href="/s206">part</a>'
-    ' <a href="/smallbomb">bomb</a>'
+    ' <a href="/smallbomb">bomb</a> <a href="/tegzip">te</a>'
     "</body></html>"
 ).encode() + _FOOTER
 
@@ -88,6 +88,11 @@ class RawServer:
         if path == "/smallbomb":  # 3 MiB of page in a few KiB of gzip: all of it sent
             body = gzip.compress(_page("Bomb", " " * (3 << 20)))
             return _ok(html + b"Content-Encoding: gzip\r\n", body)
+        if path == "/tegzip":  # a transfer coding nobody asked for, besides chunked
+            body = gzip.compress(_page("Transfer gzip", '<a href="/from-te">x</a>'))
+            chunked = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+            te = b"Transfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n"
+            return b"HTTP/1.1 200 OK\r\n" + html + te + chunked
         if path == "/away":  # to another host: out of the crawl's scope
             return b"HTTP/1.1 301 Moved\r\nLocation: http://elsewhere.test/\r\n" + _empty()
         return _ok(html, _page(f"page {path}"))
@@ -165,6 +170,8 @@ async def test_what_real_servers_send(tmp_path: Path) -> None:
     # a short page labelled UTF-8 with one stray byte is read as the label says
     assert (pages["/short"]["title"], pages["/short"]["charset"]) == ("Our café menu", "utf-8")
     assert "/menu/caf%C3%A9" in asked
+    # a transfer coding besides chunked is undone too
+    assert pages["/tegzip"]["title"] == "Transfer gzip" and "/from-te" in asked
     # a 206 is part of a page: kept, and said to be
     assert "/s206" in pages and requests["/s206"].get("truncated") is True
     # a bomb's text is capped, but the bytes the server sent are all archived: not cut

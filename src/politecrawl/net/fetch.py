@@ -411,7 +411,7 @@ class Fetcher:
         try:
             # every line of the header: repeated lines are one list (RFC 9110 5.3); a body
             # gzipped twice, said on two lines, was undone once and stored as gzip bytes
-            decoder = Decoder(", ".join(res.header_all("content-encoding")), cap)
+            decoder = Decoder(", ".join(_codings(res)), cap)
         except ValueError as exc:
             decoder = None
             res.error, res.error_detail = "bad_encoding", str(exc)
@@ -458,6 +458,16 @@ class Fetcher:
         if decoder is not None:
             res.body = res.raw_body if decoder.kind == "identity" else decoder.body()
         res.truncated = more or overflow or (decoder is not None and not decoder.finished)
+
+
+def _codings(res: FetchResult) -> list[str]:
+    """The codings to undo, in the order applied: the content codings, then any transfer
+    coding but chunked (aiohttp undoes that one). The crawler asks for no transfer coding
+    (no TE header), but a server sending ``Transfer-Encoding: gzip, chunked`` anyway had its
+    gzip bytes stored as the page (RFC 9112 7: a recipient decodes them)."""
+    transfer = [c.strip() for t in res.header_all("transfer-encoding") for c in t.split(",")]
+    extra = [c for c in transfer if c.lower() not in ("", "chunked", "identity")]
+    return [*res.header_all("content-encoding"), *extra]
 
 
 class BrokenTransferCoding(FetchError):
