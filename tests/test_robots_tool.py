@@ -64,3 +64,27 @@ async def test_url_source_fetches_robots_through_the_guard(tmp_path: Path) -> No
         assert "address_refused; add --allow-private-addresses" in text
         assert "Disallow: / (the status's rule, no robots.txt line)" in text  # was "(line None)"
         assert len(web.access_log) == before
+
+
+@pytest.mark.e2e
+def test_the_help_example_on_a_file_runs_with_a_bare_bot_name(tmp_path: Path) -> None:
+    """``robots --help``'s second example, as printed: a file is only matched, so the bot's
+    name will do (it was refused for want of an info URL, exit 2); a live site is asked
+    under a user agent that names the bot and its info URL."""
+    from politecrawl.tools.examples import EXAMPLES
+
+    (example,) = [e for e in EXAMPLES["robots"] if "robots.txt" in e.split()]
+    (tmp_path / "robots.txt").write_text("User-agent: acmebot\nDisallow: /a\n")
+    args = example.split()[2:]  # (no quotes in it)
+    p = subprocess.run(
+        [sys.executable, "-m", "politecrawl", "robots", *args],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1].startswith("DISALLOWED https://docs.example/a")
+    live = subprocess.run(
+        [sys.executable, "-m", "politecrawl", "robots", "http://127.0.0.1:9/", "--user-agent",
+         "acmebot", "/a"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert live.returncode == 2 and "info URL" in live.stderr, live.stderr

@@ -205,6 +205,17 @@ class FetchConfig:
         return validate_user_agent(self.user_agent)
 
 
+def bot_name(user_agent: str) -> str:
+    """The product token of ``user_agent``, only to match robots.txt groups with (nothing is
+    sent under it: ``robots`` on a local file); a request's user agent is
+    ``validate_user_agent``'s."""
+    ua = user_agent.strip()
+    m = _PRODUCT.match(ua)
+    if m is None:
+        raise ConfigError(f"--user-agent {ua!r} does not start with a bot name (product token)")
+    return m.group(1)
+
+
 def parse_resolve_rule(rule: str) -> tuple[str, int, str]:
     """``HOST:PORT:ADDR`` like curl's --resolve; HOST may be ``*.example``; ADDR may be [v6]."""
     parts = rule.split(":", 2)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from politecrawl.config import FetchConfig, validate_user_agent
+from politecrawl.config import FetchConfig, bot_name, validate_user_agent
 from politecrawl.engine.outcome import MAX_ROBOTS_BYTES, RobotsOutcome, classify_robots
 from politecrawl.errors import ConfigError
 from politecrawl.net.fetch import Fetcher
@@ -54,7 +54,9 @@ def check(
     """Lines of output: where the rules came from, then one verdict per URL. A URL that is
     not one (``http://[bad``) is refused with the source, before anything is read: a
     verdict on it would say nothing of the URL meant."""
-    token = validate_user_agent(user_agent)
+    # a file's rules are only matched (a bare bot name will do); a fetch goes out under the
+    # user agent, which then names the bot and its info URL
+    token = validate_user_agent(user_agent) if "://" in source else bot_name(user_agent)
     for url in urls:
         _check_url(url)
     path = Path(source)
