@@ -103,3 +103,17 @@ def test_impersonation_and_unopenable_info_urls_refused(ua: str, why: str) -> No
 )
 def test_honest_user_agents_pass(ua: str, token: str) -> None:
     assert validate_user_agent(ua) == token
+
+
+def test_paths_given_as_text_are_paths_and_other_values_refused(tmp_path) -> None:
+    """``out_dir="crawl1"`` was taken, then failed inside the crawl (AttributeError)."""
+    from pathlib import Path
+
+    from politecrawl import CrawlConfig, FetchConfig
+
+    fetch = FetchConfig(user_agent="acmebot/1.0 (+https://acme.example/bot)")
+    cfg = CrawlConfig(seeds=("https://example.org/",), fetch=fetch, out_dir="crawl1",
+                      items_file=str(tmp_path / "items.csv"))  # fmt: skip
+    assert cfg.out_dir == Path("crawl1") and cfg.items_file == tmp_path / "items.csv"
+    with pytest.raises(ConfigError, match="out_dir must be a path, got int"):
+        CrawlConfig(seeds=("https://example.org/",), fetch=fetch, out_dir=5)  # type: ignore[arg-type]

@@ -53,8 +53,11 @@ def test_seeds_as_arguments_and_on_standard_input(tmp_path: Path) -> None:
 
 
 HANDLER = """
+import datetime, decimal
+
 def text_of(page):
-    yield {"title": page.title, "words": len(page.visible_text.split()), "tags": ["a", "b"]}
+    yield {"title": page.title, "words": len(page.visible_text.split()), "tags": ["a", "b"],
+           "when": datetime.date(2020, 1, 2), "price": decimal.Decimal("1.50")}
 """
 
 
@@ -75,6 +78,8 @@ def test_items_as_csv_or_json_chosen_by_the_file_name(tmp_path: Path, name: str)
         assert list(rows[0])[:2] == ["url", "warc_record_id"]  # then the handler's keys
         assert {"title", "words", "tags"} <= set(rows[0])
         assert json.loads(rows[0]["tags"]) == ["a", "b"]
+        # a date and a Decimal as their text, no JSON quotes in the cell
+        assert (rows[0]["when"], rows[0]["price"]) == ("2020-01-02", "1.50")
     else:
         rows = json.loads(items.read_text())
         assert rows[0]["tags"] == ["a", "b"]

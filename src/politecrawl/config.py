@@ -302,6 +302,14 @@ class CrawlConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extract", parse_extract(self.extract))
+        # paths given as text (``out_dir="out"``, as the API's users write them) made Paths:
+        # one was taken, then failed deep in the crawl with an AttributeError
+        for name in ("out_dir", "exclude_file", "items_file", "state_file"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, Path(value))
+            elif value is not None and not isinstance(value, Path):
+                raise ConfigError(f"{name} must be a path, got {type(value).__name__}")
         if self.metrics is not None:
             parse_metrics_address(self.metrics)
         if not self.seeds and self.frontier_url is None:

@@ -170,7 +170,8 @@ def _json(value: Any) -> str:
 class ItemsCsv:
     """``--items FILE.csv`` (Scrapy's ``-o items.csv``): the columns are the first item's keys
     (on a resume, the file's header); a key a later item adds is left out, said once in the
-    log. Values that are not text or numbers are written as JSON."""
+    log. Lists and mappings are written as JSON, other values that are not text or numbers as
+    their text (``_cell``)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -202,11 +203,19 @@ class ItemsCsv:
 
 
 def _cell(value: Any) -> Any:
+    """A CSV cell: text and numbers as they are, a list or mapping as JSON, any other value
+    as its text (a date, a Decimal: JSON's quotes made ``"2020-01-01 00:00:00"``, quotes
+    included, of a date, as Scrapy's exporter does not)."""
     if isinstance(value, str):
         return mend(value)
     if value is None or isinstance(value, int | float):
         return "" if value is None else value
-    return _json(value)
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        return _json(value)
+    try:
+        return mend(str(value))
+    except Exception as exc:  # a value whose str() fails: the handler's fault, said as such
+        raise HandlerError(f"not writable as text: {exc!r}") from None
 
 
 class ItemsJson:
