@@ -402,6 +402,20 @@ def test_nothing_fetched_says_why(tmp_path: Path) -> None:
     assert "nothing could be fetched" in p.stderr and "no connection" in p.stderr
 
 
+def test_a_refused_address_is_said_at_once_not_after_the_sites_delay(tmp_path: Path) -> None:
+    """A newcomer's first crawl of a server on 127.0.0.1, without --allow-private-addresses
+    and at the default 15 s delay: no connection was made, so nothing is spaced; it said
+    so after waiting the delay out (15.5 s)."""
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://127.0.0.1:9/\nhttp://127.0.0.1:9/a.html\n")
+    p = run("crawl", "--seeds", str(seeds), "--user-agent", UA, "--out", str(tmp_path / "o"),
+            "--no-progress")  # fmt: skip
+    assert p.returncode == 1 and "--allow-private-addresses" in p.stderr, p.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["seconds"] < 10, summary["seconds"]  # (the default delay is 15 s)
+    assert summary["counters"]["address_refused"] == 2, summary["counters"]
+
+
 async def test_short_min_delay_is_not_swamped_by_jitter(tmp_path: Path) -> None:
     """--min-delay 0.05 without --jitter: the jitter is a tenth of the delay, not 0.5 s."""
     import asyncio

@@ -82,7 +82,12 @@ CRAWL_OPTIONS: list[tuple[str, Any, str]] = [
     ),
     ("max-pages", int, "stop after this many page requests in this run"),
     ("max-time", float, "stop after this many seconds"),
-    ("scope", str, "host | domain | any (default domain: the seeds' registered domains)"),
+    (
+        "scope",
+        str,
+        "host | domain | any (default domain: the seeds' registered domains; fetch: any, "
+        "since a segment's URLs were chosen by its build)",
+    ),
     ("allow", Path, "allow-list file: domains, or regexes written re:..."),
     (
         "exclude-file",

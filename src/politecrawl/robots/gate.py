@@ -57,6 +57,14 @@ class Held:
     made_request: bool
 
 
+# why an origin cannot be fetched, found before any connection was made: no request reached a
+# server, so none is to be spaced
+_NO_CONTACT = frozenset(
+    {DropReason.NO_SUCH_HOST, DropReason.ADDRESS_REFUSED, DropReason.EXCLUDED,
+     DropReason.INVALID_URL}
+)  # fmt: skip
+
+
 async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> UrlEntry | Held:
     """The key's next URL that may be fetched now, or why none is (``Held``)."""
     now = ctx.clock()
@@ -102,9 +110,12 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             if wait:  # a redirect to a host not free now: the site's page waits till then
                 politeness.wait_until(host, wait)
                 return Held(made_request=False)
-            if asked:
+            if asked and ctx.robots.unfetchable(origin) not in _NO_CONTACT:
                 return Held(made_request=True)
-            continue  # answered without a request (a shared hop, a refused one): go on
+            # answered without a request (a shared hop, a refused one), or refused before any
+            # connection (a loopback address: a newcomer's first crawl waited out the 15 s
+            # delay to say so): go on
+            continue
         allowed = rules.is_allowed(ctx.token, url)
         if not robots_usable(ctx.robots.status(origin)) and not allowed:
             # robots.txt unreachable: this origin's URL waits for the next ask and goes after
