@@ -87,6 +87,16 @@ def test_items_as_csv_or_json_chosen_by_the_file_name(tmp_path: Path, name: str)
     assert all(r["warc_record_id"].startswith("<urn:uuid:") for r in rows)
 
 
+def test_items_without_a_handler_is_refused() -> None:
+    """``--items`` alone was taken and nothing written (no handler, no item): misuse."""
+    done = politecrawl("crawl", "http://127.0.0.1:9/", "--user-agent", UA, "--out", "x",
+                       "--items", "items.csv")  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "politecrawl: error: --items items.csv: items come from a --handler; give one"
+    ]
+
+
 def test_items_file_of_an_unknown_kind_is_refused() -> None:
     done = politecrawl("crawl", "http://127.0.0.1:9/", "--user-agent", UA, "--out", "x",
                        "--handler", "x:y", "--items", "items.xlsx")  # fmt: skip

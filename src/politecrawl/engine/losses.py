@@ -20,6 +20,7 @@ from typing import Any
 
 from politecrawl.storage import log_time
 from politecrawl.urls.traps import CUT
+from politecrawl.wording import counted
 
 PARKED, GIVEN_UP, FAILED = "parked", "given_up", "failed"
 # the request log's outcomes of URLs dropped with their site, and what they say about it
@@ -189,9 +190,9 @@ def describe(lost: list[dict[str, Any]], limit: int = 20) -> list[str]:
             else "not asked again"
         )
         left = item["urls_left"]
-        left_s = "?" if left is None else str(left)
+        left_s = "? URLs" if left is None else counted(left, "URL")
         lines.append(
-            f"    {item['site']}: {item['state']}, {item['reason']}; {left_s} URLs left, {when}"
+            f"    {item['site']}: {item['state']}, {item['reason']}; {left_s} left, {when}"
         )
     if len(lost) > limit:
         lines.append(f"    ... and {len(lost) - limit} more (summary.json: sites_lost)")
@@ -228,7 +229,7 @@ def describe_traps(traps: list[dict[str, Any]], limit: int = 20) -> list[str]:
     """The printed summary's lines for the patterns cut (at most ``limit``, then a count)."""
     lines = [
         f"    {t['site']} {t['pattern']}: {t['why']}, {t['reason']}; "
-        f"{t['urls_not_followed']} URLs found and not followed"
+        f"{counted(t['urls_not_followed'], 'URL')} found and not followed"
         for t in traps[:limit]
     ]
     if len(traps) > limit:

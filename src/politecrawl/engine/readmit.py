@@ -23,6 +23,7 @@ from politecrawl.engine.losses import ROBOTS_UNAVAILABLE
 from politecrawl.engine.outcome import DropReason
 from politecrawl.polite import politeness
 from politecrawl.urls.canonical import origin_of, politeness_key
+from politecrawl.wording import counted
 
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
@@ -109,4 +110,4 @@ def _uncount(c: Counter[str], name: str, n: int) -> None:
 
 
 def _urls(n: int) -> str:
-    return f"{n} URL" if n == 1 else f"{n} URLs"
+    return counted(n, "URL")

@@ -44,6 +44,7 @@ import orjson
 
 from politecrawl.errors import StorageError
 from politecrawl.storage.records import Shape
+from politecrawl.wording import counted
 
 __all__ = [
     "FileDamage",
@@ -355,7 +356,7 @@ class FileDamage:
 
 
 def _n(n: int, what: str) -> str:
-    return f"{n} {what}" + ("" if n == 1 else "s")
+    return counted(n, what)
 
 
 class LogDamage:

@@ -38,6 +38,7 @@ from politecrawl.options import (
 from politecrawl.tools.endsummary import nothing_fetched, nothing_fetched_at_all, print_summary
 from politecrawl.tools.examples import add_examples
 from politecrawl.tools.startup import nothing_left, pace
+from politecrawl.wording import counted
 
 
 class _Parser(argparse.ArgumentParser):
@@ -430,6 +431,8 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         raise ConfigError("--target-relevant needs --topic or --relevance to say what counts")
     if cfg.handler:
         load_handler(cfg.handler)  # a bad import string: one line, not a traceback per process
+    elif cfg.items_file is not None:  # (it was taken, and nothing written: no item is made)
+        raise ConfigError(f"--items {cfg.items_file}: items come from a --handler; give one")
     if cfg.processes > 1 and not cfg.frontier_url:
         check_partitioned(cfg)  # before anything is written to the folder
     print(pace(cfg), flush=True)
@@ -477,8 +480,8 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         parked = sum(1 for x in lost if x["state"] == "parked")
         failed = sum(1 for x in lost if x["state"] == "failed")
         print(
-            f"politecrawl: {len(lost)} sites lost: {parked} parked (the same command again "
-            f"asks them from their retry time), {len(lost) - parked - failed} given up"
+            f"politecrawl: {counted(len(lost), 'site')} lost: {parked} parked (the same command "
+            f"again asks them from their retry time), {len(lost) - parked - failed} given up"
             + (f", {failed} failed (every page after its retries)" if failed else "")
             + f"; listed above and in {cfg.out_dir / 'summary.json'}",
             file=sys.stderr,

@@ -45,6 +45,7 @@ from politecrawl.storage.cdxj import index_name, index_warc, read_index, sort_ke
 from politecrawl.storage.logs import LogDamage, iter_log_records
 from politecrawl.storage.records import PAGES
 from politecrawl.storage.warc import unreadable
+from politecrawl.wording import counted
 
 __all__ = ["WACZ_VERSION", "main_args", "pack"]
 
@@ -59,8 +60,9 @@ def main_args(args: argparse.Namespace) -> int:
     out: Path = args.output
     summary = pack(list(args.dirs), out, title=args.title)
     print(
-        f"{out}: {summary['warcs']} WARC files, {summary['captures']} captures indexed, "
-        f"{summary['pages']} pages (WACZ {WACZ_VERSION})"
+        f"{out}: {counted(summary['warcs'], 'WARC file')}, "
+        f"{counted(summary['captures'], 'capture')} indexed, "
+        f"{counted(summary['pages'], 'page')} (WACZ {WACZ_VERSION})"
     )
     return 0
 
