@@ -261,7 +261,7 @@ def _config(values: dict[str, Any]) -> CrawlConfig:
 def cmd_segment(args: argparse.Namespace) -> int:
     from politecrawl.engine.admission import Gate
     from politecrawl.polite.exclusions import NeverCrawlList
-    from politecrawl.tools.segments import build
+    from politecrawl.tools.segments import build, check_out
     from politecrawl.urls.filters import (
         DEFAULT_BLOCKED_EXTENSIONS,
         ExtensionFilter,
@@ -274,6 +274,7 @@ def cmd_segment(args: argparse.Namespace) -> int:
     check_exclude_file(args.exclude_file)
     if args.max_urls_per_host is not None and args.max_urls_per_host < 1:
         raise ConfigError("--max-urls-per-host must be >= 1")
+    check_out(args.out, args.crawl_dirs)
     allow = read_lines_file(args.allow, "allow-list") if args.allow else ()
     seeds: list[str] = []
     if args.scope != "any":  # the earlier crawls' seeds define host/domain scope

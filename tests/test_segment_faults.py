@@ -1,0 +1,116 @@
+"""The offline loop (crawl -> segment build -> fetch -> build) as an outside tester drove it:
+the real ``politecrawl`` command, a subprocess. Each test names the fault it stands for.
+
+Build tests read crawl folders made here with the crawl's own state schema (the rows a crawl
+leaves: fetched, queued, dropped for each reason), so each outcome is there on purpose."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from politecrawl.frontier.sqlitestore import _SCHEMA
+
+pytestmark = pytest.mark.e2e
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "politecrawl", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def one_line_misuse(p: subprocess.CompletedProcess[str]) -> str:
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    return lines[0]
+
+
+# (url, state, outcome, depth, priority); state 0 queued, 1 in flight, 2 finished
+Row = tuple[str, int, str | None, int, float]
+
+
+def crawl_folder(where: Path, rows: list[Row], seeds: list[str] | None = None) -> Path:
+    where.mkdir(parents=True)
+    db = sqlite3.connect(where / "state.sqlite")
+    db.executescript(_SCHEMA)
+    db.executemany(
+        "INSERT INTO urls(url, key, depth, hops, attempt, not_before, state, outcome, priority)"
+        " VALUES (?, ?, ?, 0, 0, 0, ?, ?, ?)",
+        [(u, u.split("/")[2], d, s, o, p) for u, s, o, d, p in rows],
+    )
+    db.commit()
+    db.close()
+    (where / "seeds.txt").write_text("".join(f"{u}\n" for u in seeds or [rows[0][0]]))
+    return where
+
+
+def urls_of(seg: Path) -> list[str]:
+    return [u for u in seg.read_text().splitlines() if u and not u.startswith("#")]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# -- 1: --out never overwrites what is not a segment, and fails cleanly ------------------------
+def test_out_inside_a_crawl_folder_is_refused_and_its_state_kept(tmp_path: Path) -> None:
+    """``--out crawl1/state.sqlite`` overwrote the crawl's state with a segment list, exit 0."""
+    c1 = crawl_folder(tmp_path / "crawl1", [("http://a.test/", 2, "stored", 0, 0.0),
+                                            ("http://a.test/x", 0, None, 1, 0.0)])  # fmt: skip
+    state = c1 / "state.sqlite"
+    before = digest(state)
+    for out in (state, c1 / "next.seg", c1 / "log" / ".." / "n.seg"):
+        err = one_line_misuse(run("segment", "build", str(c1), "--out", str(out)))
+        assert "--out" in err and "crawl folder" in err, err
+    assert digest(state) == before
+    assert sorted(p.name for p in c1.iterdir()) == ["seeds.txt", "state.sqlite"]
+
+
+def test_out_naming_a_file_that_is_not_a_segment_is_refused(tmp_path: Path) -> None:
+    c1 = crawl_folder(tmp_path / "c1", [("http://a.test/x", 0, None, 1, 0.0)])
+    notes = tmp_path / "notes.seg"
+    notes.write_text("my own notes\n")
+    err = one_line_misuse(run("segment", "build", str(c1), "--out", str(notes)))
+    assert "--out" in err and "not a segment" in err, err
+    assert notes.read_text() == "my own notes\n"
+    # a segment written before is one: built again in its place
+    seg = tmp_path / "next.seg"
+    assert run("segment", "build", str(c1), "--out", str(seg)).returncode == 0
+    p = run("segment", "build", str(c1), "--out", str(seg))
+    assert p.returncode == 0, p.stderr
+    assert urls_of(seg) == ["http://a.test/x"]
+
+
+def test_out_a_folder_or_in_a_missing_folder_is_one_line_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """A folder gave "cannot use crawlA.tmp: Is a directory", exit 1, and a stray
+    ``crawlA.tmp``; a missing parent, exit 1 naming ``x.seg.tmp``."""
+    c1 = crawl_folder(tmp_path / "c1", [("http://a.test/x", 0, None, 1, 0.0)])
+    folder = tmp_path / "segs.seg"
+    folder.mkdir()
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    err = one_line_misuse(run("segment", "build", str(c1), "--out", str(folder)))
+    assert "--out" in err and "folder" in err and ".tmp" not in err, err
+    missing = tmp_path / "no" / "such" / "x.seg"
+    err = one_line_misuse(run("segment", "build", str(c1), "--out", str(missing)))
+    assert "--out" in err and ".tmp" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == listing
+    assert list(folder.iterdir()) == []
+
+
+# -- 6: a segment is named *.seg, the name later builds read -----------------------------------
+def test_out_not_named_seg_is_refused(tmp_path: Path) -> None:
+    """It was written without a word, and later builds (reading ``*.seg`` beside --out for
+    the no-repeat guarantee) never saw it: its URLs were handed out again."""
+    c1 = crawl_folder(tmp_path / "c1", [("http://a.test/x", 0, None, 1, 0.0)])
+    err = one_line_misuse(run("segment", "build", str(c1), "--out", str(tmp_path / "next.txt")))
+    assert "--out" in err and ".seg" in err, err
+    assert not (tmp_path / "next.txt").exists()
