@@ -114,3 +114,40 @@ def test_out_not_named_seg_is_refused(tmp_path: Path) -> None:
     err = one_line_misuse(run("segment", "build", str(c1), "--out", str(tmp_path / "next.txt")))
     assert "--out" in err and ".seg" in err, err
     assert not (tmp_path / "next.txt").exists()
+
+
+# -- 2: what a drop says about the URL decides whether the next segment holds it ---------------
+def test_urls_dropped_for_a_passing_reason_are_offered_again(tmp_path: Path) -> None:
+    """The build took only queued and ``dropped:queue_full`` URLs as unfetched: one dropped
+    while its robots.txt could not be reached, or after its retries, was never offered again."""
+    h = "http://a.test"
+    c1 = crawl_folder(tmp_path / "c1", [
+        (f"{h}/", 2, "stored", 0, 0.0),
+        (f"{h}/queued", 0, None, 1, 0.0),
+        (f"{h}/in-flight", 1, None, 1, 0.0),  # the crawl was killed while asking it
+        (f"{h}/full", 2, "dropped:queue_full", 1, 0.0),
+        (f"{h}/robots-down", 2, "dropped:robots_unavailable", 1, 0.0),
+        (f"{h}/5xx", 2, "dropped:retries_exhausted", 1, 0.0),
+        (f"{h}/disallowed", 2, "dropped:robots_disallowed", 1, 0.0),
+        (f"{h}/gone", 2, "dropped:http_permanent", 1, 0.0),
+        (f"{h}/moved", 2, "redirect", 1, 0.0),
+    ])  # fmt: skip
+    seg = tmp_path / "next.seg"
+    p = run("segment", "build", str(c1), "--out", str(seg))
+    assert p.returncode == 0, p.stderr
+    assert sorted(urls_of(seg)) == sorted(
+        f"{h}{x}" for x in ("/queued", "/in-flight", "/full", "/robots-down", "/5xx")
+    )
+    out = p.stdout
+    assert "5 URLs" in out
+    assert "robots_unavailable 1" in out and "retries_exhausted 1" in out  # offered again
+    assert "fetched before 2" in out  # the stored page and the redirect
+    assert "robots_disallowed 1" in out and "http_permanent 1" in out  # left out, by reason
+    # a URL fetched by one crawl is not offered for another crawl's failure to fetch it
+    c2 = crawl_folder(tmp_path / "c2", [(f"{h}/5xx", 2, "stored", 0, 0.0),
+                                        (f"{h}/gone", 0, None, 1, 0.0)])  # fmt: skip
+    seg2 = tmp_path / "other" / "next.seg"
+    seg2.parent.mkdir()
+    assert run("segment", "build", str(c1), str(c2), "--out", str(seg2)).returncode == 0
+    taken = set(urls_of(seg2))
+    assert f"{h}/5xx" not in taken and f"{h}/gone" not in taken and f"{h}/queued" in taken

@@ -261,7 +261,7 @@ def _config(values: dict[str, Any]) -> CrawlConfig:
 def cmd_segment(args: argparse.Namespace) -> int:
     from politecrawl.engine.admission import Gate
     from politecrawl.polite.exclusions import NeverCrawlList
-    from politecrawl.tools.segments import build, check_out
+    from politecrawl.tools.segments import build, check_out, describe
     from politecrawl.urls.filters import (
         DEFAULT_BLOCKED_EXTENSIONS,
         ExtensionFilter,
@@ -289,12 +289,7 @@ def cmd_segment(args: argparse.Namespace) -> int:
         TrapLimits(),
         args.max_urls_per_host,
     )
-    counts = build(args.crawl_dirs, args.out, gate)
-    others = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if k != "written")
-    print(
-        f"segment {args.out}: {counts['written']} URLs"
-        + (f" (not taken: {others})" if others else "")
-    )
+    print(describe(args.out, build(args.crawl_dirs, args.out, gate)))
     return 0
 
 

@@ -1,16 +1,20 @@
 """Offline segments, the seeds' first crawl model: build a fixed list, then fetch it politely.
 
-``build`` reads earlier crawls' folders: every discovered URL that was never fetched (queued,
-or dropped only for the frontier's cap) and every link a segment fetch recorded
-(``log/links.jsonl``: a fetch follows no link, only its URLs' redirects, but keeps the
-links it found). It passes them through the same gate as live links (``admission.Gate``:
-scope, never-crawl list, extension filter, traps), drops what any crawl fetched and what an
-earlier segment already handed out (every ``*.seg`` file beside ``--out``), and writes them
-sorted by registered domain then URL (one site's URLs together, the order the fetcher's
-politeness keys want). ``--out`` is a new file named ``*.seg`` (the name later builds read) or
-a segment written before, outside every crawl folder read (``check_out``). ``politecrawl fetch
-SEGMENT`` then crawls that list; ``--state FILE`` keeps robots.txt copies, response times and
-delays across segments, so a site's robots.txt is not asked again while fresh. So the loop
+``build`` reads earlier crawls' folders: every URL they discovered and did not fetch, and
+every link a segment fetch recorded (``log/links.jsonl``: a fetch follows no link, only its
+URLs' redirects, but keeps the links it found). A URL never fetched is queued, was in flight
+when the crawl stopped, or was dropped for a passing reason (``outcome.PASSING_DROPS``: its
+robots.txt unreachable, its retries spent, the queue's cap): those are offered. One that any
+crawl fetched, or that a crawl dropped for a lasting reason (robots.txt disallows it, a 404,
+...), is not. The rest pass through the same gate as live links (``admission.Gate``: scope,
+never-crawl list, extension filter, traps, ``--max-urls-per-host``), minus what an earlier
+segment already handed out (every ``*.seg`` file beside ``--out``), and are written sorted by
+registered domain then URL (one site's URLs together, the order the fetcher's politeness keys
+want). Every URL the crawls know is written or counted as left out, by reason.
+
+``politecrawl fetch SEGMENT``
+then crawls that list; ``--state FILE`` keeps robots.txt copies, response times and delays
+across segments, so a site's robots.txt is not asked again while fresh. So the loop
 crawl -> build -> fetch -> build -> fetch ... goes on, segment after segment, without repeats.
 """
 
@@ -26,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from politecrawl.engine.admission import Gate
+from politecrawl.engine.outcome import PASSING_DROPS
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import LogDamage, iter_log_records
 from politecrawl.storage.records import LINKS
@@ -34,9 +39,14 @@ from politecrawl.urls.canonical import host_of, registered_domain
 SUFFIX = ".seg"  # what a segment is named: later builds read every *.seg beside --out
 _MAGIC = "# politecrawl segment"
 _HEADER = f"{_MAGIC}: one URL a line, sorted by registered domain\n"
-_UNFETCHED = "state = 0 OR outcome = 'dropped:queue_full'"
+_PASSING = frozenset(r.value for r in PASSING_DROPS)
+# counts' keys: what a build did with each URL it knew (``describe`` words them)
+FETCHED, ISSUED = "fetched_before", "issued_before"
+DROPPED, REFUSED, AGAIN = "dropped:", "refused:", "again:"  # + a DropReason value
 
 log = logging.getLogger(__name__)
+
+Rank = tuple[int, float]  # (depth, -priority): smaller is better
 
 
 def check_out(out: Path, crawl_dirs: Sequence[Path]) -> None:
@@ -71,29 +81,30 @@ def _is_segment(path: Path) -> bool:
         return False
 
 
-def _rows(crawl_dir: Path) -> Iterator[tuple[str, bool]]:
-    """(url, fetched) for every URL a crawl discovered (in every process's state file,
-    ``state@1.sqlite``... with ``--processes``: ``partition.tagged``)."""
+def _rows(crawl_dir: Path) -> Iterator[tuple[str, int, str | None, int, float]]:
+    """(url, state, outcome, depth, priority) of every URL a crawl discovered (in every
+    process's state file, ``state@1.sqlite``... with ``--processes``: ``partition.tagged``)."""
     path = crawl_dir / "state.sqlite"
-    if not path.exists():
+    if not path.is_file():
         raise ConfigError(f"{crawl_dir} is not a crawl folder (no state.sqlite in it)")
     for one in [path, *sorted(crawl_dir.glob("state@*.sqlite"))]:
         db = sqlite3.connect(f"file:{one}?mode=ro", uri=True)
         try:
-            yield from db.execute(f"SELECT url, NOT ({_UNFETCHED}) FROM urls")
+            yield from db.execute("SELECT url, state, outcome, depth, priority FROM urls")
         except sqlite3.DatabaseError as exc:
             raise ConfigError(f"cannot read {one}: {exc}") from None
         finally:
             db.close()
 
 
-def _recorded_links(crawl_dir: Path) -> Iterator[str]:
-    """Links a segment fetch found and did not follow (``reporting.record_links``). What a
-    damaged log could not give is said (a segment built from part of the links is smaller
-    than the user expects)."""
+def _recorded_links(crawl_dir: Path) -> Iterator[tuple[str, str]]:
+    """(page, link) for the links a segment fetch found and did not follow
+    (``journal.record_links``). What a damaged log could not give is said (a segment built
+    from part of the links is smaller than the user expects)."""
     damage = LogDamage()
     for rec in iter_log_records(crawl_dir / "log", "links", shape=LINKS, damage=damage):
-        yield from rec["links"]
+        for link in rec["links"]:
+            yield rec["url"], link
     for line in damage.lines(crawl_dir.parent):  # (the crawl folder named: there may be many)
         log.warning("%s", line)
 
@@ -109,30 +120,65 @@ def issued_before(out: Path) -> set[str]:
     return issued
 
 
+class _Known:
+    """What the crawls say of each URL: fetched, dropped for a lasting reason, or never
+    fetched (with its best rank, and the passing drop it had, if any)."""
+
+    def __init__(self) -> None:
+        self.fetched: set[str] = set()
+        self.dropped: dict[str, str] = {}
+        self.rank: dict[str, Rank] = {}
+        self.again: dict[str, str] = {}
+
+    def offer(self, url: str, rank: Rank) -> None:
+        old = self.rank.get(url)
+        self.rank[url] = rank if old is None else min(old, rank)
+
+    def read(self, crawl_dir: Path) -> None:
+        depth: dict[str, int] = {}
+        for url, state, outcome, d, priority in _rows(crawl_dir):
+            depth[url] = d
+            dropped = outcome is not None and outcome.startswith("dropped:")
+            reason = outcome[len("dropped:") :] if outcome is not None and dropped else None
+            if state != 2:  # queued, or in flight when the crawl stopped
+                self.offer(url, (d, -priority))
+            elif reason in _PASSING:
+                self.offer(url, (d, -priority))
+                self.again.setdefault(url, reason)
+            elif reason is not None:
+                self.dropped.setdefault(url, reason)
+            else:  # stored, not modified, a redirect: fetched
+                self.fetched.add(url)
+        for page, url in _recorded_links(crawl_dir):
+            self.offer(url, (depth.get(page, 0) + 1, 0.0))
+
+
 def build(crawl_dirs: Sequence[Path], out: Path, gate: Gate) -> Counter[str]:
-    """Write the next segment (``check_out`` first); returns counts (written,
-    fetched_before, issued_before, and drop reasons)."""
-    fetched: set[str] = set()
-    candidates: set[str] = set()
+    """Write the next segment (``check_out`` first); returns counts: ``written``, and for each
+    URL known and left out, why (``describe``)."""
+    known = _Known()
     for d in crawl_dirs:
-        for url, was_fetched in _rows(d):
-            (fetched if was_fetched else candidates).add(url)
-        candidates.update(_recorded_links(d))
+        known.read(d)
     issued = issued_before(out)
     counts: Counter[str] = Counter()
+    counts[FETCHED] = len(known.fetched)
+    for url, reason in known.dropped.items():
+        if url not in known.fetched:
+            counts[DROPPED + reason] += 1
     keep = []
-    for url in candidates:
-        if url in fetched:
-            counts["fetched_before"] += 1
+    for url in sorted(known.rank):
+        if url in known.fetched or url in known.dropped:
             continue
         if url in issued:
-            counts["issued_before"] += 1
+            counts[ISSUED] += 1
             continue
         why = gate.refusal(url)
         if why is not None:
-            counts[why[0].value] += 1
+            counts[REFUSED + why[0].value] += 1
             continue
         gate.admitted(url)
+        if url in known.again:
+            counts[AGAIN + known.again[url]] += 1
         keep.append((registered_domain(host_of(url)), url))
     keep.sort()
     _write(out, [url for _, url in keep])
@@ -155,3 +201,27 @@ def _write(out: Path, urls: list[str]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(name)
         raise
+
+
+def describe(out: Path, counts: Counter[str]) -> str:
+    """The build's one line: URLs written, those offered again, and those left out by why."""
+
+    def listed(prefix: str) -> str:
+        return ", ".join(
+            f"{k[len(prefix) :]} {v}" for k, v in sorted(counts.items()) if k.startswith(prefix)
+        )
+
+    n = counts["written"]
+    line = f"segment {out}: {n} URL{'s' * (n != 1)}"
+    again = listed(AGAIN)
+    if again:
+        line += f"; offered again (never fetched, for a passing reason): {again}"
+    left = [
+        f"fetched before {counts[FETCHED]}" if counts[FETCHED] else "",
+        f"dropped before for good: {listed(DROPPED)}" if listed(DROPPED) else "",
+        f"in an earlier segment {counts[ISSUED]}" if counts[ISSUED] else "",
+        f"refused by the gate: {listed(REFUSED)}" if listed(REFUSED) else "",
+    ]
+    if any(left):
+        line += "; left out: " + "; ".join(x for x in left if x)
+    return line
