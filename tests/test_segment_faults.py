@@ -151,3 +151,27 @@ def test_urls_dropped_for_a_passing_reason_are_offered_again(tmp_path: Path) -> 
     assert run("segment", "build", str(c1), str(c2), "--out", str(seg2)).returncode == 0
     taken = set(urls_of(seg2))
     assert f"{h}/5xx" not in taken and f"{h}/gone" not in taken and f"{h}/queued" in taken
+
+
+# -- 3: --max-urls-per-host keeps the best URLs, the same each run -----------------------------
+def test_max_urls_per_host_keeps_the_shallowest_and_says_so(tmp_path: Path) -> None:
+    rows: list[Row] = [("http://a.test/", 2, "stored", 0, 0.0)]
+    rows += [(f"http://a.test/deep/{i}", 0, None, 3, 0.0) for i in range(12)]
+    rows += [(f"http://a.test/low/{i}", 0, None, 1, 0.5) for i in range(3)]
+    rows += [("http://a.test/top", 0, None, 1, 9.0), ("http://a.test/mid", 0, None, 2, 0.0)]
+    rows += [(f"http://b.test/{i}", 0, None, 5, 0.0) for i in range(2)]
+    c1 = crawl_folder(tmp_path / "c1", rows)
+    kept = []
+    for i in range(3):
+        seg = tmp_path / f"run{i}" / "next.seg"
+        seg.parent.mkdir()
+        p = run("segment", "build", str(c1), "--out", str(seg), "--max-urls-per-host", "4")
+        assert p.returncode == 0, p.stderr
+        assert "trap" not in p.stdout, p.stdout
+        assert "over --max-urls-per-host 13" in p.stdout, p.stdout
+        kept.append(urls_of(seg))
+    assert kept[0] == kept[1] == kept[2]
+    assert set(kept[0]) == {
+        "http://a.test/top", "http://a.test/low/0", "http://a.test/low/1", "http://a.test/low/2",
+        "http://b.test/0", "http://b.test/1",
+    }  # fmt: skip

@@ -12,7 +12,8 @@ segment already handed out (every ``*.seg`` file beside ``--out``), and are writ
 registered domain then URL (one site's URLs together, the order the fetcher's politeness keys
 want). Every URL the crawls know is written or counted as left out, by reason.
 
-``politecrawl fetch SEGMENT``
+The gate sees the URLs best first (shallowest, then highest priority, then URL order), so a
+per-host cap keeps the same URLs each time, and the best ones. ``politecrawl fetch SEGMENT``
 then crawls that list; ``--state FILE`` keeps robots.txt copies, response times and delays
 across segments, so a site's robots.txt is not asked again while fresh. So the loop
 crawl -> build -> fetch -> build -> fetch ... goes on, segment after segment, without repeats.
@@ -29,7 +30,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from politecrawl.engine.admission import Gate
+from politecrawl.engine.admission import HOST_CAP, Gate
 from politecrawl.engine.outcome import PASSING_DROPS
 from politecrawl.errors import ConfigError
 from politecrawl.storage.logs import LogDamage, iter_log_records
@@ -41,7 +42,7 @@ _MAGIC = "# politecrawl segment"
 _HEADER = f"{_MAGIC}: one URL a line, sorted by registered domain\n"
 _PASSING = frozenset(r.value for r in PASSING_DROPS)
 # counts' keys: what a build did with each URL it knew (``describe`` words them)
-FETCHED, ISSUED = "fetched_before", "issued_before"
+FETCHED, ISSUED, OVER_CAP = "fetched_before", "issued_before", "over_cap"
 DROPPED, REFUSED, AGAIN = "dropped:", "refused:", "again:"  # + a DropReason value
 
 log = logging.getLogger(__name__)
@@ -166,7 +167,7 @@ def build(crawl_dirs: Sequence[Path], out: Path, gate: Gate) -> Counter[str]:
         if url not in known.fetched:
             counts[DROPPED + reason] += 1
     keep = []
-    for url in sorted(known.rank):
+    for url, _ in sorted(known.rank.items(), key=lambda item: (item[1], item[0])):
         if url in known.fetched or url in known.dropped:
             continue
         if url in issued:
@@ -174,7 +175,7 @@ def build(crawl_dirs: Sequence[Path], out: Path, gate: Gate) -> Counter[str]:
             continue
         why = gate.refusal(url)
         if why is not None:
-            counts[REFUSED + why[0].value] += 1
+            counts[OVER_CAP if why[1] == HOST_CAP else REFUSED + why[0].value] += 1
             continue
         gate.admitted(url)
         if url in known.again:
@@ -221,6 +222,7 @@ def describe(out: Path, counts: Counter[str]) -> str:
         f"dropped before for good: {listed(DROPPED)}" if listed(DROPPED) else "",
         f"in an earlier segment {counts[ISSUED]}" if counts[ISSUED] else "",
         f"refused by the gate: {listed(REFUSED)}" if listed(REFUSED) else "",
+        f"over --max-urls-per-host {counts[OVER_CAP]}" if counts[OVER_CAP] else "",
     ]
     if any(left):
         line += "; left out: " + "; ".join(x for x in left if x)
