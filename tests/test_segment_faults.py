@@ -6,6 +6,7 @@ leaves: fetched, queued, dropped for each reason), so each outcome is there on p
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import sqlite3
 import subprocess
@@ -13,7 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import UA
 
+from politecrawl.demo.web import TestWeb
 from politecrawl.frontier.sqlitestore import _SCHEMA
 
 pytestmark = pytest.mark.e2e
@@ -175,3 +178,44 @@ def test_max_urls_per_host_keeps_the_shallowest_and_says_so(tmp_path: Path) -> N
         "http://a.test/top", "http://a.test/low/0", "http://a.test/low/1", "http://a.test/low/2",
         "http://b.test/0", "http://b.test/1",
     }  # fmt: skip
+
+
+# -- 4: OUT/seeds.txt holds every run's seeds ---------------------------------------------------
+async def _cli(*args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "politecrawl", *args,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_seeds_txt_is_the_union_of_every_runs_seeds(tmp_path: Path) -> None:
+    """A second fetch (or a resumed crawl with a new seed) into the same folder left
+    seeds.txt as the first run wrote it, so ``segment build --scope host`` then dropped the
+    new hosts' links as out_of_scope."""
+    async with TestWeb(n_hosts=3, pages_per_host=4, seed=2, plain=True) as web:
+        a, b, c = web.seed_urls()
+        net = ["--user-agent", UA, "--resolve", web.resolve_arg(), "--allow-private-addresses",
+               "--min-delay", "0.01", "--ip-min-delay", "0", "--no-progress"]  # fmt: skip
+        segs = tmp_path / "segs"
+        segs.mkdir()
+        (segs / "1.seg").write_text(f"{a}\n")
+        (segs / "2.seg").write_text(f"{b}\n{a}\n")
+        f = tmp_path / "f"
+        for name in ("1.seg", "2.seg"):
+            rc, _, err = await _cli("fetch", str(segs / name), "--out", str(f), *net)
+            assert rc == 0, err
+        assert (f / "seeds.txt").read_text().splitlines() == [a, b]
+        rc, out, err = await _cli("segment", "build", str(f), "--out", str(segs / "3.seg"),
+                                  "--scope", "host")  # fmt: skip
+        assert rc == 0, err
+        hosts = {u.split("/")[2] for u in urls_of(segs / "3.seg")}
+        assert hosts == {a.split("/")[2], b.split("/")[2]}, (hosts, out)
+
+        crawl = tmp_path / "c"
+        rc, _, err = await _cli("crawl", a, "--out", str(crawl), "--max-pages", "1", *net)
+        assert rc == 0, err
+        rc, _, err = await _cli("crawl", c, a, "--out", str(crawl), "--max-pages", "2", *net)
+        assert rc == 0, err
+        assert (crawl / "seeds.txt").read_text().splitlines() == [a, c]
