@@ -180,6 +180,28 @@ def test_max_urls_per_host_keeps_the_shallowest_and_says_so(tmp_path: Path) -> N
     }  # fmt: skip
 
 
+# -- 5: an empty segment is the loop's end, not misuse -----------------------------------------
+def test_fetch_of_an_empty_segment_is_the_end_of_the_loop(tmp_path: Path) -> None:
+    c1 = crawl_folder(tmp_path / "c1", [("http://a.test/", 2, "stored", 0, 0.0)])
+    seg = tmp_path / "last.seg"
+    p = run("segment", "build", str(c1), "--out", str(seg))
+    assert p.returncode == 0 and "0 URLs" in p.stdout, p.stderr
+    out = tmp_path / "f"
+    p = run("fetch", str(seg), "--user-agent", UA, "--out", str(out), "--no-progress")
+    assert p.returncode == 0, p.stderr
+    assert "nothing to fetch" in p.stdout + p.stderr
+    assert not out.exists()
+    err = one_line_misuse(run("fetch", str(tmp_path / "nope.seg"), "--user-agent", UA,
+                              "--out", str(out)))  # fmt: skip
+    assert "segment file not found" in err and "seeds file" not in err, err
+    # a plain seeds file with no URL for `crawl` stays misuse
+    empty = tmp_path / "seeds.txt"
+    empty.write_text("# none\n")
+    err = one_line_misuse(run("crawl", "--seeds", str(empty), "--user-agent", UA,
+                              "--out", str(out)))  # fmt: skip
+    assert "holds no URL" in err
+
+
 # -- 4: OUT/seeds.txt holds every run's seeds ---------------------------------------------------
 async def _cli(*args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(

@@ -297,7 +297,13 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     values = _merge(args)
     if "seeds" in values:
         raise ConfigError("fetch reads the segment file it is given, not --seeds")
-    values["seeds"] = values.pop("segment")
+    from politecrawl.tools.segments import read_segment
+
+    urls = read_segment(values.pop("segment"))
+    if not urls:  # the loop's end: the last build found nothing left to fetch
+        print(f"politecrawl: nothing to fetch: segment {args.segment} holds no URL")
+        return 0
+    values["seeds"] = urls
     values.setdefault("scope", "any")
     return _run_crawl(values, follow=False)
 

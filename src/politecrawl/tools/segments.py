@@ -16,7 +16,8 @@ The gate sees the URLs best first (shallowest, then highest priority, then URL o
 per-host cap keeps the same URLs each time, and the best ones. ``politecrawl fetch SEGMENT``
 then crawls that list; ``--state FILE`` keeps robots.txt copies, response times and delays
 across segments, so a site's robots.txt is not asked again while fresh. So the loop
-crawl -> build -> fetch -> build -> fetch ... goes on, segment after segment, without repeats.
+crawl -> build -> fetch -> build -> fetch ... goes on, segment after segment, without repeats,
+and ends with a segment of no URL (``fetch`` says there is nothing to fetch).
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ import contextlib
 import logging
 import os
 import sqlite3
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from politecrawl.config import seed_lines
 from politecrawl.engine.admission import HOST_CAP, Gate
 from politecrawl.engine.outcome import PASSING_DROPS
 from politecrawl.errors import ConfigError
@@ -72,6 +75,21 @@ def check_out(out: Path, crawl_dirs: Sequence[Path]) -> None:
         )
     if not out.parent.is_dir():
         raise ConfigError(f"--out {out}: there is no folder {out.parent}")
+
+
+def read_segment(path: Path) -> tuple[str, ...]:
+    """A segment's URLs (one a line, ``#`` comments), canonical; none is the loop's end,
+    not a mistake (``fetch`` says there is nothing to fetch). ``-`` is standard input."""
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ConfigError(f"segment file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ConfigError(f"cannot read segment file {path}: {why}") from None
+    if not any(line.split("#", 1)[0].strip() for line in text.splitlines()):
+        return ()
+    return seed_lines(text, str(path))
 
 
 def _is_segment(path: Path) -> bool:
@@ -214,6 +232,8 @@ def describe(out: Path, counts: Counter[str]) -> str:
 
     n = counts["written"]
     line = f"segment {out}: {n} URL{'s' * (n != 1)}"
+    if n == 0:
+        line += " (nothing left to fetch: the loop's end)"
     again = listed(AGAIN)
     if again:
         line += f"; offered again (never fetched, for a passing reason): {again}"
