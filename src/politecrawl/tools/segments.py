@@ -216,7 +216,7 @@ def _write(out: Path, urls: list[str]) -> None:
             fh.write(_HEADER)
             fh.writelines(f"{url}\n" for url in urls)
         os.replace(name, out)
-    except BaseException:
+    except BaseException:  # a full disk, Ctrl-C: no half-written temporary file stays
         with contextlib.suppress(OSError):
             os.unlink(name)
         raise
