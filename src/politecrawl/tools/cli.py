@@ -132,7 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
         "fetch, through the admission gate, sorted by domain.",
     )
     build.add_argument("crawl_dirs", nargs="+", type=Path, metavar="CRAWL_DIR")
-    build.add_argument("--out", type=named_path, required=True, help="the segment file to write")
+    build.add_argument(
+        "--out", type=named_path, required=True, help="the segment file to write (named *.seg)"
+    )
     build.add_argument("--scope", default="any", help="host | domain | any (default any)")
     build.add_argument("--allow", type=Path, help="allow-list file (domains or re:REGEX)")
     build.add_argument("--exclude-file", type=Path, help="never-crawl list")
