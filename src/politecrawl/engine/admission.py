@@ -38,6 +38,7 @@ HOST_URLS = "host_urls:"  # counter prefix: URLs admitted per host (--max-urls-p
 # refusals an option can lift (--scope, --allow, --exclude-file): remembered for a resume
 LIFTABLE = frozenset({DropReason.OUT_OF_SCOPE, DropReason.EXCLUDED})
 URL_SPACE = "url_space"  # a refusal of ``UrlSpaces``: a named pattern
+HOST_CAP = "host_url_limit"  # the detail of a refusal for --max-urls-per-host: no trap
 RefusedRow = tuple[str, str, int, int, int, float]  # url, reason, depth, hops, kind, priority
 
 
@@ -97,7 +98,7 @@ class Gate:
         if self.max_urls_per_host is not None:
             host = host_of(url)
             if self._per_host[host] >= self.max_urls_per_host:
-                return DropReason.TRAP, "host_url_limit"
+                return DropReason.TRAP, HOST_CAP
         if self.spaces.full(url):
             return DropReason.TRAP, URL_SPACE
         return None

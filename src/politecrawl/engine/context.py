@@ -44,7 +44,7 @@ from politecrawl.polite.usage import Purpose, UsageBook
 from politecrawl.robots.cache import RobotsCache
 from politecrawl.storage import JsonlLog, WarcWriter, log_time
 from politecrawl.storage.logs import iter_log_records
-from politecrawl.storage.outdir import check_state
+from politecrawl.storage.outdir import check_state, record_seeds
 from politecrawl.storage.outlock import OutputLock
 from politecrawl.storage.sinks import ContentLog, ItemsCsv, ItemsJson, ItemsLog, PagesLog, Sink
 from politecrawl.storage.uncommitted import drop_rows_of
@@ -131,9 +131,7 @@ class CrawlContext:
         out = config.out_dir
         self.pool = WorkPool(config.processes)  # workers start with the crawl (Crawler.run)
         self.worker_cpu_s = 0.0  # CPU of the page work done in worker processes
-        seeds_file = out / "seeds.txt"  # what this crawl started from (segments use it)
-        if not seeds_file.exists():
-            seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
+        record_seeds(out, config.seeds)  # every run's seeds (segment build reads them)
         ips = self.partition.ips if self.partition is not None else None
         if config.politeness.ip_min_delay_s is None:
             ips = None  # no IP rule

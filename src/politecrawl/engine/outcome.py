@@ -25,6 +25,13 @@ no such host (DNS NXDOMAIN)                Drop(NO_SUCH_HOST), never retried
 broken transfer coding (bad chunk size)    Drop(BAD_CHUNKING) at once, never retried
 =========================================  =======================================
 
+Most drops are the site's (or the crawl's) lasting answer about the URL: robots.txt disallows
+it, a 404, not HTML, a name that does not exist. A few are passing (``PASSING_DROPS``): the
+URL was never fetched for a reason a later visit may not meet (its site's robots.txt could not
+be reached, which a resume asks again; it failed through all its retries, the transient rows
+above; the frontier's ``--max-queue`` let it go unasked). ``segment build`` offers those again
+in the next segment, and leaves the others out (``tools.segments``).
+
 A failure while the crawler's own network is down (``engine.outage``) is not the site's: the
 turn retries it blameless (``Retry(blame=False)``, logged ``retry:outage``) without asking
 this table.
@@ -91,6 +98,13 @@ class DropReason(enum.StrEnum):
     TOO_SLOW = "too_slow"  # the body came slower than --min-rate: a drip, cut
     # robots.txt or tdmrep.json refuses the crawl's purpose for the whole site (polite.usage)
     RESERVED_SITE = "reserved_site"
+    QUEUE_FULL = "queue_full"  # the frontier's cap (--max-queue) let it go, never asked
+
+
+# never fetched, for a reason that passes (see the module's doc): a next segment holds them
+PASSING_DROPS = frozenset(
+    {DropReason.ROBOTS_UNAVAILABLE, DropReason.RETRIES_EXHAUSTED, DropReason.QUEUE_FULL}
+)
 
 
 @dataclass(frozen=True, slots=True)

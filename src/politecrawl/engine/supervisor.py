@@ -33,7 +33,7 @@ from politecrawl.engine.crawler import Crawler
 from politecrawl.engine.journal import summary_of, write_summary
 from politecrawl.engine.partition import STOP_REASONS, Partition, Shared, tagged
 from politecrawl.errors import ConfigError, PolitecrawlError
-from politecrawl.storage.outdir import check_layout
+from politecrawl.storage.outdir import check_layout, record_seeds
 from politecrawl.storage.outlock import OutputLock
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -87,9 +87,7 @@ def run_partitioned(
         check_layout(out, n)
         if on_locked is not None:
             on_locked()
-        seeds_file = out / "seeds.txt"
-        if not seeds_file.exists():
-            seeds_file.write_text("".join(f"{u}\n" for u in config.seeds), encoding="utf-8")
+        record_seeds(out, config.seeds)  # every run's seeds (segment build reads them)
         # fork: the partitions start with this process's modules already imported (0.5 s of
         # imports each with spawn, on the crawl's critical path); safe here, where no thread,
         # event loop or database is open yet (only the output folder's lock, which they share)

@@ -11,6 +11,10 @@ refused, one line naming the missing file: put it back to resume, or give a new 
 A crawl is resumed with the processes it was made with (its sites are spread over them by
 hash, and another count would hand a site to two processes): ``partitions.json`` says how
 many, and when it is missing the files tagged ``@i`` say it.
+
+``seeds.txt`` holds the seeds of every run into the folder, each once, in the order first given
+(``record_seeds``): a resume with a new seed, or another segment fetched into the same folder,
+adds its own. ``segment build --scope host|domain`` takes its scope from it.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from pathlib import Path
 
 from politecrawl.errors import ConfigError
 
-__all__ = ["LAYOUT", "check_layout", "check_state", "processes_of"]
+__all__ = ["LAYOUT", "SEEDS", "check_layout", "check_state", "processes_of", "record_seeds"]
 
 LAYOUT = "partitions.json"  # OUT/partitions.json: how many processes the crawl was made with
+SEEDS = "seeds.txt"  # OUT/seeds.txt: every run's seeds, one a line
 
 # a file of process i > 0 (``partition.tagged``): state@1.sqlite, log/requests@1.jsonl, ...
 _TAGGED = re.compile(r"^[a-z_]+@(\d+)[.-]")
@@ -114,3 +119,19 @@ def check_layout(out: Path, processes: int, *, write: bool = True) -> None:
     if write and processes > 1 and not layout.exists():
         out.mkdir(parents=True, exist_ok=True)
         layout.write_text(json.dumps({"processes": processes}) + "\n")
+
+
+def record_seeds(out: Path, seeds: tuple[str, ...] | list[str]) -> None:
+    """Add to ``OUT/seeds.txt`` the seeds it does not hold yet (appended: the earlier runs'
+    stay first)."""
+    path = out / SEEDS
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    have = set(text.splitlines())
+    new = [u for u in dict.fromkeys(seeds) if u not in have]
+    if new:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write("\n" if text and not text.endswith("\n") else "")
+            fh.writelines(f"{u}\n" for u in new)

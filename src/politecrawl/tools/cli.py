@@ -133,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         "fetch, through the admission gate, sorted by domain.",
     )
     build.add_argument("crawl_dirs", nargs="+", type=Path, metavar="CRAWL_DIR")
-    build.add_argument("--out", type=named_path, required=True, help="the segment file to write")
+    build.add_argument(
+        "--out", type=named_path, required=True, help="the segment file to write (named *.seg)"
+    )
     build.add_argument("--scope", default="any", help="host | domain | any (default any)")
     build.add_argument("--allow", type=Path, help="allow-list file (domains or re:REGEX)")
     build.add_argument("--exclude-file", type=Path, help="never-crawl list")
@@ -262,7 +264,7 @@ def _config(values: dict[str, Any]) -> CrawlConfig:
 def cmd_segment(args: argparse.Namespace) -> int:
     from politecrawl.engine.admission import Gate
     from politecrawl.polite.exclusions import NeverCrawlList
-    from politecrawl.tools.segments import build
+    from politecrawl.tools.segments import build, check_out, describe
     from politecrawl.urls.filters import (
         DEFAULT_BLOCKED_EXTENSIONS,
         ExtensionFilter,
@@ -275,6 +277,7 @@ def cmd_segment(args: argparse.Namespace) -> int:
     check_exclude_file(args.exclude_file)
     if args.max_urls_per_host is not None and args.max_urls_per_host < 1:
         raise ConfigError("--max-urls-per-host must be >= 1")
+    check_out(args.out, args.crawl_dirs)
     allow = read_lines_file(args.allow, "allow-list") if args.allow else ()
     seeds: list[str] = []
     if args.scope != "any":  # the earlier crawls' seeds define host/domain scope
@@ -289,12 +292,7 @@ def cmd_segment(args: argparse.Namespace) -> int:
         TrapLimits(),
         args.max_urls_per_host,
     )
-    counts = build(args.crawl_dirs, args.out, gate)
-    others = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if k != "written")
-    print(
-        f"segment {args.out}: {counts['written']} URLs"
-        + (f" (not taken: {others})" if others else "")
-    )
+    print(describe(args.out, build(args.crawl_dirs, args.out, gate)))
     return 0
 
 
@@ -302,7 +300,13 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     values = _merge(args)
     if "seeds" in values:
         raise ConfigError("fetch reads the segment file it is given, not --seeds")
-    values["seeds"] = values.pop("segment")
+    from politecrawl.tools.segments import read_segment
+
+    urls = read_segment(values.pop("segment"))
+    if not urls:  # the loop's end: the last build found nothing left to fetch
+        print(f"politecrawl: nothing to fetch: segment {args.segment} holds no URL")
+        return 0
+    values["seeds"] = urls
     values.setdefault("scope", "any")
     return _run_crawl(values, follow=False)
 
