@@ -87,6 +87,25 @@ def test_items_as_csv_or_json_chosen_by_the_file_name(tmp_path: Path, name: str)
     assert all(r["warc_record_id"].startswith("<urn:uuid:") for r in rows)
 
 
+def test_a_handler_file_shadowed_by_an_installed_module_is_said(tmp_path: Path) -> None:
+    """``./attrs.py`` beside an installed ``attrs``: the console script imports the installed
+    one, and "attrs has no h" left the newcomer guessing; the line now says which was
+    imported and how to name the file."""
+    import shutil
+
+    script = shutil.which("politecrawl")
+    assert script is not None, "the politecrawl command is not installed"
+    (tmp_path / "attrs.py").write_text("def h(page):\n    yield {}\n")
+    done = subprocess.run(
+        [script, "crawl", "http://127.0.0.1:9/", "--user-agent", UA, "--out", "o",
+         "--handler", "attrs:h"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "attrs has no h (the installed attrs" in done.stderr, done.stderr
+    assert "name the file, ./attrs.py:..." in done.stderr, done.stderr
+
+
 def test_items_without_a_handler_is_refused() -> None:
     """``--items`` alone was taken and nothing written (no handler, no item): misuse."""
     done = politecrawl("crawl", "http://127.0.0.1:9/", "--user-agent", UA, "--out", "x",

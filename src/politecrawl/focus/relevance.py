@@ -458,11 +458,28 @@ def load_callable(spec: str, *, what: str = "nugget function") -> NuggetFunction
         try:
             obj = getattr(obj, part)
         except AttributeError as exc:
-            raise ConfigError(f"{what} {spec!r}: {module_name} has no {attr_path}") from exc
+            raise ConfigError(
+                f"{what} {spec!r}: {module_name} has no {attr_path}{_shadowed(module_name)}"
+            ) from exc
     if not callable(obj):
         raise ConfigError(f"{what} {spec!r} is not callable")
     func: NuggetFunction = obj
     return func
+
+
+def _shadowed(module_name: str) -> str:
+    """When a ``NAME.py`` in the current folder lost to an installed module of that name
+    (``attrs``, the standard library's ``test``), say which was imported and how to name the
+    file; else nothing."""
+    local = Path.cwd() / f"{module_name.replace('.', '/')}.py"
+    module = sys.modules.get(module_name)
+    found = getattr(module, "__file__", None)
+    if not local.is_file() or found is None or Path(found).resolve() == local.resolve():
+        return ""
+    return (
+        f" (the installed {module_name}, {found}, was imported, not ./{local.name}: "
+        f"name the file, ./{local.name}:...)"
+    )
 
 
 # -- extraction --------------------------------------------------------------------------------
