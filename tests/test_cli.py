@@ -49,7 +49,7 @@ def test_missing_seeds_file(tmp_path: Path) -> None:
             str(tmp_path / "o"),
         )
     )
-    assert "seeds file not found" in err
+    assert f"--seeds {tmp_path / 'nope.txt'}: seeds file not found" in err
 
 
 def test_bad_url_in_seeds(tmp_path: Path) -> None:
@@ -99,7 +99,7 @@ def test_bad_url_in_seeds(tmp_path: Path) -> None:
         (["--extract", ""], "--extract names no format"),
         (["--state", "."], "--state"),  # a folder: exit 2 naming it, was exit 1 and state.sqlite
         (["--items", "."], "--items"),
-        (["--allow", "undecodable.bin"], "cannot read allow-list"),
+        (["--allow", "undecodable.bin"], "undecodable.bin: cannot read the allow-list"),
     ],
 )
 def test_bad_option_values(tmp_path: Path, args: list[str], needle: str) -> None:

@@ -106,6 +106,26 @@ def test_a_handler_file_shadowed_by_an_installed_module_is_said(tmp_path: Path) 
     assert "name the file, ./attrs.py:..." in done.stderr, done.stderr
 
 
+def test_out_that_is_a_file_and_files_a_toml_names_are_misuse(tmp_path: Path) -> None:
+    """``--out`` naming a file: one line, exit 2, before the pace line (it was exit 1 after
+    it); a missing --allow or --seeds file that the TOML file set is named with the file;
+    a bad seed on the command line is named by its place there."""
+    (tmp_path / "afile").write_text("x")
+    out_file = politecrawl("crawl", "http://127.0.0.1:9/", "--user-agent", UA, "--out", "afile",
+                           cwd=tmp_path)  # fmt: skip
+    assert out_file.returncode == 2 and out_file.stdout == "", out_file.stdout
+    assert out_file.stderr == "politecrawl: error: --out afile is a file: give a folder\n"
+    (tmp_path / "c.toml").write_text('[crawl]\nallow = "nofile.txt"\n')
+    toml = politecrawl("crawl", "http://a.test/", "--config", "c.toml", "--user-agent", UA,
+                       "--out", "o", cwd=tmp_path)  # fmt: skip
+    assert toml.returncode == 2
+    assert toml.stderr.startswith("politecrawl: error: c.toml: --allow nofile.txt: cannot read")
+    seed = politecrawl("crawl", "http://a.test/", "http://[bad", "--user-agent", UA, "--out",
+                       "o", cwd=tmp_path)  # fmt: skip
+    assert seed.returncode == 2
+    assert "the command line, seed 2: bad seed URL 'http://[bad'" in seed.stderr, seed.stderr
+
+
 def test_items_without_a_handler_is_refused() -> None:
     """``--items`` alone was taken and nothing written (no handler, no item): misuse."""
     done = politecrawl("crawl", "http://127.0.0.1:9/", "--user-agent", UA, "--out", "x",

@@ -318,6 +318,8 @@ class CrawlConfig:
         # seeds file does not do it again)
         object.__setattr__(self, "seeds", canonical_seeds(self.seeds))
         check_exclude_file(self.exclude_file)
+        if self.out_dir.exists() and not self.out_dir.is_dir():  # (said before the crawl)
+            raise ConfigError(f"--out {self.out_dir} is a file: give a folder")
         items = self.items_file
         for option, path in (("--items", items), ("--state", self.state_file)):
             if path is not None and path.is_dir():
@@ -473,9 +475,10 @@ def read_seeds(path: Path) -> tuple[str, ...]:
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is no part of a URL
     except FileNotFoundError:
-        raise ConfigError(f"seeds file not found: {path}") from None
+        # (begun with the option: a TOML file that set it is named with it, as for the others)
+        raise ConfigError(f"--seeds {path}: seeds file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read seeds file {path}: {exc}") from None
+        raise ConfigError(f"--seeds {path}: cannot read the seeds file: {exc}") from None
     return seed_lines(text, str(path))
 
 
@@ -488,19 +491,23 @@ def seed_lines(text: str, where: str) -> tuple[str, ...]:
         line = raw.split("#", 1)[0].strip()
         if line:
             seeds.append(line)
-            places.append(f"{where}:{lineno}")
+            # a file's line, or which URL of the command line ("the command line:1" read as
+            # a file's name)
+            places.append(f"{where}, seed {len(seeds)}" if where.startswith("the ") else
+                          f"{where}:{lineno}")  # fmt: skip
     if not seeds:
         raise ConfigError(f"{where if where.startswith('the ') else 'seeds file ' + where} "
                           "holds no URL")  # fmt: skip
     return canonical_seeds(seeds, places)
 
 
-def read_lines_file(path: Path, what: str) -> tuple[str, ...]:
-    """Lines of an allow-list style file, comments and blanks dropped."""
+def read_lines_file(path: Path, what: str, option: str) -> tuple[str, ...]:
+    """Lines of an allow-list style file, comments and blanks dropped; errors begin with
+    ``option``, so a TOML file that set it is named with it."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {what} {path}: {exc}") from None
+        raise ConfigError(f"{option} {path}: cannot read the {what}: {exc}") from None
     out = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
     return tuple(x for x in out if x)
 

@@ -357,7 +357,7 @@ def _field_value(name: str, value: Any, negate: bool) -> Any:
     if name == "seeds":  # a file (- for stdin), or URLs already read (``crawl URL ...``)
         return tuple(value) if isinstance(value, list | tuple) else read_seeds(Path(value))
     if name == "allow":
-        return read_lines_file(Path(value), "allow-list")
+        return read_lines_file(Path(value), "allow-list", "--allow")
     if isinstance(value, list):
         return tuple(value)
     if value in _OFF_VALUES.get(name, ()):

@@ -278,7 +278,7 @@ def cmd_segment(args: argparse.Namespace) -> int:
     if args.max_urls_per_host is not None and args.max_urls_per_host < 1:
         raise ConfigError("--max-urls-per-host must be >= 1")
     check_out(args.out, args.crawl_dirs)
-    allow = read_lines_file(args.allow, "allow-list") if args.allow else ()
+    allow = read_lines_file(args.allow, "allow-list", "--allow") if args.allow else ()
     seeds: list[str] = []
     if args.scope != "any":  # the earlier crawls' seeds define host/domain scope
         for d in args.crawl_dirs:
