@@ -30,7 +30,7 @@ _HOME = (
     ' <a href="/stacked">stacked</a> <a href="/unprompted">304</a> <a href="/meta">meta</a>'
     ' <a href="/xrt-other">other</a> <a href="/r1">hops</a> <a href="/away">away</a>'
     ' <a href="/twolines">two</a> <a href="/short">short</a> <a href="/s206">part</a>'
-    ' <a href="/smallbomb">bomb</a> <a href="/tegzip">te</a>'
+    ' <a href="/smallbomb">bomb</a> <a href="/tegzip">te</a> <a href="/to-private">p</a>'
     "</body></html>"
 ).encode() + _FOOTER
 
@@ -93,6 +93,8 @@ class RawServer:
             chunked = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
             te = b"Transfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n"
             return b"HTTP/1.1 200 OK\r\n" + html + te + chunked
+        if path == "/to-private":  # to a page robots.txt disallows
+            return b"HTTP/1.1 302 Found\r\nLocation: /private/secret\r\n" + _empty()
         if path == "/away":  # to another host: out of the crawl's scope
             return b"HTTP/1.1 301 Moved\r\nLocation: http://elsewhere.test/\r\n" + _empty()
         return _ok(html, _page(f"page {path}"))
@@ -163,6 +165,8 @@ async def test_what_real_servers_send(tmp_path: Path) -> None:
     assert requests["/r4"]["redirect_refused"] == "too_many_redirects"
     assert "redirect_refused" not in requests["/r3"]
     assert requests["/away"]["redirect_refused"] == "out_of_scope"
+    assert requests["/to-private"]["redirect_refused"] == "robots_disallowed"
+    assert not any(p.startswith("/private/") for p in asked)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["counters"]["too_many_redirects"] == 1
     # two Content-Encoding lines are one list: both codings undone, its link followed

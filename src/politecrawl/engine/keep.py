@@ -18,7 +18,7 @@ from politecrawl.content.page import Page, read_response
 from politecrawl.content.sitemaps.read import parse_sitemap
 from politecrawl.continuity.tracker import PageVerdict
 from politecrawl.engine.journal import record_links
-from politecrawl.engine.outcome import DropReason, Redirect, partial
+from politecrawl.engine.outcome import DropReason, Redirect, partial, robots_usable
 from politecrawl.engine.pagework import do_page_work
 from politecrawl.errors import HandlerError
 from politecrawl.focus.strategy import PageScore
@@ -318,6 +318,16 @@ async def follow_redirect(ctx: CrawlContext, entry: UrlEntry, outcome: Redirect)
     if entry.hops + 1 > ctx.cfg.fetch.max_redirect_hops:
         ctx.counters[DropReason.TOO_MANY_REDIRECTS.value] += 1
         return DropReason.TOO_MANY_REDIRECTS.value
+    origin = origin_of(target)
+    rules = ctx.robots.current(origin)
+    if (
+        rules is not None
+        and robots_usable(ctx.robots.status(origin))
+        and not rules.is_allowed(ctx.token, target)
+    ):  # (the rules in force say so now: the redirect's line says why, as for the others;
+        # queued, it was dropped at its turn with no line anywhere naming it)
+        ctx.counters[DropReason.ROBOTS.value] += 1
+        return DropReason.ROBOTS.value
     refusals: dict[str, str] = {}
     await ctx.admission.admit(
         [(target, entry.priority)],
