@@ -132,6 +132,8 @@ def test_user_code_that_fails_is_said_and_counted_and_loses_no_page(tmp_path: Pa
         "def judge(doc):\n"
         "    if doc.title == 'Page 3':\n"
         "        raise ZeroDivisionError('judged by zero')\n"
+        "    if doc.title in ('Page 5', 'Page 6'):\n"
+        "        return 7.0  # a count of nuggets, not a score: read as 1, said once\n"
         "    return float('nan') if doc.title == 'Page 4' else 0.5\n"
         "def items(page):\n"
         "    if page.title == 'Page 2':\n"
@@ -154,6 +156,7 @@ def test_user_code_that_fails_is_said_and_counted_and_loses_no_page(tmp_path: Pa
     assert "your code failed     --handler on 1 page, --relevance on 2 pages" in done.stdout
     assert "ZeroDivisionError('judged by zero')" in done.stderr
     assert "p3.html" in done.stderr and "returned NaN on" in done.stderr
+    assert done.stderr.count("outside [0, 1]: read as 1 (said once)") == 1, done.stderr
     assert "page handler failed" in done.stderr and "no such field" in done.stderr
     items = (tmp_path / "out" / "items.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)["title"] for line in items) == [

@@ -127,6 +127,7 @@ class Focus:
         self._rng = random.Random(seed)
         self.relevant_pages = 0
         self.scored_pages = 0
+        self._said_range = False  # a score outside [0, 1] said once
         self.learned_since_rescore = 0
         self.copies = CopyFolders()
         self.sections = SectionIndex()
@@ -160,6 +161,12 @@ class Focus:
         if rel != rel:  # NaN: no judgement either
             rel, error = 0.0, "returned NaN"
             log.warning("nugget function returned NaN on %s (scored 0)", url)
+        if not 0.0 <= rel <= 1.0 and not self._said_range:  # (a count of nuggets, say)
+            self._said_range = True
+            log.warning(
+                "nugget function returned %g on %s, outside [0, 1]: read as %g (said once)",
+                rel, url, min(1.0, max(0.0, rel)),
+            )  # fmt: skip
         rel = min(1.0, max(0.0, rel))
         relevant = rel >= self.relevant_at
         self.scored_pages += 1
