@@ -307,7 +307,7 @@ def test_a_site_given_up_is_named_in_the_summary_and_the_exit_code_is_3(tmp_path
     assert [x["site"] for x in lost] == ["h1.test"], lost
     assert lost[0]["state"] == "given_up" and "refused" in lost[0]["reason"], lost
     assert lost[0]["urls_left"] == 10 - 5, lost  # the 6th refusal and the 4 never asked
-    assert "h1.test: given_up" in p.stdout and "sites lost" in p.stderr
+    assert "h1.test: given_up" in p.stdout and "politecrawl: 1 site lost:" in p.stderr
 
 
 @pytest.mark.parametrize("frontier", ["sqlite", "redis"])

@@ -74,3 +74,24 @@ def test_a_request_cut_at_max_time_spaces_the_resume(tmp_path: Path) -> None:
     assert pages, rows
     assert max_in_flight(pages) == 1, [(r["start"], r["end"]) for r in pages]
     assert len(group(rows, "host")) == 1
+
+
+def test_a_server_that_hangs_keeps_its_other_names_waiting_whatever_the_retry_wait(
+    tmp_path: Path,
+) -> None:
+    """A page that keeps the server 8 s, given up after 2 s, its retry 20 s away: the
+    server's other name waits --delay-factor x the mean after the give-up (30 x 1 s). It was
+    held 5 s from the request's start until the timed-out site's next turn, which the retry
+    wait put off: the other name's requests went to the server while it still worked."""
+    with log_server(tmp_path, "127.0.0.1", slow_latency=8.0) as (port, log):
+        crawl(
+            tmp_path,
+            [f"http://slowpage.hang.test:{port}/", f"http://fast.hang.test:{port}/"],
+            "--resolve", f"*.hang.test:{port}:127.0.0.1", "--ip-min-delay", "0.2",
+            "--request-time", "2", "--retry-base", "20", "--min-delay", "0.2",
+            "--delay-factor", "30", "--max-time", "12",
+        )  # fmt: skip
+        time.sleep(8.0 + 1.0)  # the server finishes what was given up
+        rows = read_log(log)
+    assert _pages(rows, "slowpage.hang.test"), rows
+    assert max_in_flight(rows) == 1, [(r["host"], r["path"], r["start"], r["end"]) for r in rows]

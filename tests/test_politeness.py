@@ -117,23 +117,18 @@ def test_the_ip_may_be_asked_again_a_gap_after_the_last_answer():
 
 
 def test_a_request_given_up_unanswered_counts_as_a_response_time_for_site_and_ip():
-    """No answer in 2 s: it took at least 2 s. Until its next turn judges it, the site and its
-    server's IP are held UNANSWERED_HOLD_S; then (no outage) the site waits --delay-factor x
-    the mean, from the request's start, and so does its IP (the server may still be working
-    on it); the next request that is answered ends the IP's longer wait."""
+    """No answer in 2 s: it took at least 2 s. The site waits --delay-factor x the mean after
+    the give-up, and so does its server's IP (the server may still be working on it); the
+    next request that is answered ends the IP's longer wait."""
     cfg = PolitenessConfig(
         min_delay_s=0.2, jitter_s=0.0, response_time_factor=30.0, ip_min_delay_s=1.0
     )
     h = HostState("a")
     politeness.record_start(h, cfg, now=100.0)
     politeness.record_end(h, now=102.0)
-    politeness.record_unanswered(h, 2.0)
-    hold = politeness.UNANSWERED_HOLD_S
-    assert politeness.schedule_next(h, cfg) == 100.0 + hold
-    assert h.ip_next == 100.0 + hold
-    assert politeness.settle_unanswered(h, cfg, 100.0 + hold, excused=False) == 160.0
-    assert (h.next_allowed, h.ip_next, list(h.response_times_s)) == (160.0, 160.0, [2.0])
-    assert politeness.settle_unanswered(h, cfg, 160.0, excused=False) is None  # judged once
+    politeness.record_unanswered(h, cfg, 2.0)
+    assert politeness.schedule_next(h, cfg) == 102.0 + 60.0
+    assert h.ip_next == 102.0 + 60.0
     politeness.record_start(h, cfg, now=200.0)
     politeness.record_end(h, now=200.5)
     politeness.record_response(h, cfg, 0.5)
@@ -142,18 +137,21 @@ def test_a_request_given_up_unanswered_counts_as_a_response_time_for_site_and_ip
 
 
 def test_a_request_lost_in_an_outage_is_not_a_response_time():
-    """Excused (an outage of the crawler's own network suspected while it was out): the wait
-    is forgotten, the turn goes on; an outage confirmed later takes back a wait learned."""
-    cfg = PolitenessConfig(min_delay_s=0.2, jitter_s=0.0, response_time_factor=30.0)
+    """Excused (an outage of the crawler's own network suspected while it was out): its wait
+    is taken back; an outage confirmed later takes back a wait learned too."""
+    cfg = PolitenessConfig(min_delay_s=0.2, jitter_s=0.0, response_time_factor=30.0,
+                           ip_min_delay_s=1.0)  # fmt: skip
     h = HostState("a")
     politeness.record_start(h, cfg, now=100.0)
     politeness.record_response(h, cfg, 0.1)
     politeness.record_start(h, cfg, now=101.0)
-    politeness.record_unanswered(h, 20.0)
-    assert politeness.settle_unanswered(h, cfg, 122.0, excused=True) is None
-    assert list(h.response_times_s) == [0.1] and h.unanswered_s == 0.0
-    politeness.record_unanswered(h, 20.0)
-    assert politeness.settle_unanswered(h, cfg, 122.0, excused=False) is not None
+    politeness.record_end(h, now=121.0)
+    politeness.record_unanswered(h, cfg, 20.0)
+    politeness.unanswered_excused(h)
+    assert list(h.response_times_s) == [0.1]
+    assert politeness.schedule_next(h, cfg) == 121.0 + 3.0  # 30 x 0.1
+    assert h.ip_next == 121.0 + 1.0
+    politeness.record_unanswered(h, cfg, 20.0)
     assert list(h.response_times_s) == [0.1, 20.0]
     politeness.forgive_failures(h, 1)
     assert list(h.response_times_s) == [0.1]

@@ -262,7 +262,7 @@ class OutageGuard:
         lost by the crawler's own network, not kept by its server: an outage was suspected
         since it started (even one a probe then found over: a link down for 15 s leaves
         every request sent into it to time out after it is back), or is on. Its wait then
-        says nothing of the server (``politeness.settle_unanswered``)."""
+        says nothing of the server (``engine.request._unanswered``)."""
         return self.paused or (self.since >= started > 0) or self.ended > started
 
     def _resume(self, now: float, through: bool) -> None:

@@ -9,11 +9,13 @@ does to the site.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
 from typing import TYPE_CHECKING
 
 from politecrawl.engine.outcome import (
+    CUT,
     MAX_ROBOTS_BYTES,
     DropReason,
     answered_normally,
@@ -86,8 +88,8 @@ async def _request(
         ctx.counters[f"error:{res.error}"] += 1
         # many sites failing the same way at once: the crawler's network, not this site
         res.outage = ctx.outage.failed(host.key, res.error, ctx.clock())
-        if unanswered(res) and not res.outage:  # (the DNS wait is not the server's)
-            politeness.record_unanswered(host, res.answer_s)  # judged at the site's next turn
+        if unanswered(res) and not res.outage:
+            await _unanswered(ctx, host, res)
         if res.outage:
             ctx.counters["outage_failures"] += 1
         else:
@@ -167,3 +169,23 @@ def _http_date(value: str) -> bool:
     except (TypeError, ValueError, IndexError):
         return False
     return True
+
+
+# After a request given up unanswered, the turn waits this long before judging it: the outage
+# guard suspects an outage of the crawler's own network as the failures come back, and the
+# requests a link down for 15 s left hanging come back together (12 sites within 0.05 s).
+UNANSWERED_GRACE_S = 2.0
+
+
+async def _unanswered(ctx: CrawlContext, host: politeness.HostState, res: FetchResult) -> None:
+    """A request that reached the server got no answer (``outcome.unanswered``): its wait is
+    learned as a response time (the DNS wait is not the server's), so the site and its
+    server wait as after a slow answer; taken back if an outage was suspected since it
+    started. Learned first, so a stop cutting the grace leaves it learned (a resume waits)."""
+    politeness.record_unanswered(host, ctx.cfg.politeness, res.answer_s)
+    if res.error != CUT:  # (a stop cut it: no time to wait)
+        await asyncio.sleep(UNANSWERED_GRACE_S)  # the lease held: its server's names wait
+    if ctx.outage.excused(host.last_start):
+        politeness.unanswered_excused(host)
+    else:
+        ctx.counters["unanswered_waits"] += 1

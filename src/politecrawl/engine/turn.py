@@ -77,12 +77,6 @@ async def _step(ctx: CrawlContext, key: str, host: politeness.HostState) -> str 
     """The robots gate, then one fetch: the order is the policy. The URL of the page
     requested ("" for robots.txt), None if no request was made."""
     ctx.outage.absolve(host)  # failures an outage caused before it was noticed
-    held = politeness.settle_unanswered(
-        host, ctx.cfg.politeness, ctx.clock(), excused=ctx.outage.excused(host.last_start)
-    )
-    if held is not None:  # the server may still work on the request given up: not yet
-        ctx.counters["unanswered_waits"] += 1
-        return None
     entry = await next_url(ctx, key, host)
     if isinstance(entry, Held):
         return "" if entry.made_request else None  # robots.txt: its URL not told

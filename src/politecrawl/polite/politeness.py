@@ -61,8 +61,7 @@ class HostState:
     consecutive_refusals: int = 0
     # origin -> the Crawl-delay its robots.txt in force says (origins saying none are absent)
     origin_delays: dict[str, float] = field(default_factory=dict)
-    # a request given up unanswered after this long, not yet judged (``record_unanswered``)
-    unanswered_s: float = 0.0
+    unanswered: bool = False  # the last request was given up unanswered (not persisted)
     unanswered_times: int = 0  # the last response times that were such waits (not persisted)
 
 
@@ -198,13 +197,11 @@ def schedule_next(
     since = max(state.last_start, state.last_end)
     earliest = since + delay_s(state, cfg) + jitter
     state.next_allowed = max(earliest, state.retry_after_until)
-    busy = 0.0  # how long the server may still work on a request given up unanswered
-    if state.unanswered_s > 0:  # not judged yet: held at most UNANSWERED_HOLD_S for now
-        rt = [*state.response_times_s, state.unanswered_s]
-        busy = min(cfg.response_time_factor * sum(rt) / len(rt), UNANSWERED_HOLD_S)
-        state.next_allowed = max(state.next_allowed, state.last_start + busy)
-    if cfg.ip_min_delay_s is not None:  # the server may still work on it: its names wait
-        state.ip_next = max(state.ip_next, since + cfg.ip_min_delay_s, state.last_start + busy)
+    if cfg.ip_min_delay_s is not None:
+        gap = cfg.ip_min_delay_s
+        if state.unanswered:  # the server may still work on it: its other names wait too
+            gap = max(gap, load_delay_s(state, cfg))
+        state.ip_next = max(state.ip_next, since + gap)
     return state.next_allowed
 
 
@@ -215,6 +212,7 @@ def record_start(state: HostState, cfg: PolitenessConfig, now: float) -> None:
     crash mid-request cannot make the restarted crawler ask the site again too soon.
     """
     state.last_start = now
+    state.unanswered = False
     state.next_allowed = max(state.next_allowed, now + delay_s(state, cfg))
 
 
@@ -236,47 +234,28 @@ def record_response(
         state.backoff_factor = max(1.0, state.backoff_factor / 2)
 
 
-# A request given up unanswered holds its site and server this long at most until it is
-# judged at the site's next turn (``settle_unanswered``): long enough for the outage guard to
-# tell whether the crawler's own network lost it (it suspects as the failures come back and
-# probes at once), short enough that an outage's lost requests cost their sites little.
-UNANSWERED_HOLD_S = 5.0
-
-
-def record_unanswered(state: HostState, waited_s: float) -> None:
+def record_unanswered(state: HostState, cfg: PolitenessConfig, waited_s: float) -> None:
     """A request that reached the server was given up after ``waited_s`` with no answer (a
-    timeout, or cut at ``--max-time``: ``outcome.unanswered``). Unless the crawler's own
-    network lost it, it took at least that long, so it is to count as a response time of
-    ``waited_s``: the site's next request waits ``--delay-factor`` x the mean as after any
-    slow answer, and its server's other names wait that long too, since the server may
-    still be working on it. Before, only the backoff's doubling spaced the next request (0.4,
-    0.8, 1.6 s after timeouts of 2 s at a server taking 6 s: 2 or 3 requests of one site in
-    flight there at once). Judged at the site's next turn (``settle_unanswered``), when the
-    outage guard knows; until then ``schedule_next`` holds it ``UNANSWERED_HOLD_S`` at most.
-    Persisted: a crawl cut at ``--max-time`` and resumed at once waits too."""
-    state.unanswered_s = max(state.unanswered_s, waited_s)
-
-
-def settle_unanswered(
-    state: HostState, cfg: PolitenessConfig, now: float, *, excused: bool
-) -> float | None:
-    """At the site's next turn, judge a request given up unanswered (``record_unanswered``):
-    ``excused`` (an outage of the crawler's own network was suspected while it was out)
-    forgets it; else its wait is learned as a response time, and the time until which the
-    site and its server wait, counted from the request's start, is returned if still to
-    come (no request this turn), None if the turn may go on."""
-    waited, state.unanswered_s = state.unanswered_s, 0.0
-    if waited <= 0 or excused:
-        return None
-    _learn_time(state, cfg, waited)
+    timeout, or cut at ``--max-time``: ``outcome.unanswered``). It took at least that long,
+    so it counts as a response time of ``waited_s``: the site's next request waits
+    ``--delay-factor`` x the mean after the give-up, as after any slow answer, and its
+    server's other names wait that long too (``schedule_next``), since the server may still
+    be working on it. Before, only the backoff's doubling spaced the next request (0.4, 0.8,
+    1.6 s after timeouts of 2 s at a server taking 6 s: 2 or 3 requests of one site in flight
+    there at once). Taken back by ``unanswered_excused`` when the crawler's own network lost
+    it, and by ``forgive_failures`` when an outage confirmed later forgives its failure."""
+    _learn_time(state, cfg, waited_s)
+    state.unanswered = True
     state.unanswered_times += 1
-    until = state.last_start + delay_s(state, cfg)
-    if until <= now:
-        return None
-    state.next_allowed = max(state.next_allowed, until)
-    if cfg.ip_min_delay_s is not None:
-        state.ip_next = max(state.ip_next, state.last_start + load_delay_s(state, cfg))
-    return until
+
+
+def unanswered_excused(state: HostState) -> None:
+    """The request ``record_unanswered`` learned was lost by the crawler's own network
+    (``engine.outage.OutageGuard.excused``): its wait says nothing of the server."""
+    if state.unanswered_times and state.response_times_s:
+        state.response_times_s.pop()
+        state.unanswered_times -= 1
+    state.unanswered = False
 
 
 def _learn_time(state: HostState, cfg: PolitenessConfig, duration_s: float) -> None:
@@ -338,6 +317,7 @@ def forgive_failures(state: HostState, n: int) -> None:
     for _ in range(min(n, state.unanswered_times, len(rt))):
         rt.pop()
     state.unanswered_times = max(0, state.unanswered_times - n)
+    state.unanswered = False
     state.consecutive_failures = max(0, state.consecutive_failures - n)
     state.consecutive_refusals = max(0, state.consecutive_refusals - n)
     state.backoff_factor = max(1.0, state.backoff_factor / 2.0 ** min(n, 60))
