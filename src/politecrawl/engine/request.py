@@ -182,7 +182,10 @@ async def _unanswered(ctx: CrawlContext, host: politeness.HostState, res: FetchR
     learned as a response time (the DNS wait is not the server's), so the site and its
     server wait as after a slow answer; taken back if an outage was suspected since it
     started. Learned first, so a stop cutting the grace leaves it learned (a resume waits)."""
-    politeness.record_unanswered(host, ctx.cfg.politeness, res.answer_s)
+    cfg = ctx.cfg.politeness
+    if not cfg.response_time_factor:  # (--delay-factor 0: response times space nothing)
+        return
+    politeness.record_unanswered(host, cfg, res.answer_s)
     if res.error != CUT:  # (a stop cut it: no time to wait)
         await asyncio.sleep(UNANSWERED_GRACE_S)  # the lease held: its server's names wait
     if ctx.outage.excused(host.last_start):
