@@ -114,7 +114,6 @@ class OutageGuard:
         self.false_alarms = 0
         self.kind = ""
         self.since = 0.0
-        self.ended = 0.0  # when the last confirmed outage ended
         self.next_probe = 0.0
         self.outages = 0
         self.seconds = 0.0
@@ -262,13 +261,13 @@ class OutageGuard:
         lost by the crawler's own network, not kept by its server: an outage was suspected
         since it started (even one a probe then found over: a link down for 15 s leaves
         every request sent into it to time out after it is back), or is on. Its wait then
-        says nothing of the server (``engine.request._unanswered``)."""
-        return self.paused or (self.since >= started > 0) or self.ended > started
+        says nothing of the server (``engine.request._unanswered``). (No request starts while
+        paused, so one an outage met began before its suspicion.)"""
+        return self.paused or self.since >= started > 0
 
     def _resume(self, now: float, through: bool) -> None:
         self.seconds += max(0.0, now - self.since)
         self.active = False
-        self.ended = now
         self._publish(now)
         if through:
             log.warning(

@@ -101,6 +101,13 @@ class DropReason(enum.StrEnum):
     QUEUE_FULL = "queue_full"  # the frontier's cap (--max-queue) let it go, never asked
 
 
+# why an origin cannot be fetched, found before any connection was made: no request reached a
+# server, so none is to be spaced (``robots.gate``)
+NO_CONTACT = frozenset(
+    {DropReason.NO_SUCH_HOST, DropReason.ADDRESS_REFUSED, DropReason.EXCLUDED,
+     DropReason.INVALID_URL}
+)  # fmt: skip
+
 # never fetched, for a reason that passes (see the module's doc): a next segment holds them
 PASSING_DROPS = frozenset(
     {DropReason.ROBOTS_UNAVAILABLE, DropReason.RETRIES_EXHAUSTED, DropReason.QUEUE_FULL}

@@ -252,9 +252,16 @@ def record_unanswered(state: HostState, cfg: PolitenessConfig, waited_s: float) 
 def unanswered_excused(state: HostState) -> None:
     """The request ``record_unanswered`` learned was lost by the crawler's own network
     (``engine.outage.OutageGuard.excused``): its wait says nothing of the server."""
-    if state.unanswered_times and state.response_times_s:
-        state.response_times_s.pop()
-        state.unanswered_times -= 1
+    _take_back_waits(state, 1)
+
+
+def _take_back_waits(state: HostState, n: int) -> None:
+    """Unlearn up to ``n`` of the last response times that were waits of requests given up
+    unanswered (``record_unanswered``)."""
+    rt = state.response_times_s
+    for _ in range(min(n, state.unanswered_times, len(rt))):
+        rt.pop()
+    state.unanswered_times = max(0, state.unanswered_times - n)
     state.unanswered = False
 
 
@@ -313,11 +320,7 @@ def forgive_failures(state: HostState, n: int) -> None:
     """Take back ``n`` failures that were not the site's (the crawler's own network was down,
     ``engine.outage``): its runs of failures and refusals, the backoff they doubled, and the
     waits of requests given up unanswered that were learned as response times."""
-    rt = state.response_times_s
-    for _ in range(min(n, state.unanswered_times, len(rt))):
-        rt.pop()
-    state.unanswered_times = max(0, state.unanswered_times - n)
-    state.unanswered = False
+    _take_back_waits(state, n)
     state.consecutive_failures = max(0, state.consecutive_failures - n)
     state.consecutive_refusals = max(0, state.consecutive_refusals - n)
     state.backoff_factor = max(1.0, state.backoff_factor / 2.0 ** min(n, 60))

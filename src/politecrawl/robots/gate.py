@@ -26,6 +26,7 @@ from politecrawl.engine.keep import admit_sitemaps
 from politecrawl.engine.losses import GIVEN_UP_OUTCOMES
 from politecrawl.engine.outcome import (
     CUT,
+    NO_CONTACT,
     DropReason,
     RobotsAnswer,
     RobotsOutcome,
@@ -55,14 +56,6 @@ class Held:
     """No page this turn: ``made_request`` when robots.txt was fetched instead."""
 
     made_request: bool
-
-
-# why an origin cannot be fetched, found before any connection was made: no request reached a
-# server, so none is to be spaced
-_NO_CONTACT = frozenset(
-    {DropReason.NO_SUCH_HOST, DropReason.ADDRESS_REFUSED, DropReason.EXCLUDED,
-     DropReason.INVALID_URL}
-)  # fmt: skip
 
 
 async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> UrlEntry | Held:
@@ -110,7 +103,7 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             if wait:  # a redirect to a host not free now: the site's page waits till then
                 politeness.wait_until(host, wait)
                 return Held(made_request=False)
-            if asked and ctx.robots.unfetchable(origin) not in _NO_CONTACT:
+            if asked and ctx.robots.unfetchable(origin) not in NO_CONTACT:
                 return Held(made_request=True)
             # answered without a request (a shared hop, a refused one), or refused before any
             # connection (a loopback address: a newcomer's first crawl waited out the 15 s
