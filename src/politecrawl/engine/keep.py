@@ -67,6 +67,8 @@ async def store_page(
     page, sim, packed = await read_page(ctx, entry, res)
     usage = await judge_usage(ctx, entry.url, page)
     page.usage = usage.to_json()
+    if usage.unreadable:  # (each page's, warned of once a site)
+        counters["usage_unreadable"] += len(usage.unreadable)
     if usage.refused:
         return await keep_reserved(ctx, entry, res, page, usage)
     score = focus.score_page(entry.url, page.document)
@@ -106,25 +108,26 @@ async def store_page(
     elif page.directives.noindex:
         counters[DropReason.NOINDEX.value] += 1
     else:
-        if page.directives.noarchive:  # the site asks for no archived copy: none kept
-            counters["noarchive"] += 1
+        if page.directives.noarchive:  # the site asks for no copy: none kept, none counted
+            counters["noarchive"] += 1  # as stored (the request log says ``noarchive``)
             kept = "noarchive"
         else:
             record_id = archive(ctx, entry.url, res, seen.original, packed, digest, page.usage)
             kept = "stored"
-        counters["stored"] += 1
-        if (etag or modified) and kept == "stored":
-            # (a page kept out of the archive has no copy a 304's revisit record could name:
-            # it is asked in full again)
-            await ctx.store.save_validators(entry.url, etag, modified, res.started)
+            counters["stored"] += 1
+            if etag or modified:
+                # (a page kept out of the archive has no copy a 304's revisit record could
+                # name: it is asked in full again)
+                await ctx.store.save_validators(entry.url, etag, modified, res.started)
     # a folder of copies goes last; a relevant page's section is re-scored with what it taught
     changed = focus.saw_stored(entry.url, seen.duplicate_of, score.relevant)
     if changed:
         await ctx.reprioritize(changed)
     items: list[dict[str, Any]] = []
-    if ctx.on_page is not None and kept in ("stored", "noarchive"):
+    if ctx.on_page is not None and kept == "stored":
         # (each item carries the page's url, record id and usage: what the owner said
-        # travels with the data)
+        # travels with the data; a ``noarchive`` page asked that no copy be kept, and items
+        # are kept: the handler never sees it, as ``content.jsonl`` never holds its text)
         items, error = await run_handler(ctx.on_page, page, record_id)
         counters["items"] += len(items)
         counters["handler_errors"] += error is not None
@@ -140,7 +143,9 @@ async def store_page(
             ctx.stop("target_relevant")
     if seen.duplicate_of is not None:
         return f"duplicate:{seen.duplicate_of}", seen.next_due
-    return ("stored" if not page.directives.noindex else "dropped:noindex"), seen.next_due
+    if page.directives.noindex:
+        return "dropped:noindex", seen.next_due
+    return kept or "stored", seen.next_due
 
 
 async def judge_usage(ctx: CrawlContext, url: str, page: Page) -> Usage:
@@ -255,7 +260,9 @@ def to_sinks(
     outlinks: int,
     items: list[dict[str, Any]],
 ) -> None:
-    """The kept page, then its items, to every sink (pages.jsonl, items.jsonl, the user's)."""
+    """The kept page, then its items, to every sink (pages.jsonl, items.jsonl, the user's);
+    a ``noarchive`` page only to ``pages.jsonl`` (a row without its text): a user's sink keeps
+    pages, and the page asked that no copy be kept."""
     record = PageRecord(
         page,
         kept,
@@ -269,6 +276,8 @@ def to_sinks(
         outlinks=outlinks,
     )
     for sink in ctx.sinks:
+        if kept == "noarchive" and not isinstance(sink, PagesLog):
+            continue
         sink.write(record)
         for item in items:
             try:

@@ -103,6 +103,9 @@ class Usage:
     purpose: Purpose
     statements: tuple[Statement, ...] = ()
     refused_by: tuple[Statement, ...] = ()
+    # the page's own statements that could not be read (source, text): ignored, as the
+    # specifications say, but kept with the page, so a mistyped refusal is on record
+    unreadable: tuple[tuple[str, str], ...] = ()
 
     @property
     def refused(self) -> bool:
@@ -115,19 +118,24 @@ class Usage:
 
     def to_json(self) -> dict[str, Any]:
         """What ``pages.jsonl``, the items and the WARC metadata record keep."""
-        return {
+        out: dict[str, Any] = {
             "purpose": self.purpose.value,
             "allowed": not self.refused,
             "refused_by": self.sources,
             "statements": [s.to_json() for s in self.statements],
         }
+        if self.unreadable:
+            out["unreadable"] = [{"source": src, "text": text} for src, text in self.unreadable]
+        return out
 
 
-def decide(purpose: Purpose, found: Iterable[Statement]) -> Usage:
+def decide(
+    purpose: Purpose, found: Iterable[Statement], unreadable: Iterable[tuple[str, str]] = ()
+) -> Usage:
     """Most restrictive wins (vocab-07 §5.1): any statement refusing ``purpose`` refuses."""
     statements = tuple(found)
     refused = tuple(s for s in statements if s.prefs.get(purpose.value) is False)
-    return Usage(purpose, statements, refused)
+    return Usage(purpose, statements, refused, tuple(unreadable))
 
 
 def statement_of_labels(source: str, text: str, labels: Mapping[str, bool],
@@ -260,6 +268,7 @@ class UsageBook:
     _tdm: OrderedDict[str, TdmFile] = field(default_factory=OrderedDict)
     _robots: OrderedDict[str, tuple[RobotsRules, RobotsUsage]] = field(default_factory=OrderedDict)
     bad_lines: int = 0
+    _said: set[tuple[str, str]] = field(default_factory=set)  # (origin, source) warned of
 
     @property
     def needs_tdmrep(self) -> bool:
@@ -329,12 +338,13 @@ class UsageBook:
         """Every statement in force for a fetched page, decided. ``headers``: the response's
         (a multidict: ``getall``); ``metas``: the page's (name, content) meta pairs."""
         found, tdm = self._site_statements(origin, url, rules)
+        unreadable: list[tuple[str, str]] = []
         cu = headers.getall("content-usage", [])
         if cu:
             text = ", ".join(cu)
             said = _header_statement(text)
             if said is None:
-                self._bad_header(url, "Content-Usage", text)
+                unreadable.append(self._bad_header(origin, "header:content-usage", text))
             else:
                 found.append(said)
         meta_robots: list[str] = []
@@ -353,7 +363,7 @@ class UsageBook:
                 continue
             reserved = st.tdm_reservation(value)
             if reserved is None:
-                self._bad_header(url, source, value)
+                unreadable.append(self._bad_header(origin, source, value))
             else:
                 tdm = _tdm_statement(source, f"tdm-reservation={value.strip()}", reserved)
         if tdm is not None:
@@ -365,8 +375,20 @@ class UsageBook:
                 # noimageai speaks of the page's images, which are not kept here: recorded
                 prefs = dict.fromkeys(_TDM_KEYS, False) if word == "noai" else {}
                 found.append(Statement(source, word, prefs))
-        return decide(self.purpose, found)
+        return decide(self.purpose, found, unreadable)
 
-    def _bad_header(self, url: str, what: str, value: str) -> None:
+    def _bad_header(self, origin: str, source: str, value: str) -> tuple[str, str]:
+        """A page's statement that could not be read: counted, said once per site and kind
+        (a site sends the same header on every page), and returned to go with the page."""
         self.bad_lines += 1
-        log.info("%s: %s value %r not understood: ignored", url, what, value[:200])
+        said = (origin, source)
+        if said not in self._said:
+            self._said.add(said)
+            if len(self._said) > _CACHE:
+                self._said.clear()
+            log.warning(
+                "%s: a %s value %r was not understood: ignored (as the specifications say), "
+                "recorded with each page as usage.unreadable",
+                origin, source, value[:200],
+            )  # fmt: skip
+        return source, value[:1000]

@@ -20,7 +20,7 @@ import socket
 from typing import Final
 from urllib.parse import urlsplit
 
-__all__ = ["URL_IN_UA", "impersonation", "unopenable_url"]
+__all__ = ["URL_IN_UA", "impersonation", "misread", "unopenable_url"]
 
 URL_IN_UA: Final = re.compile(r"https?://(?:[^\s)\];,\[]*\[[^\]\s]*\])?[^\s)\];,]*", re.I)
 """An http(s) URL inside a User-Agent (a bracketed IPv6 host included)."""
@@ -135,6 +135,27 @@ def impersonation(ua: str) -> str | None:
         if name is not None:
             return _another_crawler(name)
     return None
+
+
+def misread(ua: str) -> str | None:
+    """Why robots.txt would read the bot's name in ``ua`` as a shorter one, or None.
+
+    RFC 9309 2.2.1: a product token is letters, ``_`` and ``-``; matchers read the leading
+    run of those (Google's does), so ``probe9000`` and ``probe.bot`` are read as ``probe``,
+    and a group written for a bot named ``probe`` binds them. Said, not refused: the name is
+    the operator's, and a crawl under it is still honest about who it is.
+    """
+    m = _PRODUCT.match(ua.strip())
+    product = m.group() if m else ""
+    reading = _ROBOTS_READING.match(product)
+    read = reading.group() if reading else ""
+    if not read or read == product:
+        return None
+    return (
+        f"robots.txt reads the bot's name {product!r} as {read!r} (RFC 9309 2.2.1: a product "
+        f"token is letters, '_' and '-'), so a group written for {read!r} binds this crawl; "
+        "a name of letters, '_' and '-' only is read whole"
+    )
 
 
 def _another_crawler(name: str) -> str:

@@ -48,7 +48,8 @@ Kept = Literal["stored", "noarchive", "duplicate", "reserved"]
 @dataclass(frozen=True, slots=True)
 class PageRecord:
     """A page the crawl kept, and how: ``stored`` (a WARC response record, ``warc_record_id``),
-    ``noarchive`` (counted as stored, no copy kept: the page asked), ``duplicate`` (a revisit
+    ``noarchive`` (no copy kept, the page asked: not counted as stored, no items; the
+    request log's outcome is ``noarchive``), ``duplicate`` (a revisit
     record of ``duplicate_of``, whose payload is the same). ``warc_record_id`` is always the
     record written for this fetch; when it is a revisit record (a duplicate, or the same
     bytes as this URL's last copy), ``original_record_id`` is the response record it names,

@@ -35,6 +35,7 @@ from politecrawl.options import (
     toml_values,
     write_config,
 )
+from politecrawl.polite import useragent
 from politecrawl.tools.endsummary import nothing_fetched, nothing_fetched_at_all, print_summary
 from politecrawl.tools.examples import add_examples
 from politecrawl.tools.startup import nothing_left, pace
@@ -439,6 +440,9 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         raise ConfigError(f"--items {cfg.items_file}: items come from a --handler; give one")
     if cfg.processes > 1 and not cfg.frontier_url:
         check_partitioned(cfg)  # before anything is written to the folder
+    misread = useragent.misread(cfg.fetch.user_agent)
+    if misread is not None:  # (said before the pace, once, not per process)
+        print(f"politecrawl: warning: --user-agent: {misread}", file=sys.stderr)
     print(pace(cfg), flush=True)
     fatal: str | None
     nothing = False

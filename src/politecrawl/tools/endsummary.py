@@ -28,6 +28,9 @@ def print_summary(summary: dict[str, Any], out: Path) -> None:
         "queued_left",
     ):
         print(f"  {name.replace('_', ' '):20} {summary[name]}")
+        if name == "stored" and (summary.get("counters") or {}).get("noarchive"):
+            n = summary["counters"]["noarchive"]  # fetched, read, its links followed, not kept
+            print(f"  {'no copy kept':20} {n} (noarchive: as the page{'s' * (n != 1)} asked)")
         if name == "robots_disallowed" and summary.get("robots_absent"):
             print(f"  {'robots.txt absent':20} {summary['robots_absent']} (404: all allowed)")
     if summary["errors"]:

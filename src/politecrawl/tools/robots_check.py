@@ -14,7 +14,7 @@ from politecrawl.config import FetchConfig, bot_name, validate_user_agent
 from politecrawl.engine.outcome import MAX_ROBOTS_BYTES, RobotsOutcome, classify_robots
 from politecrawl.errors import ConfigError
 from politecrawl.net.fetch import Fetcher
-from politecrawl.robots.rules import RobotsRules
+from politecrawl.robots.rules import RobotsRules, product_token
 from politecrawl.urls.canonical import canonicalize, robots_url
 
 
@@ -75,7 +75,9 @@ def check(
         )
         _check_url(source)
         rules, header = asyncio.run(_fetch(source, cfg))
-    lines = [f"# {header}; product token {token!r}"]
+    read = product_token(token)  # what robots.txt matches: ``probe.bot`` is read ``probe``
+    said = f"{token!r}" if read == token else f"{token!r}, read as {read!r}"
+    lines = [f"# {header}; product token {said}"]
     delay = rules.crawl_delay(token)
     if delay is not None:
         lines.append(f"# Crawl-delay for {token}: {delay:g} s")
