@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from originweb import SiteServer, calendar, closed_port, forum, numbered
 from pageweb import UA
 from redis_server import redis_url  # noqa: F401  (fixture)
@@ -191,3 +192,59 @@ async def test_https_site_with_redirects_and_a_dead_http_origin(tmp_path: Path) 
     missing = paths - set(asked)
     assert not missing, f"{len(missing)} of {len(paths)} https pages never asked: {sorted(missing)}"
     assert {secure + p for p in paths} <= stored(tmp_path)
+
+
+async def test_origins_of_the_host_that_fail_or_hang_do_not_hold_back_the_one_that_answers(
+    tmp_path: Path,
+) -> None:
+    """One host, three ports: the forum answers on one; on another every request answers
+    503; on the third the connection is taken and nothing is ever said. robots.txt is per
+    origin (RFC 9309 2.3): the two dead origins are given up on their own schedule and
+    named, and the forum is fetched whole, at its own pace. Before, their robots.txt
+    failures counted as the host's: five in a row (a 503 and four timeouts) paused the whole
+    host for an hour, and the forum lost all but its first page."""
+    board, paths = forum(listings=4)
+    hung: list[asyncio.StreamWriter] = []
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        hung.append(writer)  # taken, never answered
+
+    async def busy(request: web.Request) -> web.Response:
+        return web.Response(status=503, text="busy")
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", busy)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    failing = web.TCPSite(runner, "127.0.0.1", 0)
+    await failing.start()
+    busy_port = failing._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    silent = await asyncio.start_server(hang, "127.0.0.1", 0)
+    silent_port = silent.sockets[0].getsockname()[1]
+    try:
+        async with SiteServer(board) as server:
+            ports = (server.port, busy_port, silent_port)
+            rc, err = await crawl(
+                tmp_path,
+                [f"http://mix.test:{p}/" + ("forum/page/1" if p == server.port else "")
+                 for p in ports],
+                [f"mix.test:{p}" for p in ports],
+                "--delay-factor", "1", "--request-time", "2", "--retry-base", "1",
+                "--max-time", "90",
+            )  # fmt: skip
+            asked = server.paths()
+    finally:
+        silent.close()
+        for w in hung:
+            w.close()
+        await runner.cleanup()
+    missing = paths - set(asked)
+    assert not missing, f"{len(missing)} of {len(paths)} forum pages never asked\n{err[-2000:]}"
+    assert "paused for" not in err, err
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["stopped_by"] == "done", summary
+    lost = summary["sites_lost"]
+    assert lost and all(s["state"] != "parked" for s in lost), lost
+    reasons = " ".join(str(s["reason"]) for s in lost)
+    assert f":{busy_port}" in reasons and f":{silent_port}" in reasons, lost
+    assert rc == 3, err

@@ -274,3 +274,16 @@ def test_a_site_parked_and_given_up_for_one_origin_is_named_both_ways() -> None:
     report = losses.report({"docs.test": 300}.get, now=500.0)
     assert [(x["state"], x["urls_left"]) for x in report] == [("parked", 300), ("given_up", 1)]
     assert "protocol" in report[0]["reason"] and "docs.test:9" in report[1]["reason"]
+
+
+def test_a_site_given_up_for_several_reasons_names_each() -> None:
+    losses = Losses()
+    for port in (81, 82, 81, 83, 84, 85, 86):
+        losses.given_up("mix.test", f"robots.txt of http://mix.test:{port} unreachable", 1)
+    [lost] = losses.report(lambda key: 0, 0.0)
+    assert lost["urls_left"] == 7
+    assert lost["reason"] == (
+        "robots.txt of http://mix.test:81 unreachable | robots.txt of http://mix.test:82 "
+        "unreachable | robots.txt of http://mix.test:83 unreachable | robots.txt of "
+        "http://mix.test:84 unreachable | and 2 more"
+    )

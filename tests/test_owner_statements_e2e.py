@@ -24,7 +24,8 @@ _LINKS = ["/na-meta", "/na-header", "/na-ours", "/plain", "/bad-usage", "/bad-td
 
 
 def _html(title: str, body: str = "", head: str = "") -> str:
-    return f"<html><head>{head}<title>{title}</title></head><body><p>{title} text.</p>{body}</body></html>"
+    page = f"<html><head>{head}<title>{title}</title></head>"
+    return page + f"<body><p>{title} text.</p>{body}</body></html>"
 
 
 def _site() -> tuple[web.Application, list[str]]:

@@ -267,3 +267,15 @@ def test_a_site_whose_request_waits_long_is_no_reference_for_the_budget_policy()
     politeness.record_response(h, cfg, 3.0)  # it answered after all
     assert not politeness.waiting_long(h, 200.0)
     assert politeness.only_its_turn(h, 200.0)
+
+
+def test_a_failure_is_an_origins_own_when_the_server_answers_on_another() -> None:
+    """robots.txt is per origin (RFC 9309 2.3): a dead port next to a live one fails alone."""
+    cfg = PolitenessConfig()
+    state = HostState("mix.test")
+    assert not politeness.failing_alone(state, "http://mix.test:81")  # nothing answered yet
+    politeness.record_response(state, cfg, 0.1, origin="http://mix.test:80")
+    assert politeness.failing_alone(state, "http://mix.test:81")
+    assert not politeness.failing_alone(state, "http://mix.test:80")
+    politeness.record_response(state, cfg, 0.1, normal=False, origin="http://mix.test:81")
+    assert politeness.failing_alone(state, "http://mix.test:81")  # a 503 names no origin

@@ -39,6 +39,9 @@ GIVEN_UP_OUTCOMES = {
 }
 
 
+MAX_REASONS = 4  # reasons a site's loss names (two dead origins of one host), then a count
+
+
 @dataclass(slots=True)
 class Loss:
     key: str
@@ -59,6 +62,8 @@ class Losses:
     def __init__(self) -> None:
         self._parked: dict[str, Loss] = {}
         self._given_up: dict[str, Loss] = {}
+        self._reasons: dict[str, list[str]] = {}  # a given-up site's reasons, each once
+        self._more_reasons: dict[str, int] = {}  # and how many more it had
         self._last_error: dict[str, str] = {}
         # sites whose URLs were dropped after their retries, and sites that answered: a site
         # with the first and not the second lost every URL it was asked (named as FAILED)
@@ -77,10 +82,19 @@ class Losses:
         self._parked[key] = Loss(key, PARKED, self._why(key, reason), until)
 
     def given_up(self, key: str, reason: str, dropped: int, *, resumable: bool = False) -> None:
+        """URLs of the site given up for ``reason``; a site that lost URLs for several
+        (two dead origins of one host) names each, up to ``MAX_REASONS``."""
         old = self._given_up.get(key)
         before = old.dropped if old is not None else 0
         resumable = resumable or (old is not None and old.resumable)
-        why = self._why(key, reason)
+        reasons = self._reasons.setdefault(key, [old.reason] if old is not None else [])
+        if not any(r.startswith(reason) for r in reasons):
+            if len(reasons) < MAX_REASONS:
+                reasons.append(self._why(key, reason))
+            else:  # (only counted: a host with a thousand dead ports keeps four lines)
+                self._more_reasons[key] = self._more_reasons.get(key, 0) + 1
+        more = self._more_reasons.get(key, 0)
+        why = " | ".join(reasons + ([f"and {more} more"] if more else []))
         self._given_up[key] = Loss(key, GIVEN_UP, why, None, before + dropped, resumable)
 
     def page_answered(self, key: str) -> None:

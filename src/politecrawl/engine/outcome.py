@@ -366,7 +366,7 @@ def robots_attempts(
     as a page's retries: no answer at all (status 0: a name not resolving, a connection
     refused or timing out) the transient failures' many (``--transient-attempts``: hours),
     or ``ROBOTS_FIRST_ASKS`` if it never ``answered``; a 429 or 5xx answer
-    ``--max-attempts``."""
+    3 (``max_attempts``, not an option)."""
     if status != 0:
         return max_attempts
     return transient_attempts if answered else min(transient_attempts, ROBOTS_FIRST_ASKS)

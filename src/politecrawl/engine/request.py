@@ -98,7 +98,9 @@ async def _request(
         ctx.outage.answered(origin_of(url), host.key, ctx.clock(), host.last_start)
         normal = answered_normally(res)
         if not elsewhere:
-            politeness.record_response(host, cfg, res.answer_s, normal=normal)
+            politeness.record_response(
+                host, cfg, res.answer_s, normal=normal, origin=origin_of(url)
+            )
         if normal:
             ctx.losses.recovered(host.key)
     return res
@@ -184,6 +186,9 @@ async def _unanswered(ctx: CrawlContext, host: politeness.HostState, res: FetchR
     started. Learned first, so a stop cutting the grace leaves it learned (a resume waits)."""
     cfg = ctx.cfg.politeness
     if not cfg.response_time_factor:  # (--delay-factor 0: response times space nothing)
+        return
+    if politeness.failing_alone(host, origin_of(res.url)):  # a hung port, not a slow server
+        ctx.counters["unanswered_alone"] += 1
         return
     politeness.record_unanswered(host, cfg, res.answer_s)
     if res.error != CUT:  # (a stop cut it: no time to wait)

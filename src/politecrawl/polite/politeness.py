@@ -62,6 +62,9 @@ class HostState:
     # origin -> the Crawl-delay its robots.txt in force says (origins saying none are absent)
     origin_delays: dict[str, float] = field(default_factory=dict)
     unanswered: bool = False  # the last request was given up unanswered (not persisted)
+    # the origin of the key's last normal answer: another origin's failures are its own
+    # (``failing_alone``), not the server's
+    answered_origin: str = ""
     unanswered_times: int = 0  # the last response times that were such waits (not persisted)
 
 
@@ -222,16 +225,33 @@ def record_end(state: HostState, now: float) -> None:
 
 
 def record_response(
-    state: HostState, cfg: PolitenessConfig, duration_s: float, *, normal: bool = True
+    state: HostState,
+    cfg: PolitenessConfig,
+    duration_s: float,
+    *,
+    normal: bool = True,
+    origin: str = "",
 ) -> None:
     """An answer: learn its time. A normal one (``outcome.answered_normally``: not a 5xx,
-    not a refusal) also ends any run of failures and refusals and halves any backoff."""
+    not a refusal) also ends any run of failures and refusals and halves any backoff, and
+    names its ``origin`` as one the server answers on (``failing_alone``)."""
     _learn_time(state, cfg, duration_s)
     state.unanswered_times = 0
     if normal:
+        if origin:
+            state.answered_origin = origin
         state.consecutive_failures = 0
         state.consecutive_refusals = 0
         state.backoff_factor = max(1.0, state.backoff_factor / 2)
+
+
+def failing_alone(state: HostState, origin: str) -> bool:
+    """Whether a failure of ``origin`` (its robots.txt 5xx or unanswered) is its own: the
+    key's server last answered normally on another origin (another port or scheme of the
+    host: RFC 9309 2.3 makes each its own site). Such a failure waits on the origin's own
+    retry schedule; it neither slows, nor counts towards parking, the origins that answer.
+    (A dead port next to a live one parked the live one for an hour after five asks.)"""
+    return state.answered_origin not in ("", origin)
 
 
 def record_unanswered(state: HostState, cfg: PolitenessConfig, waited_s: float) -> None:

@@ -286,9 +286,15 @@ async def _settle(
 ) -> None:
     """The last hop's answer: the origin's rules (or its failure) recorded and logged."""
     status = answer.status
-    if answer.outcome is RobotsOutcome.UNREACHABLE and res.error != "connect" and not away:
-        # an overloaded server slows its key; a port where nothing listens says nothing
-        # about the server answering on the others (RFC 9309 2.3: robots.txt is per origin)
+    if (
+        answer.outcome is RobotsOutcome.UNREACHABLE
+        and res.error != "connect"
+        and not away
+        and not politeness.failing_alone(host, origin)
+    ):
+        # an overloaded server slows its key; a port where nothing listens, or one that
+        # fails while the server answers on another, says nothing about the others (RFC
+        # 9309 2.3: robots.txt is per origin): that origin waits on its own retry schedule
         # (its Retry-After, seconds or a date, honoured as a page's: capped)
         wait = retry_after_s(res.header("retry-after"))
         if politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), wait):
