@@ -4,6 +4,7 @@ others still apply."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -12,7 +13,14 @@ from hypothesis import strategies as hs
 from multidict import CIMultiDict
 
 from politecrawl.polite import statements as st
-from politecrawl.polite.usage import Purpose, RobotsUsage, UsageBook, decide
+from politecrawl.polite.usage import (
+    Purpose,
+    RobotsUsage,
+    TdmFile,
+    UsageBook,
+    covers_every_path,
+    decide,
+)
 from politecrawl.robots.rules import RobotsRules, UsageLine
 
 pytestmark = pytest.mark.unit
@@ -130,6 +138,51 @@ def test_tdmrep_examples() -> None:
     assert b.record_tdmrep(ORIGIN, 404, b"") == "tdmrep:none"
     assert st.tdmrep_file(b'[{"tdm-reservation": 1}, {"location": "/", "tdm-reservation": 2}]'
                           ) == ([], 2)  # fmt: skip
+
+
+def tdm_book(location: str, reservation: object = 1) -> UsageBook:
+    b = book("ai-train")
+    rule = {"location": location, "tdm-reservation": reservation}
+    b.record_tdmrep(ORIGIN, 200, json.dumps([rule]).encode())
+    return b
+
+
+def test_a_location_matching_every_path_refuses_the_whole_site() -> None:
+    # TDMRep §6.1: a location is a pattern, read as robots.txt's (RFC 9309 §2.2.3)
+    for location in ("/", "/*", "*", "/*$", "**", "*/", "*$"):
+        assert covers_every_path(location), location
+        b = tdm_book(location)
+        for path in ("/", "/any/page.html", "/x?q=1"):
+            assert b.site_refusal(ORIGIN, ORIGIN + path, None) is not None, (location, path)
+    # a pattern for some paths refuses those pages, once fetched, not the site
+    for location, path in (("/$", "/"), ("/private/*", "/private/a"), ("*.pdf", "/a.pdf"),
+                           ("*/$", "/dir/"), ("/*/x", "/a/x")):  # fmt: skip
+        assert not covers_every_path(location), location
+        b = tdm_book(location)
+        assert b.for_page(ORIGIN, ORIGIN + path, None, CIMultiDict(), []).refused
+        assert b.site_refusal(ORIGIN, ORIGIN + path, None) is None, location
+    assert not covers_every_path(None) and not covers_every_path("") and not covers_every_path("$")
+
+
+@given(body=hs.text("/*a", max_size=6), anchored=hs.booleans(),
+       path=hs.text("/a*b", max_size=6))  # fmt: skip
+def test_covers_every_path_is_what_the_matcher_says(body: str, anchored: bool, path: str) -> None:
+    location = body + "$" * anchored
+    tdm = TdmFile.of([st.TdmRule(location, True)])
+    if covers_every_path(location):
+        assert tdm.statement_for(ORIGIN + "/" + path) is not None
+    elif body:  # (an empty pattern is no rule) one of two paths is left out
+        assert None in (tdm.statement_for(ORIGIN + "/"), tdm.statement_for(ORIGIN + "/zz"))
+
+
+def test_a_location_is_text_matched_against_the_utf8_path() -> None:
+    assert tdm_book("/\u00fcn/*").site_refusal(ORIGIN, ORIGIN + "/%C3%BCn/x", None) is None
+    assert tdm_book("/\u00fcn/*").for_page(ORIGIN, ORIGIN + "/%C3%BCn/x", None, CIMultiDict(),
+                                           []).refused  # fmt: skip
+    euro = tdm_book("/\u20ac/*")  # (outside latin-1: once a crash of the crawl)
+    assert euro.for_page(ORIGIN, ORIGIN + "/%E2%82%AC/x", None, CIMultiDict(), []).refused
+    assert not euro.for_page(ORIGIN, ORIGIN + "/x", None, CIMultiDict(), []).refused
+    assert st.tdmrep_file(b'[{"location": "private/*", "tdm-reservation": 1}]') == ([], 1)
 
 
 def test_tdm_precedence_file_then_header_then_meta() -> None:

@@ -35,7 +35,7 @@ class Site:
     site_refused: bool = False  # ai-train refused at /: nothing but the metadata is fetched
 
 
-def _site(pages: dict[str, Page], **kw: object) -> Site:
+def site_of(pages: dict[str, Page], **kw: object) -> Site:
     home = Page(links=tuple(pages))
     return Site(pages={"/": home, **pages, "/after": Page()}, **kw)  # type: ignore[arg-type]
 
@@ -43,54 +43,54 @@ def _site(pages: dict[str, Page], **kw: object) -> Site:
 REFUSED = ("/after",)
 SITES: dict[str, Site] = {
     # robots.txt Content-Usage on a path (aipref-attach-04 §3), with a malformed line
-    "cu-robots": _site(
+    "cu-robots": site_of(
         {"/private/a": Page(links=REFUSED, refused_by=("robots:content-usage",)),
          "/public": Page()},
         robots="User-agent: *\nAllow: /\nContent-Usage: /private/ train-ai=n\n"
         "Content-Usage: /public Train-AI=n\n",
     ),
     # robots.txt Content-Signal for the whole site (Cloudflare's managed robots.txt)
-    "cs-robots": _site(
+    "cs-robots": site_of(
         {"/a": Page()},
         robots="User-agent: *\nContent-Signal: search=yes, ai-input=yes, ai-train=no\nAllow: /\n",
         site_refused=True,
     ),
     # the Content-Usage response header (attach-04 §2)
-    "cu-header": _site(
+    "cu-header": site_of(
         {"/a": Page({"Content-Usage": "train-ai=n"}, links=REFUSED,
                     refused_by=("header:content-usage",)),
          "/b": Page({"Content-Usage": "train-ai=y, search=y"})},
     ),
     # tdmrep.json for one directory, and for the whole of another site (TDMRep §6.1)
-    "tdm-file": _site(
+    "tdm-file": site_of(
         {"/reserved/a": Page(links=REFUSED, refused_by=("tdmrep",)), "/open": Page()},
         tdmrep=json.dumps([{"location": "/reserved/", "tdm-reservation": 1,
                             "tdm-policy": "https://tdm-file.usage.test/policy.json"}]),
     ),
-    "tdm-site": _site({"/a": Page()}, tdmrep='[{"location": "/", "tdm-reservation": 1}]',
+    "tdm-site": site_of({"/a": Page()}, tdmrep='[{"location": "/", "tdm-reservation": 1}]',
                       site_refused=True),
     # the tdm-reservation header, and a meta element superseding it (TDMRep §6.7)
-    "tdm-header": _site(
+    "tdm-header": site_of(
         {"/a": Page({"tdm-reservation": "1"}, links=REFUSED,
                     refused_by=("header:tdm-reservation",)),
          "/b": Page({"tdm-reservation": "1"}, head='<meta name="tdm-reservation" content="0">')},
     ),
-    "tdm-meta": _site(
+    "tdm-meta": site_of(
         {"/a": Page(head='<meta name="tdm-reservation" content="1">', links=REFUSED,
                     refused_by=("meta:tdm-reservation",))},
     ),
     # noai / noimageai (meta robots, X-Robots-Tag)
-    "noai-meta": _site(
+    "noai-meta": site_of(
         {"/a": Page(head='<meta name="robots" content="noai, noimageai">', links=REFUSED,
                     refused_by=("meta:robots",)),
          "/images": Page(head='<meta name="robots" content="noimageai">')},
     ),
-    "noai-header": _site(
+    "noai-header": site_of(
         {"/a": Page({"X-Robots-Tag": "noai"}, links=REFUSED,
                     refused_by=("header:x-robots-tag",)),
          "/other-bot": Page({"X-Robots-Tag": "otherbot: noai"})},
     ),
-    "plain": _site({"/a": Page()}),
+    "plain": site_of({"/a": Page()}),
 }  # fmt: skip
 
 
@@ -100,9 +100,11 @@ def url(host: str, path: str, port: int) -> str:
 
 class UsageWeb:
     """``async with UsageWeb() as w``: ``w.log`` holds (host, path) of every request, and
-    ``w.times`` when each arrived (monotonic seconds)."""
+    ``w.times`` when each arrived (monotonic seconds). ``sites``: another web than ``SITES``
+    (its hosts under the same suffix)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sites: dict[str, Site] | None = None) -> None:
+        self.sites = SITES if sites is None else sites
         self.port = 0
         self.log: list[tuple[str, str]] = []
         self.times: list[float] = []
@@ -112,16 +114,16 @@ class UsageWeb:
         return f"*.{SUFFIX}:{self.port}:127.0.0.1"
 
     def seeds(self) -> list[str]:
-        return [url(h, "/", self.port) for h in SITES]
+        return [url(h, "/", self.port) for h in self.sites]
 
     def all_pages(self) -> set[str]:
-        return {url(h, p, self.port) for h, s in SITES.items() for p in s.pages}
+        return {url(h, p, self.port) for h, s in self.sites.items() for p in s.pages}
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         host = request.host.split(":")[0].removesuffix("." + SUFFIX)
         self.log.append((host, request.path))
         self.times.append(time.monotonic())
-        site = SITES.get(host)
+        site = self.sites.get(host)
         if site is None:
             return web.Response(status=404)
         if request.path == "/robots.txt":

@@ -131,7 +131,8 @@ def _tdm_rule(entry: object) -> TdmRule | None:
     if not isinstance(entry, dict):
         return None
     location, reservation = entry.get("location"), entry.get("tdm-reservation")
-    if not isinstance(location, str) or not location.startswith("/"):
+    # a path pattern (§6.1, robots.txt's): from the root, or from a wildcard ("*": any path)
+    if not isinstance(location, str) or not location.startswith(("/", "*")):
         return None
     reserved = tdm_reservation(reservation)
     if reserved is None:

@@ -42,6 +42,7 @@ __all__ = [
     "TdmFile",
     "Usage",
     "UsageBook",
+    "covers_every_path",
     "decide",
     "statement_of_labels",
     "statement_of_signals",
@@ -174,9 +175,24 @@ def _tdm_statement(source: str, text: str, reserved: bool, where: str | None = N
 
 
 def _pattern(path: str) -> str:
+    """A path pattern as robots.txt's are compared (``path``: latin-1 decoded bytes)."""
     anchored = path.endswith("$")
     body = normalise_pattern(path[:-1] if anchored else path)
     return body + "$" if anchored else body
+
+
+def covers_every_path(pattern: str | None) -> bool:
+    """Whether a path pattern (a robots.txt rule's path, a tdmrep.json ``location``: ``*``
+    any sequence, a final ``$`` the end, as RFC 9309 §2.2.3 which TDMRep §6.1 borrows) matches
+    every request path, as ``/`` does: ``/*``, ``*``, ``/*$``, ``*/`` (every path starts with
+    ``/``). A refusal there is a refusal of the whole site."""
+    if pattern is None:
+        return False
+    anchored = pattern.endswith("$")
+    body = pattern[:-1] if anchored else pattern
+    if not body or body.replace("*", "") not in ("", "/"):
+        return False
+    return not anchored or body.endswith("*")
 
 
 class RobotsUsage:
@@ -241,9 +257,11 @@ class TdmFile:
     def of(cls, rules: Iterable[st.TdmRule]) -> TdmFile:
         made = []
         for r in rules:
-            pattern = _pattern(r.location)
+            # (a location is text, its path's bytes UTF-8: compared as a robots.txt line is)
+            latin = r.location.encode("utf-8", "surrogatepass").decode("latin-1")
+            pattern = _pattern(latin)
             head = pattern.split("*", 1)[0].removesuffix("$")
-            made.append((head, Matcher([Rule(True, pattern, 1, r.location)]), r))
+            made.append((head, Matcher([Rule(True, pattern, 1, latin)]), r))
         return cls(tuple(made))
 
     def statement_for(self, url: str) -> Statement | None:
@@ -320,10 +338,11 @@ class UsageBook:
 
     def site_refusal(self, origin: str, url: str, rules: RobotsRules | None) -> Usage | None:
         """The decision before fetching, when robots.txt or tdmrep.json refuses the purpose
-        for the whole site (a statement at ``/``): the URL is then not fetched at all."""
+        for the whole site (a statement at ``/``, or at a pattern matching every path as
+        ``/`` does: ``/*``, ``*``): the URL is then not fetched at all."""
         found, tdm = self._site_statements(origin, url, rules)
         usage = decide(self.purpose, [*found, *([tdm] if tdm is not None else [])])
-        if usage.refused and any(s.where == ROOT for s in usage.refused_by):
+        if usage.refused and any(covers_every_path(s.where) for s in usage.refused_by):
             return usage
         return None
 

@@ -1,0 +1,98 @@
+"""What owners say, read as the specifications write it, through the real command: each test
+crawls a small web of its own (tests/usageweb.py) and is judged by what the server was asked,
+``pages.jsonl``, the WARC records and the request log, and what the crawl said on stderr.
+
+* tdmrep.json locations are path patterns (TDMRep §6.1, robots.txt's): ``/*`` and ``*``
+  refuse the whole site as ``/`` does, so its pages are not fetched at all;
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from usageweb import Page, Site, UsageWeb, site_of, url
+from warcio.archiveiterator import ArchiveIterator
+
+from politecrawl.storage.logs import read_jsonl
+
+pytestmark = pytest.mark.e2e
+
+UA = "testbot/1.0 (+http://bot.example/info)"
+META = "/.well-known/tdmrep.json"
+
+
+async def crawl(sites: dict[str, Site], out: Path, purpose: str) -> tuple[UsageWeb, str]:
+    """The real command over ``sites``; the web (its log) and the crawl's stderr."""
+    async with UsageWeb(sites) as web:
+        args = [
+            "-m", "politecrawl", "crawl", *web.seeds(), "--user-agent", UA, "--out", str(out),
+            "--resolve", web.resolve_arg(), "--allow-private-addresses", "--scope", "any",
+            "--min-delay", "0.02", "--jitter", "0", "--delay-factor", "0",
+            "--ip-min-delay", "off", "--no-progress", "--purpose", purpose,
+        ]  # fmt: skip
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, *args, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    return web, err.decode()
+
+
+def asked(web: UsageWeb, host: str) -> set[str]:
+    return {p for h, p in web.log if h == host}
+
+
+def kept(out: Path) -> dict[str, str]:
+    """pages.jsonl: each URL's ``kept``."""
+    return {r["url"]: r["kept"] for r in read_jsonl(out / "pages.jsonl")}
+
+
+def archived(out: Path) -> set[str]:
+    """The URLs of the WARC's response records (robots.txt aside)."""
+    found = set()
+    for path in sorted((out / "warc").glob("*.warc.gz")):
+        with path.open("rb") as fh:
+            for rec in ArchiveIterator(fh):
+                uri = rec.rec_headers.get_header("WARC-Target-URI") or ""
+                if rec.rec_type == "response" and not uri.endswith("/robots.txt"):
+                    found.add(uri)
+    return found
+
+
+def outcomes(out: Path) -> dict[str, str]:
+    return {r["url"]: r["outcome"] for r in read_jsonl(out / "log" / "requests.jsonl")}
+
+
+async def test_a_tdmrep_location_matching_every_path_refuses_the_whole_site(
+    tmp_path: Path,
+) -> None:
+    def tdm(location: str) -> str:
+        return f'[{{"location": "{location}", "tdm-reservation": 1}}]'
+
+    sites = {
+        "tdm-slash-star": site_of({"/a": Page()}, tdmrep=tdm("/*")),
+        "tdm-star": site_of({"/a": Page()}, tdmrep=tdm("*")),
+        # a pattern for one folder refuses that folder only: the rest is fetched and kept
+        "tdm-folder": site_of({"/private/a": Page(), "/open": Page()},
+                              tdmrep=tdm("/private/*")),
+    }  # fmt: skip
+    out = tmp_path / "out"
+    web, _ = await crawl(sites, out, "ai-train")
+    for host in ("tdm-slash-star", "tdm-star"):  # nothing but the metadata was asked
+        assert asked(web, host) == {"/robots.txt", META}, host
+    assert asked(web, "tdm-folder") == {"/robots.txt", META, "/", "/private/a", "/open"}
+    port = web.port
+    assert kept(out) == {
+        url("tdm-folder", "/", port): "stored",
+        url("tdm-folder", "/private/a", port): "reserved",
+        url("tdm-folder", "/open", port): "stored",
+    }
+    assert not any("tdm-slash-star" in u or "tdm-star" in u for u in archived(out))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reserved_sites"] == 2  # their home pages, never fetched
+
