@@ -4,6 +4,8 @@ crawls a small web of its own (tests/usageweb.py) and is judged by what the serv
 
 * tdmrep.json locations are path patterns (TDMRep §6.1, robots.txt's): ``/*`` and ``*``
   refuse the whole site as ``/`` does, so its pages are not fetched at all;
+* ``tdm-reservation`` is "a boolean value" written 1/0 (§5.1): every JSON spelling of it
+  (``1``, ``1.0``, ``true``, ``"1"``) is read alike, and the odd ones said;
 """
 
 from __future__ import annotations
@@ -96,3 +98,31 @@ async def test_a_tdmrep_location_matching_every_path_refuses_the_whole_site(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["reserved_sites"] == 2  # their home pages, never fetched
 
+
+async def test_every_json_spelling_of_a_reservation_is_read_alike_and_the_odd_ones_said(
+    tmp_path: Path,
+) -> None:
+    def tdm(value: str) -> Site:
+        return site_of({"/a": Page()},
+                       tdmrep=f'[{{"location": "/", "tdm-reservation": {value}}}]')  # fmt: skip
+
+    sites = {"res-int": tdm("1"), "res-float": tdm("1.0"), "res-true": tdm("true"),
+             "res-text": tdm('"1"'), "res-false": tdm("false"), "res-two": tdm("2")}  # fmt: skip
+    out = tmp_path / "out"
+    web, err = await crawl(sites, out, "ai-train")
+    for host in ("res-int", "res-float", "res-true", "res-text"):  # reserved: not fetched
+        assert asked(web, host) == {"/robots.txt", META}, host
+    # not reserved (false is 0), and a protocol error (2: unset): fetched and kept
+    port = web.port
+    stored = {u for u, k in kept(out).items() if k == "stored"}
+    for host in ("res-false", "res-two"):
+        assert asked(web, host) == {"/robots.txt", META, "/", "/a"}, host
+        assert {url(host, p, port) for p in ("/", "/a")} <= stored
+    assert stored == archived(out)
+    # said: the spellings read otherwise than TDMRep writes them, and the one dropped
+    for host, spelled in (("res-float", "1.0"), ("res-true", "true"), ("res-text", '"1"'),
+                          ("res-false", "false")):  # fmt: skip
+        assert f"tdmrep.json of http://{host}.usage.test:{port}: tdm-reservation written " \
+               f"{spelled} (TDMRep: 0 or 1): read as" in err, (host, err)  # fmt: skip
+    assert f"res-two.usage.test:{port}: 1 malformed rule(s) ignored" in err
+    assert f"res-int.usage.test:{port}: tdm-reservation written" not in err

@@ -185,6 +185,27 @@ def test_a_location_is_text_matched_against_the_utf8_path() -> None:
     assert st.tdmrep_file(b'[{"location": "private/*", "tdm-reservation": 1}]') == ([], 1)
 
 
+def test_every_json_spelling_of_a_reservation_is_read_alike(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # TDMRep §5.1: "a boolean value", 1 or 0; other values are protocol errors (unset)
+    for value, reserved in ((1, True), (1.0, True), (True, True), ("1", True), (" 1 ", True),
+                            (0, False), (0.0, False), (False, False), ("0", False)):  # fmt: skip
+        assert st.tdm_reservation(value) is reserved, value
+    for bad in (2, -1, 0.5, float("nan"), "yes", "true", "1.0", "", None, [1], {"v": 1}):
+        assert st.tdm_reservation(bad) is None, bad
+    values = ("1", "1.0", "true", '"0"')
+    rules = [f'{{"location": "/{i}", "tdm-reservation": {v}}}' for i, v in enumerate(values)]
+    body = f"[{', '.join(rules)}]".encode()
+    parsed = st.tdmrep_file(body)
+    assert parsed is not None and parsed[1] == 0
+    assert [(r.reserved, r.spelled) for r in parsed[0]] == [
+        (True, None), (True, "1.0"), (True, "true"), (False, '"0"')]
+    with caplog.at_level(logging.WARNING, logger="politecrawl"):
+        book("ai-train").record_tdmrep(ORIGIN, 200, body)
+    assert 'tdm-reservation written 1.0, true, "0" (TDMRep: 0 or 1): read as 1, 1, 0' in caplog.text
+
+
 def test_tdm_precedence_file_then_header_then_meta() -> None:
     # TDMRep §6.7: the header supersedes the file, the meta element supersedes the header
     b = book("ai-train")

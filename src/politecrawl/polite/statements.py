@@ -18,7 +18,8 @@ decides nothing: ``usage`` resolves them against the crawl's purpose. The versio
   path as for Content-Usage.
 * TDMRep, W3C Community Group Final Report (text of w3c/tdm-reservation-protocol, 2025-12):
   ``/.well-known/tdmrep.json`` (§6.1), the ``tdm-reservation``/``tdm-policy`` headers (§6.2),
-  ``<meta name="tdm-reservation">`` (§6.3); a reservation other than 0 or 1 is unset (§5.1).
+  ``<meta name="tdm-reservation">`` (§6.3); a reservation other than 0 or 1 is unset (§5.1),
+  1 and 0 read in every JSON spelling (``1.0``, ``true``, ``"1"``: ``tdm_reservation``).
 * ``noai`` / ``noimageai`` in ``<meta name="robots">`` and ``X-Robots-Tag`` (DeviantArt's
   2022 directives, as img2dataset reads them); no specification beyond that.
 """
@@ -105,6 +106,9 @@ class TdmRule:
     location: str
     reserved: bool
     policy: str | None = None
+    # the reservation as written when not the plain integer 0 or 1 (``true``, ``1.0``,
+    # ``"1"``): read all the same, and said, since another reader may not
+    spelled: str | None = None
 
 
 def tdmrep_file(body: bytes) -> tuple[list[TdmRule], int] | None:
@@ -138,14 +142,20 @@ def _tdm_rule(entry: object) -> TdmRule | None:
     if reserved is None:
         return None
     policy = entry.get("tdm-policy")
-    return TdmRule(location, reserved, policy if isinstance(policy, str) else None)
+    spelled = None if type(reservation) is int else json.dumps(reservation)[:40]
+    return TdmRule(location, reserved, policy if isinstance(policy, str) else None, spelled)
 
 
 def tdm_reservation(value: object) -> bool | None:
-    """A ``tdm-reservation`` value: 1 reserved, 0 not; anything else is unset (§5.1)."""
+    """A ``tdm-reservation`` value: 1 reserved, 0 not; anything else is unset (§5.1).
+
+    TDMRep §5.1 calls it "a boolean value", written 1 or 0. Every way JSON spells those is
+    read alike: the numbers ``1``/``0`` (``1.0`` is the same JSON number), the booleans
+    ``true``/``false`` and the text ``"1"``/``"0"`` (as the header and the meta element
+    carry it); ``2``, ``0.5``, ``"yes"``, ``null`` are protocol errors (unset)."""
     if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and value in (0, 1):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
         return value == 1
     if isinstance(value, str) and value.strip() in ("0", "1"):
         return value.strip() == "1"

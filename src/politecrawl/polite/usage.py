@@ -311,6 +311,13 @@ class UsageBook:
                 if bad:
                     self.bad_lines += bad
                     log.warning("tdmrep.json of %s: %d malformed rule(s) ignored", origin, bad)
+                odd = [r for r in rules if r.spelled is not None]
+                if odd:  # read, and said: the file is not as TDMRep writes it
+                    log.warning(
+                        "tdmrep.json of %s: tdm-reservation written %s (TDMRep: 0 or 1): "
+                        "read as %s", origin, ", ".join(r.spelled or "" for r in odd[:4]),
+                        ", ".join(str(int(r.reserved)) for r in odd[:4]),
+                    )  # fmt: skip
         self._tdm[origin] = file
         while len(self._tdm) > _CACHE:
             self._tdm.popitem(last=False)
