@@ -6,6 +6,7 @@ crawls a small web of its own (tests/usageweb.py) and is judged by what the serv
   refuse the whole site as ``/`` does, so its pages are not fetched at all;
 * ``tdm-reservation`` is "a boolean value" written 1/0 (§5.1): every JSON spelling of it
   (``1``, ``1.0``, ``true``, ``"1"``) is read alike, and the odd ones said;
+* robots.txt is UTF-8: a value quoted in a warning reads as written;
 """
 
 from __future__ import annotations
@@ -126,3 +127,19 @@ async def test_every_json_spelling_of_a_reservation_is_read_alike_and_the_odd_on
                f"{spelled} (TDMRep: 0 or 1): read as" in err, (host, err)  # fmt: skip
     assert f"res-two.usage.test:{port}: 1 malformed rule(s) ignored" in err
     assert f"res-int.usage.test:{port}: tdm-reservation written" not in err
+
+
+
+async def test_a_robots_txt_value_is_quoted_in_a_warning_as_the_utf8_it_is(
+    tmp_path: Path,
+) -> None:
+    # a Content-Signal value in UTF-8 that cannot be read: said as written
+    robots = "User-agent: *\nContent-Signal: ai-train=ñø\nAllow: /\n"
+    out = tmp_path / "out"
+    web, err = await crawl({"cs-utf8": site_of({"/a": Page()}, robots=robots)}, out, "ai-train")
+    assert (f"robots.txt of http://cs-utf8.usage.test:{web.port}, line 2: content-signal value "
+            "'ai-train=ñø' not understood: ignored") in err  # fmt: skip
+    assert "Ã" not in err
+    assert asked(web, "cs-utf8") == {"/robots.txt", META, "/", "/a"}  # it refuses nothing
+    assert set(kept(out).values()) == {"stored"}
+

@@ -292,3 +292,16 @@ def test_a_bad_line_is_logged(caplog: pytest.LogCaptureFixture) -> None:
         usage = RobotsUsage(lines, ORIGIN)
     assert [b.line for b in usage.bad] == [3, 4]
     assert "line 3" in caplog.text and "Train-AI=n" in caplog.text and "ignored" in caplog.text
+
+
+def test_a_warning_quotes_robots_txt_as_the_utf8_it_is(caplog: pytest.LogCaptureFixture) -> None:
+    robots = "User-agent: *\nContent-Signal: ai-train=ñø\nContent-Usage: /ünï/ train-ai=n\n"
+    rules = RobotsRules.parse(robots.encode())
+    with caplog.at_level(logging.WARNING, logger="politecrawl"):
+        usage = RobotsUsage(rules.usage_lines(TOKEN), ORIGIN)
+    assert "line 2: content-signal value 'ai-train=ñø' not understood" in caplog.text
+    assert "Ã" not in caplog.text
+    # the path is matched as the UTF-8 bytes it is, and recorded as written
+    found = usage.statements_for(ORIGIN + "/%C3%BCn%C3%AF/page")
+    assert [(s.where, s.text) for s in found] == [("/ünï/", "train-ai=n")]
+

@@ -31,7 +31,14 @@ from typing import Any, Final
 from multidict import MultiMapping
 
 from politecrawl.polite import statements as st
-from politecrawl.robots.match import Matcher, Rule, normalise_path, normalise_pattern, request_path
+from politecrawl.robots.match import (
+    Matcher,
+    Rule,
+    display_text,
+    normalise_path,
+    normalise_pattern,
+    request_path,
+)
 from politecrawl.robots.rules import RobotsRules, UsageLine
 
 __all__ = [
@@ -203,15 +210,18 @@ class RobotsUsage:
         self.bad: list[UsageLine] = []
         by_key: dict[str, list[tuple[Rule, Statement]]] = {}
         for line in lines:
-            made = self._statement(line)
+            # (a line's value is latin-1 decoded bytes, as robots.txt is read: its path is
+            # matched so, and what is shown or kept is the UTF-8 text the owner wrote)
+            path, text = st.robots_rule(line.value)
+            made = self._statement(line.key, path, text)
             if made is None:
                 self.bad.append(line)
                 log.warning(
                     "robots.txt of %s, line %d: %s value %r not understood: ignored",
-                    origin or "?", line.line, line.key, line.value[:200],
+                    origin or "?", line.line, line.key, display_text(line.value[:200]),
                 )  # fmt: skip
                 continue
-            rule = Rule(True, _pattern(made.where or ROOT), line.line, line.value)
+            rule = Rule(True, _pattern(path or ROOT), line.line, line.value)
             by_key.setdefault(line.key, []).append((rule, made))
         # per kind: a matcher of its paths, and each matching line's statements (all those
         # of the same path: attach-04 §3.1 combines them)
@@ -224,15 +234,16 @@ class RobotsUsage:
             self._kinds.append((Matcher([r for r, _ in found]), by_line))
 
     @staticmethod
-    def _statement(line: UsageLine) -> Statement | None:
-        path, text = st.robots_rule(line.value)
-        where = path or ROOT
-        source = f"robots:{line.key}"
-        if line.key == "content-usage":
+    def _statement(key: str, path: str | None, text: str) -> Statement | None:
+        where = display_text(path) if path else ROOT
+        source = f"robots:{key}"
+        if key == "content-usage":
             labels = st.vocabulary(text) if text else None
-            return None if labels is None else statement_of_labels(source, text, labels, where)
+            shown = display_text(text)
+            return None if labels is None else statement_of_labels(source, shown, labels, where)
         signals = st.content_signal(text)
-        return None if signals is None else statement_of_signals(source, text, signals, where)
+        shown = display_text(text)
+        return None if signals is None else statement_of_signals(source, shown, signals, where)
 
     def statements_for(self, url: str) -> list[Statement]:
         """The statements of the longest matching path, per kind (rules of that very path
