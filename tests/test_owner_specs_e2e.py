@@ -7,6 +7,8 @@ crawls a small web of its own (tests/usageweb.py) and is judged by what the serv
 * ``tdm-reservation`` is "a boolean value" written 1/0 (§5.1): every JSON spelling of it
   (``1``, ``1.0``, ``true``, ``"1"``) is read alike, and the odd ones said;
 * robots.txt is UTF-8: a value quoted in a warning reads as written;
+* a ``Content-Usage`` line outside any group (aipref-attach §3: a group rule) is said, as
+  other unreadable lines are.
 """
 
 from __future__ import annotations
@@ -143,3 +145,15 @@ async def test_a_robots_txt_value_is_quoted_in_a_warning_as_the_utf8_it_is(
     assert asked(web, "cs-utf8") == {"/robots.txt", META, "/", "/a"}  # it refuses nothing
     assert set(kept(out).values()) == {"stored"}
 
+
+async def test_a_content_usage_line_outside_any_group_is_said_and_binds_no_one(
+    tmp_path: Path,
+) -> None:
+    # before any User-agent line: no group's (aipref-attach §3, RFC 9309 §2.2.2)
+    robots = "Content-Usage: train-ai=n\n\nUser-agent: *\nAllow: /\n"
+    out = tmp_path / "out"
+    web, err = await crawl({"cu-stray": site_of({"/a": Page()}, robots=robots)}, out, "ai-train")
+    assert (f"robots.txt of http://cu-stray.usage.test:{web.port}, line 1: content-usage "
+            "'train-ai=n' outside any group") in err  # fmt: skip
+    assert asked(web, "cu-stray") == {"/robots.txt", META, "/", "/a"}
+    assert kept(out) == {url("cu-stray", p, web.port): "stored" for p in ("/", "/a")}

@@ -305,3 +305,18 @@ def test_a_warning_quotes_robots_txt_as_the_utf8_it_is(caplog: pytest.LogCapture
     found = usage.statements_for(ORIGIN + "/%C3%BCn%C3%AF/page")
     assert [(s.where, s.text) for s in found] == [("/ünï/", "train-ai=n")]
 
+
+def test_a_usage_line_outside_any_group_is_ignored_and_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # aipref-attach-04 §3: Content-Usage is a group rule; before any User-agent it is no one's
+    robots = b"Content-Usage: train-ai=n\nContent-Signal: ai-train=no\n\nUser-agent: *\nAllow: /\n"
+    b = book("ai-train")
+    with caplog.at_level(logging.WARNING, logger="politecrawl"):
+        got = b.for_page(ORIGIN, ORIGIN + "/p", RobotsRules.parse(robots), CIMultiDict(), [])
+    assert got.sources == [] and b.bad_lines == 2
+    assert "line 1: content-usage 'train-ai=n' outside any group" in caplog.text
+    assert "line 2: content-signal 'ai-train=no' outside any group" in caplog.text
+    # in a group, the same lines apply
+    grouped = b"User-agent: *\nContent-Usage: train-ai=n\n"
+    assert page_usage("ai-train", grouped) == ["robots:content-usage"]

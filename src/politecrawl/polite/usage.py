@@ -206,8 +206,17 @@ class RobotsUsage:
     """The Content-Usage and Content-Signal rules of one robots.txt that apply to us, matched
     by path as Allow/Disallow are (RFC 9309 §2.2.2 longest match; attach-04 §3.1)."""
 
-    def __init__(self, lines: Iterable[UsageLine], origin: str = "") -> None:
+    def __init__(
+        self, lines: Iterable[UsageLine], origin: str = "", outside: Iterable[UsageLine] = ()
+    ) -> None:
         self.bad: list[UsageLine] = []
+        for line in outside:  # before any User-agent line: a group rule of no group
+            self.bad.append(line)
+            log.warning(
+                "robots.txt of %s, line %d: %s %r outside any group (before the first "
+                "User-agent line; a group rule, aipref-attach §3): ignored",
+                origin or "?", line.line, line.key, display_text(line.value[:200]),
+            )  # fmt: skip
         by_key: dict[str, list[tuple[Rule, Statement]]] = {}
         for line in lines:
             # (a line's value is latin-1 decoded bytes, as robots.txt is read: its path is
@@ -339,7 +348,8 @@ class UsageBook:
             return None
         hit = self._robots.get(origin)
         if hit is None or hit[0] is not rules:  # a new copy of robots.txt: read it again
-            usage = RobotsUsage(rules.usage_lines(self.product_token), origin)
+            usage = RobotsUsage(rules.usage_lines(self.product_token), origin,
+                                rules.usage_outside_groups)  # fmt: skip
             self.bad_lines += len(usage.bad)
             hit = (rules, usage)
             self._robots[origin] = hit

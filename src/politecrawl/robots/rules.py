@@ -24,7 +24,8 @@ Behaviour, with the RFC 9309 sections it follows:
 * §2.1 / §2.2.1: consecutive user-agent lines open a group; the group ends at
   the next user-agent line that follows a rule. Other lines (Sitemap,
   Crawl-delay, Host, junk) do not end a group (§2.2.4). Rules before the first
-  group are ignored. Groups naming our product token are merged; the ``*``
+  group are ignored (Content-Usage / Content-Signal ones kept aside, to be warned of:
+  ``usage_outside_groups``). Groups naming our product token are merged; the ``*``
   groups apply only if no group names us. A user-agent value is cut at the
   first character outside ``[A-Za-z_-]`` (Google: "Googlebot Images" names
   Googlebot).
@@ -206,7 +207,9 @@ def _is_absolute_url(url: str) -> bool:
 class RobotsRules:
     """A parsed robots.txt. Immutable apart from the lazily built per-agent matchers."""
 
-    __slots__ = ("_by_key", "_by_ua", "_deny_all", "_global", "_index", "_origin", "_sitemaps")
+    __slots__ = (
+        "_by_key", "_by_ua", "_deny_all", "_global", "_index", "_origin", "_sitemaps", "_stray",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -215,8 +218,10 @@ class RobotsRules:
         *,
         deny_all: bool = False,
         origin: str = "",
+        stray: tuple[UsageLine, ...] = (),
     ) -> None:
         self._sitemaps = sitemaps
+        self._stray = stray
         self._deny_all = deny_all
         self._origin = origin
         index: dict[str, list[_Group]] = {}
@@ -252,6 +257,7 @@ class RobotsRules:
 
         groups: list[_Group] = []
         sitemaps: dict[str, None] = {}
+        stray: list[UsageLine] = []  # usage lines before any group: no one's, said
         group: _Group | None = None
         in_rules = False
         for number, line in enumerate(lines, 1):
@@ -315,11 +321,14 @@ class RobotsRules:
                 # Several values for one group: keep the largest (most polite).
                 if delay is not None:
                     group.crawl_delay = max(delay, group.crawl_delay or 0.0)
-            elif key.lower() in _USAGE_KEYS and group is not None:
+            elif key.lower() in _USAGE_KEYS:
+                if group is None:  # §2.2.2 as for Allow: outside any group, no one's
+                    stray.append(UsageLine(key.lower(), number, value))
+                    continue
                 in_rules = True  # a rule of the group (aipref-attach §3), as Allow is
                 group.usage.append(UsageLine(key.lower(), number, value))
             # Anything else is an unknown record: it does not end the group (§2.2.4).
-        return cls(groups, list(sitemaps), origin=origin)
+        return cls(groups, list(sitemaps), origin=origin, stray=tuple(stray))
 
     @classmethod
     def allow_all(cls) -> RobotsRules:
@@ -392,6 +401,12 @@ class RobotsRules:
     def usage_lines(self, user_agent: str) -> tuple[UsageLine, ...]:
         """The Content-Usage / Content-Signal lines of the groups that apply to us."""
         return self._select(user_agent).usage
+
+    @property
+    def usage_outside_groups(self) -> tuple[UsageLine, ...]:
+        """Content-Usage / Content-Signal lines before the first User-agent line: a group
+        rule (aipref-attach §3) outside any group binds no one, ignored as Allow is there."""
+        return self._stray
 
     @property
     def sitemaps(self) -> list[str]:
