@@ -6,6 +6,8 @@ crawls a small web of its own (tests/usageweb.py) and is judged by what the serv
   refuse the whole site as ``/`` does, so its pages are not fetched at all;
 * ``tdm-reservation`` is "a boolean value" written 1/0 (§5.1): every JSON spelling of it
   (``1``, ``1.0``, ``true``, ``"1"``) is read alike, and the odd ones said;
+* ``unavailable_after: DATE`` (Google's robots meta / X-Robots-Tag): past, the page is
+  treated as ``noindex``; to come, nothing changes; unreadable, ignored and said;
 * robots.txt is UTF-8: a value quoted in a warning reads as written;
 * a ``Content-Usage`` line outside any group (aipref-attach §3: a group rule) is said, as
   other unreadable lines are.
@@ -157,3 +159,34 @@ async def test_a_content_usage_line_outside_any_group_is_said_and_binds_no_one(
             "'train-ai=n' outside any group") in err  # fmt: skip
     assert asked(web, "cu-stray") == {"/robots.txt", META, "/", "/a"}
     assert kept(out) == {url("cu-stray", p, web.port): "stored" for p in ("/", "/a")}
+
+
+async def test_a_page_past_its_unavailable_after_date_is_noindex(tmp_path: Path) -> None:
+    xrt = "X-Robots-Tag"
+    pages = {
+        # past: RFC 822 (its weekday's comma), ours by name in RFC 850, ISO 8601 in the meta
+        "/past-rfc822": Page({xrt: "unavailable_after: Fri, 25 Jun 2010 15:00:00 GMT"},
+                             links=("/after",)),
+        "/past-ours": Page({xrt: "testbot: unavailable_after: Friday, 25-Jun-10 15:00:00 PST"}),
+        "/past-meta": Page(head='<meta name="robots" content="unavailable_after: 2001-01-01">'),
+        # not past, not ours, not readable: kept
+        "/future": Page({xrt: "unavailable_after: 2999-12-31T23:59:59Z"}),
+        "/other-bot": Page({xrt: "otherbot: unavailable_after: 2001-01-01"}),
+        "/unreadable": Page({xrt: "unavailable_after: when the cows come home"}),
+    }  # fmt: skip
+    out = tmp_path / "out"
+    web, err = await crawl({"dates": site_of(pages)}, out, "search")
+    port = web.port
+    # every page was fetched (noindex is not nofollow: /after, linked from a past page, too)
+    assert asked(web, "dates") == {"/robots.txt", "/", *pages, "/after"}
+    stored = {url("dates", p, port) for p in ("/", "/future", "/other-bot", "/unreadable",
+                                              "/after")}  # fmt: skip
+    assert kept(out) == dict.fromkeys(stored, "stored")  # the past ones not listed
+    assert archived(out) == stored
+    log = outcomes(out)
+    for path in ("/past-rfc822", "/past-ours", "/past-meta"):
+        assert log[url("dates", path, port)] == "dropped:noindex", path
+    assert (f"http://dates.usage.test:{port}: an unavailable_after date 'when the cows come "
+            "home' could not be read") in err  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counters"]["unavailable_after"] == 3

@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from politecrawl.content.directives import PageDirectives, from_meta, from_x_robots_tag, merge
+from politecrawl.content.directives import (
+    PageDirectives,
+    from_meta,
+    from_x_robots_tag,
+    merge,
+    read_date,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -71,7 +77,7 @@ def test_meta_empty_token_only_reads_robots() -> None:
         (["noarchive, googlebot: noindex"], PageDirectives(noarchive=True)),
         (["googlebot: noindex, acmebot: nofollow"], PageDirectives(nofollow=True)),
         (["googlebot: noindex", "nofollow"], PageDirectives(nofollow=True)),
-        (["unavailable_after: 25 Jun 2010 15:00:00 PST"], PageDirectives()),
+        (["unavailable_after: 25 Jun 2010 15:00:00 PST"], PageDirectives(True, expired=True)),
         (["unavailable_after: Sunday, 01-Sep-2030 08:00:00 GMT"], PageDirectives()),
         (["max-snippet: 20, noindex"], PageDirectives(noindex=True)),
         (["max-image-preview: large"], PageDirectives()),
@@ -120,3 +126,72 @@ def test_bot_names_with_digits_and_dots_are_scopes() -> None:
     assert from_x_robots_tag(["probe2bot: noarchive"], ours) == PageDirectives(noarchive=True)
     assert from_x_robots_tag(["noindex; nofollow"], ours) == PageDirectives(True, True)
     assert from_meta([("description", "noindex")], ours) == PageDirectives()
+
+
+# -- unavailable_after (Google: "do not show this page in search results after the specified
+# date/time", RFC 822, RFC 850, ISO 8601; "ignored if no valid date/time is specified")
+
+NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
+PAST = PageDirectives(noindex=True, expired=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "when"),
+    [
+        ("25 Jun 2010 15:00:00 PST", 1277506800.0),  # Google's own example
+        ("Fri, 25 Jun 2010 15:00:00 GMT", 1277478000.0),  # RFC 822 / 1123
+        ("Friday, 25-Jun-10 15:00:00 GMT", 1277478000.0),  # RFC 850
+        ("Fri Jun 25 15:00:00 2010", 1277478000.0),  # asctime
+        ("25-Aug-2007 15:00:00 EST", 1188072000.0),  # Google's 2007 announcement
+        ("2010-06-25T15:00:00Z", 1277478000.0),  # ISO 8601
+        ("2010-06-25T17:00:00+02:00", 1277478000.0),
+        ("2010-06-25 15:00:00", 1277478000.0),  # no zone: UTC
+        ("2010-06-25", 1277510400.0),  # a day alone: the whole of it
+        ("20100625", 1277510400.0),
+        ("25 Jun 2010", 1277510400.0),
+    ],
+)
+def test_dates_in_the_widely_used_formats(text: str, when: float) -> None:
+    assert read_date(text) == when
+
+
+@pytest.mark.parametrize("text", ["", "someday", "2010-13-45", "32 Jun 2010 15:00:00", "1e9"])
+def test_an_unreadable_date_is_none(text: str) -> None:
+    assert read_date(text) is None
+
+
+def test_unavailable_after_past_is_noindex_to_come_is_nothing() -> None:
+    def x(*values: str) -> PageDirectives:
+        return from_x_robots_tag(list(values), BOT, now=NOW)
+
+    def meta(content: str, name: str = "robots") -> PageDirectives:
+        return from_meta([(name, content)], BOT, now=NOW)
+
+    assert x("unavailable_after: 2001-01-01") == PAST
+    assert x("unavailable_after: 2999-01-01") == PageDirectives()
+    assert x("Unavailable_After: Fri, 25 Jun 2010 15:00:00 GMT, nofollow") == PageDirectives(
+        True, True, expired=True)  # fmt: skip
+    assert x("acmebot: unavailable_after: 25 Jun 2010 15:00:00 PST") == PAST
+    assert x("googlebot: unavailable_after: 2001-01-01") == PageDirectives()
+    assert x("googlebot: noindex", "unavailable_after: 2001-01-01") == PAST
+    assert x("noarchive, unavailable_after: 2001-01-01") == PageDirectives(
+        True, noarchive=True, expired=True)  # fmt: skip
+    assert x("unavailable_after: someday") == PageDirectives(bad_date="someday")
+    assert meta("unavailable_after: 2001-01-01") == PAST
+    assert meta("noarchive, unavailable_after: Fri, 25 Jun 2010 15:00:00 GMT; nofollow") == (
+        PageDirectives(True, True, True, expired=True))  # fmt: skip
+    assert meta("unavailable_after: 2023-11-14") == PageDirectives()  # that day is not over
+    assert meta("unavailable_after: 2023-11-13") == PAST
+    assert meta("unavailable_after: 2001-01-01", name="acmebot") == PAST
+    assert meta("unavailable_after: 2001-01-01", name="googlebot") == PageDirectives()
+    assert meta("unavailable_after:") == PageDirectives(bad_date="(none)")
+    assert merge(PAST, PageDirectives(nofollow=True)) == PageDirectives(True, True, expired=True)
+
+
+@given(st.text(max_size=40), st.sampled_from(["", "acmebot: ", "otherbot: ", "noindex, "]))
+def test_any_date_is_read_without_raising(date: str, before: str) -> None:
+    text = f"{before}unavailable_after: {date}"
+    for got in (from_x_robots_tag([text], BOT, now=NOW), from_meta([("robots", text)], BOT, NOW)):
+        assert got.noindex or not got.expired  # past is always noindex
+        if read_date(date) is None and not before and "," not in date and ";" not in date:
+            assert not got.expired and got.bad_date  # ignored, and said

@@ -65,6 +65,10 @@ async def store_page(
     log's outcome and, with ``--recrawl``, when the page is due again."""
     counters, focus = ctx.counters, ctx.focus
     page, sim, packed = await read_page(ctx, entry, res)
+    if page.directives.expired:  # past its unavailable_after date: noindex
+        counters["unavailable_after"] += 1
+    if page.directives.bad_date:
+        unreadable_date(ctx, entry.url, page.directives.bad_date)
     usage = await judge_usage(ctx, entry.url, page)
     page.usage = usage.to_json()
     if usage.unreadable:  # (each page's, warned of once a site)
@@ -146,6 +150,18 @@ async def store_page(
     if page.directives.noindex:
         return "dropped:noindex", seen.next_due
     return kept or "stored", seen.next_due
+
+
+def unreadable_date(ctx: CrawlContext, url: str, date: str) -> None:
+    """An ``unavailable_after`` whose date could not be read: ignored, as Google does
+    ("ignored if no valid date/time is specified"); counted, and said once a site."""
+    ctx.counters["unavailable_after_unreadable"] += 1
+    origin = origin_of(url)
+    if ctx.usage.first_time(origin, "unavailable_after"):
+        log.warning(
+            "%s: an unavailable_after date %r could not be read (RFC 822, RFC 850 or "
+            "ISO 8601 expected): ignored, the page kept as if it had none", origin, date,
+        )  # fmt: skip
 
 
 async def judge_usage(ctx: CrawlContext, url: str, page: Page) -> Usage:

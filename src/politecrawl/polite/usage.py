@@ -424,15 +424,22 @@ class UsageBook:
                 found.append(Statement(source, word, prefs))
         return decide(self.purpose, found, unreadable)
 
+    def first_time(self, origin: str, what: str) -> bool:
+        """Whether ``what`` of the site is said now for the first time (a site sends the same
+        header on every page: said once a site and kind)."""
+        said = (origin, what)
+        if said in self._said:
+            return False
+        if len(self._said) >= _CACHE:
+            self._said.clear()
+        self._said.add(said)
+        return True
+
     def _bad_header(self, origin: str, source: str, value: str) -> tuple[str, str]:
         """A page's statement that could not be read: counted, said once per site and kind
         (a site sends the same header on every page), and returned to go with the page."""
         self.bad_lines += 1
-        said = (origin, source)
-        if said not in self._said:
-            self._said.add(said)
-            if len(self._said) > _CACHE:
-                self._said.clear()
+        if self.first_time(origin, source):
             log.warning(
                 "%s: a %s value %r was not understood: ignored (as the specifications say), "
                 "recorded with each page as usage.unreadable",
