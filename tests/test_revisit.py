@@ -206,3 +206,14 @@ def test_dupweb_versions_validators_and_sitemap() -> None:
     assert dw.canonical_url(PageRef(0, "article/3")) in sitemap
     assert "<lastmod>2024-01-02T00:00:00Z</lastmod>" in sitemap
     assert dw.fetch(home + "robots.txt")[2].startswith(b"User-agent: *\nDisallow:\n")
+
+
+def test_reschedule_estimates_again_within_the_new_window() -> None:
+    """A page fetched by a crawl made without --recrawl (default window), resumed with
+    --revisit-min 1 --revisit-max 2: due within the new window, from its last fetch."""
+    state = RevisitPolicy().new_state(now=100.0)
+    RevisitPolicy().update(state, 100.0, None)
+    assert state.interval >= DAY
+    narrow = RevisitPolicy(min_s=1, max_s=2)
+    assert narrow.reschedule(state) == 102.0 and state.interval == 2.0
+    assert state.total_checks == 0  # nothing learned: no fetch happened

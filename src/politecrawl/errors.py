@@ -10,7 +10,8 @@
      ├── FetchError                      inside the fetch boundary only (fetch): mapped there
      │    ├── AddressRefused             private/loopback target without permission
      │    ├── fetch.InvalidTarget        a URL aiohttp cannot request
-     │    ├── fetch.BrokenTransferCoding a chunk-size line that is not hex
+     │    ├── body.BrokenTransferCoding  a chunk-size line that is not hex
+     │    ├── body.TooSlow               a body slower than --min-rate
      │    ├── coding.BadContentCoding    (also ValueError) a body its Content-Encoding can't undo
      │    └── resolver.Refused           (also OSError) raised inside aiohttp's resolver call
      ├── FrontierError                   the frontier's store failed (state.sqlite, Redis)

@@ -243,6 +243,17 @@ class RevisitPolicy:
         state.next_due = now + state.interval
         return state.next_due
 
+    def reschedule(self, state: RevisitState) -> float:
+        """A URL fetched before under another window (a crawl made without ``--recrawl``, or
+        with other bounds): its interval estimated again within this policy's bounds from
+        what is known of its changes, counted from its last fetch; returns (and stores) the
+        next due time. Nothing is learned: no fetch happened."""
+        if state.last_fetch is None:
+            raise StateError("a URL never fetched has no revisit to reschedule")
+        state.interval = self._interval(self.rate(state))
+        state.next_due = state.last_fetch + state.interval
+        return state.next_due
+
     # -- hints and priorities ------------------------------------------------------------------
 
     def hint_from_sitemap(

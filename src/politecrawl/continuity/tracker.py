@@ -284,6 +284,19 @@ class Continuity:
         self._db.execute("INSERT OR REPLACE INTO revisit VALUES (?,?)", (url, row))
         return due if self.recrawl else None
 
+    def due_again(self, url: str) -> float | None:
+        """When ``url``, a page fetched before, is due again under this run's
+        ``--revisit-min``/``--revisit-max`` (``--recrawl`` given to a crawl made without it:
+        ``engine.readmit.revisit``); None when it has no revisit state (never read as a
+        page)."""
+        state = self.state(url)
+        if state is None or state.last_fetch is None:
+            return None
+        due = self.policy.reschedule(state)
+        row = orjson.dumps(state.to_row()).decode()
+        self._db.execute("INSERT OR REPLACE INTO revisit VALUES (?,?)", (url, row))
+        return due
+
     def revisit_priority(self, url: str, relevance: float | None, base: float) -> float:
         """Revisits compete with new URLs by expected value: P(changed) x relevance."""
         if relevance is None:

@@ -250,6 +250,24 @@ class Admission:
             self.counters["queued"] += await requeue(entries)
         return [e.url for e in entries]
 
+    async def revisit(
+        self,
+        rows: Sequence[tuple[str, int, int, int, float]],
+        due: Mapping[str, float],
+        requeue: Callable[[Sequence[UrlEntry]], Awaitable[int]],
+    ) -> int:
+        """Queue pages fetched before again, each due at ``due[url]`` (``--recrawl`` given to
+        a crawl made without it): not through the gate, which admitted them once and counts
+        what it admits (a revisit is checked at its turn as any URL is: the never-crawl list,
+        robots.txt); how many were queued."""
+        entries = []
+        for url, depth, hops, kind, priority in rows:
+            entry = await self._entry(url, depth, hops, priority, kind)
+            entry.not_before = due[url]
+            entries.append(entry)
+        await self._with_ips(entries)
+        return await requeue(entries) if entries else 0
+
     async def _entry(self, url: str, depth: int, hops: int, priority: float, kind: int) -> UrlEntry:
         if self.key_mode == "ip" and self.ip_of is not None:
             # many host names on one server share one politeness key: its address

@@ -10,6 +10,13 @@ same ``--out`` is crawled again, each goes through the one gate again with the o
 run; what passes is queued once more, its refusal no longer counted, and the crawl says so.
 The embedded (SQLite) frontier keeps these (``Backend.refusals``); a shared crawl keeps its
 scope with the crawl.
+
+``--recrawl`` given to a crawl made without it (``revisit``): its pages, finished after their
+one fetch, are queued again, each due when a ``--recrawl`` crawl would have asked it again
+(its revisit interval estimated from what is known of it, within this run's
+``--revisit-min``/``--revisit-max``, counted from its last fetch), and the crawl says so; a
+continuous crawl then goes on as one made with it. A shared crawl (``--frontier``) keeps no
+finished URLs a worker could list: there only pages fetched with ``--recrawl`` come back.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from politecrawl.wording import counted
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
 
-__all__ = ["readmit", "resume"]
+__all__ = ["readmit", "resume", "revisit"]
 
 log = logging.getLogger("politecrawl")
 
@@ -92,16 +99,55 @@ async def readmit(ctx: CrawlContext, notify: Callable[[str], None]) -> list[str]
     return notes
 
 
+# the outcomes of a fetch read as a page: what a ``--recrawl`` crawl asks again when due
+# (``keep.store_page``'s labels, and a 304's)
+_PAGES = ("stored", "noarchive", "not_modified", f"dropped:{DropReason.NOINDEX.value}")
+_DUPLICATE = "duplicate:"  # + the URL whose payload it had
+
+
+async def revisit(ctx: CrawlContext, notify: Callable[[str], None]) -> int:
+    """``--recrawl`` on a crawl whose pages finished without it: each comes back when due
+    (``Continuity.due_again``), said in one line; how many."""
+    kept = ctx.frontier.refusals
+    if not ctx.cfg.recrawl or kept is None:
+        return 0
+    rows = [row for label in _PAGES for row in kept.finished_as(label)]
+    rows += kept.finished_as(_DUPLICATE, prefix=True)
+    due: dict[str, float] = {}
+    for row in rows:
+        when = ctx.continuity.due_again(row[0])
+        if when is not None:
+            due[row[0]] = when
+    n = await ctx.admission.revisit([r for r in rows if r[0] in due], due, kept.requeue)
+    if n:
+        ctx.counters["revisits_scheduled"] += n
+        wait = max(0.0, min(due.values()) - ctx.clock())
+        cfg = ctx.cfg
+        notify(
+            f"resuming: --recrawl: {counted(n, 'page')} fetched before queued again for "
+            f"revisits, each due at its revisit interval (--revisit-min {cfg.revisit_min_s:g} s"
+            f" to --revisit-max {cfg.revisit_max_s:g} s, from its last fetch), the first "
+            + ("now" if wait < 1 else f"in {wait:.0f} s")
+        )
+    return n
+
+
 async def resume(ctx: CrawlContext, notify: Callable[[str], None]) -> bool:
     """What a crawl of an ``--out`` crawled before does and says first, its seeds admitted:
-    re-fetches, what its options lift (``readmit``). True when nothing is left to do (not a
-    continuous crawl): it had finished, and says so rather than print old totals as new."""
+    re-fetches, what its options lift (``readmit``), its pages to revisit when ``--recrawl``
+    is given now (``revisit``). True when nothing is left to do: it had finished, and says
+    so rather than print old totals as new."""
     if ctx.frontier.refetches:
         log.info("resuming: %d URLs were in flight at the last stop and will be re-fetched",
                  ctx.frontier.refetches)  # fmt: skip
-    if await readmit(ctx, notify) or ctx.counters["requests"] == 0 or ctx.cfg.recrawl:
+    notes = await readmit(ctx, notify)
+    if await revisit(ctx, notify) or notes or ctx.counters["requests"] == 0:
         return False
-    return (await ctx.store.stats()).get("queued", 1) == 0
+    if (await ctx.store.stats()).get("queued", 1) != 0:
+        return False
+    if ctx.cfg.recrawl:  # (none of its fetches was a page: a redirect, an error, a refusal)
+        notify("resuming: --recrawl: no page of this crawl to revisit: none was fetched")
+    return True
 
 
 def _uncount(c: Counter[str], name: str, n: int) -> None:

@@ -107,6 +107,10 @@ async def _step(ctx: CrawlContext, key: str, host: politeness.HostState) -> str 
 async def fetch_and_handle(ctx: CrawlContext, entry: UrlEntry, host: politeness.HostState) -> None:
     """Fetch, classify, act on the outcome, log the request, and tell the frontier last."""
     res, revisit = await fetch_page(ctx, entry, host)
+    # the log says which attempt this request was, and whether a re-fetch after a crash,
+    # whatever the outcome then makes of the entry (a revisit's attempts start again; a
+    # blameless retry, cut or lost to an outage, gives its attempt back)
+    attempt, refetch = entry.attempt, entry.refetch
     if res.outage:  # the crawler's own network was down: not the site's failure
         outcome: Outcome = Retry(0.0, False, f"outage:{res.error}", blame=False)
         refused_why: str | None = None
@@ -123,9 +127,9 @@ async def fetch_and_handle(ctx: CrawlContext, entry: UrlEntry, host: politeness.
         ctx,
         res,
         label,
-        entry.attempt,
+        attempt,
         host,
-        refetch=entry.refetch,
+        refetch=refetch,
         revisit=revisit,
         redirect_refused=redirect_refused,
     )

@@ -198,12 +198,16 @@ class Refusals(Protocol):
 
     def refused_rows(self) -> list[tuple[str, str, int, int, int, float]]: ...
     def forget_refused(self, urls: Sequence[str]) -> None: ...
-    def finished_as(self, outcome: str) -> list[tuple[str, int, int, int, float]]:
-        """``(url, depth, hops, kind, priority)`` of the URLs finished with ``outcome``."""
+    def finished_as(
+        self, outcome: str, *, prefix: bool = False
+    ) -> list[tuple[str, int, int, int, float]]:
+        """``(url, depth, hops, kind, priority)`` of the URLs finished with ``outcome`` (with
+        ``prefix``: an outcome starting with it, ``duplicate:``)."""
         ...
 
     async def requeue(self, entries: Sequence[UrlEntry]) -> int:
-        """Queue these again, whatever the seen-set says; how many."""
+        """Queue these again, whatever the seen-set says, each due at its ``not_before``;
+        how many."""
         ...
 
 

@@ -182,22 +182,23 @@ class SqliteFrontier:
         self._schedule(key, max(self.store.host_now(key).next_allowed, e.not_before))
 
     async def requeue(self, entries: Sequence[UrlEntry]) -> int:
-        """Queue again URLs refused before for a reason an option now lifts (``readmit``):
-        finished ones go back to the queue, gate refusals (seen, never stored) are inserted,
-        whatever the seen-set says. Returns how many were queued."""
+        """Queue again URLs refused before for a reason an option now lifts, or pages to
+        revisit (``readmit``): finished ones go back to the queue, gate refusals (seen, never
+        stored) are inserted, whatever the seen-set says, each due at its ``not_before``.
+        Returns how many were queued."""
         n = 0
         execute = self._db.execute
         for e in entries:
             seq = self.store.next_seq()
             cur = execute(
-                "UPDATE urls SET state=0, attempt=0, outcome=NULL, not_before=0, seq=?, key=? "
+                "UPDATE urls SET state=0, attempt=0, outcome=NULL, not_before=?, seq=?, key=? "
                 "WHERE url=? AND state=2",
-                (seq, e.key, e.url),
+                (e.not_before, seq, e.key, e.url),
             )
             if cur.rowcount != 1:
                 cur = execute(
                     "INSERT OR IGNORE INTO urls VALUES (?,?,?,?,?,?,0,NULL,?,?,?)",
-                    (e.url, e.key, e.depth, e.hops, 0, 0.0, e.priority, e.kind, seq),
+                    (e.url, e.key, e.depth, e.hops, 0, e.not_before, e.priority, e.kind, seq),
                 )
                 if cur.rowcount != 1:
                     continue
@@ -208,12 +209,20 @@ class SqliteFrontier:
             n += 1
         return n
 
-    def finished_as(self, outcome: str) -> list[tuple[str, int, int, int, float]]:
-        """``(url, depth, hops, kind, priority)`` of the URLs finished with ``outcome``."""
+    def finished_as(
+        self, outcome: str, *, prefix: bool = False
+    ) -> list[tuple[str, int, int, int, float]]:
+        """``(url, depth, hops, kind, priority)`` of the URLs finished with ``outcome`` (with
+        ``prefix``: an outcome starting with it)."""
+        args: tuple[str, ...]
+        if prefix:  # (a range, not LIKE: the outcome's characters are no pattern)
+            where, args = "outcome >= ? AND outcome < ?", (outcome, outcome + "\U0010ffff")
+        else:
+            where, args = "outcome = ?", (outcome,)
         return list(
             self._db.execute(
-                "SELECT url, depth, hops, kind, priority FROM urls WHERE state=2 AND outcome=?",
-                (outcome,),
+                f"SELECT url, depth, hops, kind, priority FROM urls WHERE state=2 AND {where}",
+                args,
             )
         )
 

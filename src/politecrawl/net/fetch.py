@@ -28,6 +28,7 @@ from yarl import URL
 
 from politecrawl.config import FetchConfig
 from politecrawl.errors import AddressRefused, FetchError
+from politecrawl.net.body import BrokenTransferCoding, TooSlow, read_by, read_some
 from politecrawl.net.coding import Decoder
 from politecrawl.net.dns import NameCache
 from politecrawl.net.resolver import (
@@ -41,7 +42,6 @@ from politecrawl.polite.politeness import SLOW_ANSWER_S
 
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 _ACCEPT_ENCODING = "gzip, deflate, br"
-_CHUNK = 64 * 1024
 _MAX_HEADER_FIELD = 16 * 1024  # one status line / header line; aiohttp's default is 8190
 _MAX_HEADERS = 128
 _HARD_STOP_GRACE_S = 1.0
@@ -191,12 +191,6 @@ class InvalidTarget(FetchError):
     """A URL the fetcher never requests (not http or https)."""
 
     kind = "invalid_url"
-
-
-class TooSlow(FetchError):
-    """The body came slower than ``min_rate_bytes`` a second (a drip-fed tarpit)."""
-
-    kind = "too_slow"
 
 
 class Fetcher:
@@ -424,9 +418,9 @@ class Fetcher:
         try:
             while not (more or (decoder is not None and decoder.overflow)):
                 chunk = (
-                    await _read_some(resp)
+                    await read_some(resp)
                     if not rate
-                    else await _read_by(resp, t0 + max(grace, got / rate), rate)
+                    else await read_by(resp, t0 + max(grace, got / rate), rate)
                 )
                 if not chunk:
                     break
@@ -468,60 +462,6 @@ def _codings(res: FetchResult) -> list[str]:
     transfer = [c.strip() for t in res.header_all("transfer-encoding") for c in t.split(",")]
     extra = [c for c in transfer if c.lower() not in ("", "chunked", "identity")]
     return [*res.header_all("content-encoding"), *extra]
-
-
-class BrokenTransferCoding(FetchError):
-    """The server's transfer coding is not valid HTTP/1.1 (RFC 9112 section 7.1): e.g. a
-    chunk-size line that is not hexadecimal. Ends the fetch at once."""
-
-    kind = "bad_chunking"
-
-
-async def _read_some(resp: aiohttp.ClientResponse) -> bytes:
-    """The next piece of the body; raises ``BrokenTransferCoding`` as soon as the connection
-    failed to parse the body.
-
-    aiohttp (3.14) notices a bad chunk-size line only on its connection: the error is set
-    there, the connection closed, and a reader waiting for the body is never woken, so the
-    fetch would hang until its total timeout. The read is raced with the connection's
-    ``closed`` future, and the connection's error, if any, ends it. Bytes already buffered
-    are taken without the race: no task and no wait for a piece already here.
-    """
-    content = resp.content
-    buffered = content.read_nowait(_CHUNK)  # raises the stream's error, if it has one
-    if buffered or content.is_eof():  # no wait, so no race: the usual case, and no task
-        return buffered
-    conn = resp.connection
-    proto = conn.protocol if conn is not None else None
-    closed = proto.closed if proto is not None else None
-    if proto is None or closed is None:
-        return await content.read(_CHUNK)
-    read = asyncio.ensure_future(resp.content.read(_CHUNK))
-    waiting: set[asyncio.Future[Any]] = {read, closed}
-    try:
-        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-        if closed.done() and not closed.cancelled():
-            closed.exception()  # retrieved, so asyncio does not report it as lost
-        if not read.done():
-            err = proto.exception()
-            if err is not None:
-                raise BrokenTransferCoding(f"broken transfer coding: {err}"[:300])
-        return await read
-    finally:
-        if not read.done():
-            read.cancel()
-
-
-async def _read_by(resp: aiohttp.ClientResponse, deadline: float, rate: int) -> bytes:
-    """The next piece of the body, if it comes before ``deadline`` (loop time): the moment
-    the average rate since the body began falls below ``rate``; else ``TooSlow``."""
-    try:
-        async with asyncio.timeout_at(deadline) as cm:
-            return await _read_some(resp)
-    except TimeoutError:
-        if cm.expired():
-            raise TooSlow(f"body slower than {rate} bytes/s (--min-rate)") from None
-        raise
 
 
 def _cut_reason(exc: BaseException) -> str:

@@ -36,7 +36,12 @@ from politecrawl.options import (
     write_config,
 )
 from politecrawl.polite import useragent
-from politecrawl.tools.endsummary import nothing_fetched, nothing_fetched_at_all, print_summary
+from politecrawl.tools.endsummary import (
+    nothing_fetched,
+    nothing_fetched_at_all,
+    print_summary,
+    time_ran_out,
+)
 from politecrawl.tools.examples import add_examples
 from politecrawl.tools.startup import nothing_left, pace
 from politecrawl.wording import counted
@@ -471,16 +476,11 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     if summary["stopped_by"] == "interrupted":
         return 130
     if summary["pages_fetched"] == 0 and summary["stopped_by"] in ("done", "max_time"):
-        why = nothing_fetched(summary["counters"], cfg.out_dir)
-        left = summary["queued_left"]
-        if why is None and summary["stopped_by"] == "max_time":  # nothing failed: time ran out
-            print(
-                f"politecrawl: --max-time ran out before the first page (robots.txt goes first, "
-                f"then each site's delay): {left} URL{'s' * (left != 1)} queued; the same "
-                "command again resumes",
-                file=sys.stderr,
-            )
+        out_of_time = time_ran_out(summary["counters"], summary["queued_left"])
+        if out_of_time is not None and summary["stopped_by"] == "max_time":  # a stop, exit 0
+            print(f"politecrawl: {out_of_time}", file=sys.stderr)
             return 0
+        why = nothing_fetched(summary["counters"], cfg.out_dir)
         print(f"politecrawl: {why or nothing_fetched_at_all(cfg.out_dir)}", file=sys.stderr)
         return 1
     lost = summary.get("sites_lost") or []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["nothing_fetched", "nothing_fetched_at_all", "print_summary"]
+__all__ = ["nothing_fetched", "nothing_fetched_at_all", "print_summary", "time_ran_out"]
 
 
 # counters of pages on which a function of the user's raised: (counter, what it is)
@@ -82,18 +82,52 @@ _WHY_NOTHING = (  # counter, what it means to someone who just ran the crawl
 )
 
 
+def _reasons(counters: dict[str, int]) -> list[str]:
+    """What failed or was refused, counted; a request cut by the crawl's stop is no failure
+    (``time_ran_out`` says it)."""
+    reasons = [f"{counters[k]} {why}" for k, why in _WHY_NOTHING if counters.get(k)]
+    if not reasons:
+        other = sorted(k for k, v in counters.items()
+                       if k.startswith("error:") and k != _CUT and v)  # fmt: skip
+        reasons = [f"{counters[k]} {k[6:]}" for k in other]
+    return reasons
+
+
 def nothing_fetched(counters: dict[str, int], out: Path) -> str | None:
     """One line saying why a crawl fetched no page, from its counters (None: nothing failed
     or was refused)."""
-    reasons = [f"{counters[k]} {why}" for k, why in _WHY_NOTHING if counters.get(k)]
-    if not reasons:
-        other = sorted(k for k, v in counters.items() if k.startswith("error:") and v)
-        reasons = [f"{counters[k]} {k[6:]}" for k in other]
+    reasons = _reasons(counters)
     if not reasons:
         return None
     return (
         f"nothing could be fetched: {'; '.join(reasons)} "
         f"(every request is in {out / 'log' / 'requests.jsonl'})"
+    )
+
+
+_CUT = "error:cut"  # a request still running when the crawl stopped (--max-time)
+
+
+def time_ran_out(counters: dict[str, int], queued_left: int) -> str | None:
+    """The line of a crawl that ``--max-time`` stopped before its first page, when that is
+    why it has none: nothing failed, or a request was still running, cut (a site that
+    answers slowly is no site that could not be reached: a resume asks it again). None when
+    only failures and refusals are to blame (``nothing_fetched``)."""
+    cut = counters.get(_CUT, 0)
+    reasons = _reasons(counters)
+    urls = f"{queued_left} URL{'s' * (queued_left != 1)} queued"
+    if cut:
+        running = f"{cut} request{'s were' if cut != 1 else ' was'} still running and cut"
+        besides = f" (besides: {'; '.join(reasons)})" if reasons else ""
+        return (
+            f"--max-time ran out before the first page: {running}{besides}; {urls}, the "
+            "same command again resumes and asks again"
+        )
+    if reasons:
+        return None
+    return (
+        "--max-time ran out before the first page (robots.txt goes first, then each site's "
+        f"delay): {urls}; the same command again resumes"
     )
 
 
