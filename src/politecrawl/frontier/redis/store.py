@@ -431,7 +431,8 @@ class RedisStore:
             "hosts_waiting": st["hosts_waiting"],
             "ready": st["ready"],
             "parked": st["parked"],
-            "in_flight": st["leases"],
+            "in_flight": st["leases"],  # (every worker's)
+            "waiting_for_ip": st["waiting_for_ip"],  # (in hosts_waiting too)
             "seen": st["seen"],
             "seen_bytes": self._bloom_m * self.shards // 8 if self.seen_mode == "bloom" else 0,
         }
@@ -496,7 +497,9 @@ async def _raw_stats(r: Client, ps: Sequence[str], bloom: bool, now: float) -> d
         res = await pipe.execute()
     except RedisError as exc:
         raise FrontierError(f"frontier failed (stats): {exc}") from exc
-    out = dict.fromkeys(("queued", "hosts_waiting", "ready", "parked", "leases", "seen"), 0)
+    out = dict.fromkeys(
+        ("queued", "hosts_waiting", "ready", "parked", "leases", "seen", "waiting_for_ip"), 0
+    )
     for i in range(0, len(res), 8):
         queued, box, ready, due, parked, leases, waiting, seen = res[i : i + 8]
         out["queued"] += int(queued or 0)
@@ -504,6 +507,7 @@ async def _raw_stats(r: Client, ps: Sequence[str], bloom: bool, now: float) -> d
         out["ready"] += int(ready) + int(due)
         out["parked"] += int(parked)
         out["leases"] += int(leases)
+        out["waiting_for_ip"] += int(waiting)
         out["seen"] += int(seen or 0)
     return out
 
