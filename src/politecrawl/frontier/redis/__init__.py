@@ -62,7 +62,8 @@ Keys (``P`` = ``pc:{CRAWL_ID:S}:``, one set per shard S; ``G`` = ``pc:{CRAWL_ID}
                          (``marks.py``: every shard script checks it first)
     ``P stat``     hash  queued / seen_n / seq;  ``P outcomes`` stream of finished URLs
                          (MAXLEN ~ ``outcome_log_size``); ``P outcome_counts`` hash
-    ``G conf``     hash  seen mode, Bloom sizing, shards, epoch, marked;  ``G counters`` hash (HINCRBY);
+    ``G conf``     hash  seen mode, Bloom sizing, shards, epoch (``marks.py``), marked;
+                         ``G counters`` hash (HINCRBY);
     ``G scope``    string the crawl's scope and seeds (``factory.shared_scope``)
 
 Cluster. ``connect`` asks the named server ``INFO cluster``; in cluster mode it uses
