@@ -73,3 +73,5 @@ def test_a_worker_waiting_for_others_turns_is_not_said_idle_and_counts_its_own_h
     for i, (w, (out, err)) in enumerate(zip(workers, results, strict=True)):
         assert w.returncode == 0, err[-3000:]
         assert "nothing may be asked" not in err, err  # nothing backed off or was parked
+        summary = json.loads((tmp_path / f"w{i}" / "summary.json").read_text())
+        assert summary["hosts"] == len(_hosts_asked(tmp_path / f"w{i}")), (summary, out)

@@ -388,7 +388,7 @@ class Crawler:
         ctx.close_pool()
         ctx.lock.release()
         summary = summary_of(
-            ctx.counters,
+            ctx.summary_counters(),
             seconds=self.clock() - self._started,
             queued_left=queued_left,
             stopped_by=self._stopped_by,
