@@ -146,9 +146,11 @@ def redis_url() -> Iterator[str]:
 
 
 class RedisCluster3:
-    """Three cluster-mode servers joined into one cluster (every slot served, no replicas)."""
+    """Three cluster-mode servers joined into one cluster (every slot served, no replicas).
+    ``extra`` goes on each server's command line (``--appendonly yes``: a node restarted
+    with ``RedisServer.restart`` comes back with its data)."""
 
-    def __init__(self, binary: str, n: int = 3) -> None:
+    def __init__(self, binary: str, n: int = 3, *extra: str) -> None:
         args = (
             "--cluster-enabled",
             "yes",
@@ -156,6 +158,7 @@ class RedisCluster3:
             "nodes.conf",
             "--cluster-node-timeout",
             "5000",
+            *extra,
         )
         self.nodes = [RedisServer(binary, *args) for _ in range(n)]
 

@@ -165,6 +165,7 @@ async def test_add_dedupes_and_remembers(open_frontier: Opener) -> None:
         "ready",
         "parked",
         "in_flight",
+        "waiting_for_ip",
         "seen",
         "seen_bytes",
     }

@@ -145,6 +145,8 @@ class CrawlContext:
         if rule.ip_min_delay_s is not None and rule.key_mode != "ip":  # (ip: the key is it)
             self.frontier.addresses = self.connects_to  # the IP rule follows moving hosts
         self.counters = Counts()  # saved with every commit of the state (SQLite)
+        # a shared crawl's worker: the sites it sent requests to (its summary's ``hosts``)
+        self.contacted: set[str] | None = set() if config.frontier_url else None
         self.rng = random.Random()
         self.sitemaps_per_host: Counter[str] = Counter()
         self.pages_this_run = 0
@@ -381,6 +383,16 @@ class CrawlContext:
         """Before the frontier closes (the summary is written after): the URLs each parked
         site left queued, for ``queued_of``."""
         self._left = await self.frontier.queued_counts(self.losses.parked_keys())
+
+    def summary_counters(self) -> Counter[str]:
+        """The counters this run's summary gives. ``hosts_contacted`` counts each site at its
+        first request ever (resumes included); in a shared crawl whichever worker sent it, so
+        a worker that asked every site said ``hosts 0``: there, the sites it asked itself."""
+        if self.contacted is None:
+            return self.counters
+        counts = Counter(self.counters)
+        counts["hosts_contacted"] = len(self.contacted)
+        return counts
 
     def remember_losses(self) -> None:
         """The sites given up in earlier runs too, and those parked then and still parked,

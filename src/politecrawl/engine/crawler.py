@@ -56,9 +56,8 @@ _SLOW_ROOM = 4
 # a crawl that has its pages, or was asked to stop, does not wait out the timeouts (20 s read,
 # 60 s a request) of servers that never answer
 _FINISH_GRACE_S = 2.0
-# a crawl with nothing it may ask for this long (its sites left parked, backing off, told to
-# retry after) says so, at most once per ``_IDLE_SAY_EVERY_S``: without a dashboard (not a
-# terminal, ``--no-progress``) a crawl waiting out a parked site's hour was silent
+# a crawl with nothing it may ask for this long (its sites parked, backing off...) says so, at
+# most once per ``_IDLE_SAY_EVERY_S``: without a dashboard a parked site's hour was silent
 _IDLE_SAY_AFTER_S = 60.0
 _IDLE_SAY_EVERY_S = 600.0
 
@@ -243,21 +242,25 @@ class Crawler:
         return await self._finish()
 
     async def _say_idle(self, now: float, wake: float) -> None:
-        """Nothing may be asked before ``wake``: if that is long, say why (no dashboard)."""
+        """Nothing may be asked before ``wake``: if long, say why (no dashboard). Sites leased or
+        waiting for an IP held are others' turns (``wake``: a dead worker's bound), not idle."""
         if self.ctx.progress is not None or wake - now < _IDLE_SAY_AFTER_S:
             return
         if time.monotonic() - self._idle_said < _IDLE_SAY_EVERY_S:
             return
         stats = await self.ctx.store.stats()
+        if stats.get("in_flight", 0) or stats.get("waiting_for_ip", 0):
+            self._idle_said = time.monotonic() - _IDLE_SAY_EVERY_S + _IDLE_SAY_AFTER_S
+            return  # (looked at again in a minute)
         parked = stats.get("parked", 0)
         waiting = max(0, stats.get("hosts_waiting", 0) - stats.get("ready", 0) - parked)
-        if parked + waiting == 0:  # (a shared crawl: the sites left are other workers')
+        if parked + waiting == 0:
             return
         self._idle_said = time.monotonic()
         log.warning(
             "nothing may be asked for %s: %s parked after failures in a row, %s waiting "
-            "(backoff, Retry-After, Crawl-delay); the crawl waits for them (--max-time or "
-            "Ctrl-C stops it, and a resume goes on)",
+            "(their delay, backoff, Retry-After or Crawl-delay); the crawl waits for them "
+            "(--max-time or Ctrl-C stops it, and a resume goes on)",
             fmt_duration(wake - now), _sites(parked), _sites(waiting),
         )
 
@@ -385,7 +388,7 @@ class Crawler:
         ctx.close_pool()
         ctx.lock.release()
         summary = summary_of(
-            ctx.counters,
+            ctx.summary_counters(),
             seconds=self.clock() - self._started,
             queued_left=queued_left,
             stopped_by=self._stopped_by,

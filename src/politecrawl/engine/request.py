@@ -68,6 +68,8 @@ async def _request(
     cfg = ctx.cfg.politeness
     if host.last_start == 0.0:
         ctx.counters["hosts_contacted"] += 1
+    if ctx.contacted is not None:
+        ctx.contacted.add(host.key)
     politeness.record_start(host, cfg, ctx.clock())
     await ctx.frontier.begin_request(host.key, host)  # on disk before the request goes
     politeness.record_start(host, cfg, ctx.clock())  # the real start

@@ -569,6 +569,7 @@ class SqliteFrontier:
             "hosts_waiting": len(self._scheduled) + len(self.servers.waiting),
             "ready": sum(1 for t in self._scheduled.values() if t <= now),
             "in_flight": len(self._leased),
+            "waiting_for_ip": len(self.servers.waiting),  # (in hosts_waiting too)
         }
 
     def queued(self) -> int:

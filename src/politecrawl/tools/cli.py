@@ -397,6 +397,14 @@ def cmd_status(args: argparse.Namespace) -> int:
             "or its data is gone: the server restarted without persistence, or was flushed)"
         )
         return 1
+    if st["lost_shards"]:
+        print(
+            f"crawl {st['crawl_id']!r}: shards {', '.join(map(str, st['lost_shards']))} of "
+            f"{st['shards']} lost their data at {args.frontier} (a node restarted without "
+            "persistence, or was flushed): the crawl cannot go on; start it again under a new "
+            "--crawl-id"
+        )
+        return 1
     print(
         f"crawl {st['crawl_id']!r}: {st['queued']} queued, {st['urls_open']} not finished; "
         f"sites {st['hosts_waiting']} waiting ({st['hosts_ready']} ready, "

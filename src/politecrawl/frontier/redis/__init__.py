@@ -58,9 +58,12 @@ Keys (``P`` = ``pc:{CRAWL_ID:S}:``, one set per shard S; ``G`` = ``pc:{CRAWL_ID}
                          tick (in the shard of hash(origin), capped per shard)
     ``P pages``    hash  digest of a stored page's URL -> [ETag, Last-Modified, fetched at]
                          (in the shard of hash(URL); a digest collision only costs a full 200)
+    ``P mark``     string the crawl's epoch, written once: a shard without it lost its data
+                         (``marks.py``: every shard script checks it first)
     ``P stat``     hash  queued / seen_n / seq;  ``P outcomes`` stream of finished URLs
                          (MAXLEN ~ ``outcome_log_size``); ``P outcome_counts`` hash
-    ``G conf``     hash  seen mode, Bloom sizing, shards;  ``G counters`` hash (HINCRBY);
+    ``G conf``     hash  seen mode, Bloom sizing, shards, epoch (``marks.py``), marked;
+                         ``G counters`` hash (HINCRBY);
     ``G scope``    string the crawl's scope and seeds (``factory.shared_scope``)
 
 Cluster. ``connect`` asks the named server ``INFO cluster``; in cluster mode it uses

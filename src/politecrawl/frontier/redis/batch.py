@@ -29,7 +29,7 @@ retries ride out a failover (scripts are safe to run again: redis-py's retry did
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import hiredis
@@ -47,6 +47,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from politecrawl.errors import FrontierError
 from politecrawl.frontier.redis.keys import Client, Script
+from politecrawl.frontier.redis.marks import CHECK_EVERY_S, is_lost_reply
 
 Future = asyncio.Future[Any]
 
@@ -88,11 +89,14 @@ class Batcher:
         self._expired = False  # the deadline cancelled the sending task
         self.batches = 0  # round trips (for benchmarks)
         self.sent = 0  # calls
-        # set by the store: a call whose reply is falsy when the server came back from a
-        # restart without the crawl's data (no persistence, or flushed), and what to say then.
-        # Asked before anything is sent again: otherwise the workers' calls rebuilt a crawl
-        # from nothing and each "finished" it (exit 0), silently, the crawl lost.
-        self.after_reconnect: tuple[Sequence[Any], str] | None = None
+        # set by the store: the calls whose replies say whether every part of the crawl is
+        # still there (each shard's mark and the crawl's epoch: marks.py), and what to say
+        # when one is not (None: all there). Asked after every reconnect, before anything is
+        # sent again (else a node back from a restart without its data had the workers'
+        # calls rebuild its shards from nothing and each worker "finish" the crawl, exit 0),
+        # when a shard script finds its mark gone, and with a batch every ``CHECK_EVERY_S``.
+        self.check: tuple[list[Sequence[Any]], Callable[[list[Any]], str | None]] | None = None
+        self._check_at = 0.0  # (loop time) when a batch carries the check next
         self._gone: str | None = None  # the data was gone: every later call hears it
 
     def script(self, script: Script, p: str, args: Sequence[Any]) -> asyncio.Future[Any]:
@@ -143,6 +147,7 @@ class Batcher:
                 if not self.cluster:
                     raise
                 replies = await self._pipeline(calls)  # (module docstring: a failover)
+                self._check_at = 0.0  # (another node may serve the slots now: the next batch)
         except BaseException as exc:  # the connection failed: every caller of the batch hears it
             for _, _, fut in batch:
                 if fut.done():
@@ -164,6 +169,8 @@ class Batcher:
             if fut.done():  # its caller was cancelled
                 continue
             if isinstance(reply, Exception):
+                if is_lost_reply(reply):  # its shard's mark is gone: what else is?
+                    reply = FrontierError(await self._lost(str(reply)))
                 fut.set_exception(reply)
             else:
                 fut.set_result(reply)
@@ -181,7 +188,7 @@ class Batcher:
             try:
                 if broke:
                     await self._still_there()
-                return await self._exchange(calls)
+                return await self._exchange_checked(calls)
             except NoReply:
                 raise
             except RedisConnectionError:
@@ -191,15 +198,57 @@ class Batcher:
             await self._still_there()
         return await self._exchange(calls)  # the last try: its failure is the caller's
 
-    async def _still_there(self) -> None:
-        """After a reconnect: whether the server still has the crawl (``after_reconnect``)."""
-        if self.after_reconnect is None:
-            return
-        call, gone = self.after_reconnect
-        (reply,) = await self._exchange([call])
-        if not reply:
+    async def _exchange_checked(self, calls: list[Sequence[Any]]) -> list[Any]:
+        """``_exchange``; every ``CHECK_EVERY_S`` the marks' check goes with it (no round trip
+        of its own: the shard scripts check their own mark; this is for the crawl's own slot
+        and for shards only read from)."""
+        if self.check is None or self._loop_now() < self._check_at:
+            return await self._exchange(calls)
+        extra, judge = self.check
+        replies = await self._exchange([*calls, *extra])
+        await self._judge(extra, judge, replies[len(calls) :])
+        return replies[: len(calls)]
+
+    async def _judge(
+        self,
+        calls: Sequence[Sequence[Any]],
+        judge: Callable[[list[Any]], str | None],
+        replies: list[Any],
+    ) -> None:
+        """The check's verdict on its ``replies``: raises ``FrontierError`` (and every later
+        call hears it) if a part of the crawl is gone."""
+        self._check_at = self._loop_now() + CHECK_EVERY_S
+        for i, reply in enumerate(replies):
+            if isinstance(reply, _SEND_AGAIN) and self.cluster:  # (a stale map: redirected)
+                try:
+                    replies[i] = await self._one(None, calls[i])
+                except Exception as exc:  # (the redirect failed: no verdict now, below)
+                    replies[i] = exc
+            if isinstance(replies[i], Exception):  # no verdict now (the scripts still guard)
+                self._check_at = 0.0
+                return
+        gone = judge(replies)
+        if gone is not None:
             self._gone = gone
             raise FrontierError(gone)
+
+    async def _still_there(self) -> None:
+        """After a reconnect: whether every part of the crawl is still there (``check``)."""
+        if self.check is not None:
+            extra, judge = self.check
+            await self._judge(extra, judge, await self._exchange(list(extra)))
+
+    async def _lost(self, reply: str) -> str:
+        """A shard script found its shard without its mark: the line to stop with, naming
+        every part lost (one check more), else the script's own reply."""
+        if self._gone is None:
+            try:
+                await self._still_there()
+            except FrontierError:
+                pass
+            except Exception:  # (the check itself failed: the script's reply is the news)
+                self._gone = f"the crawl's frontier lost part of its data ({reply})"
+        return self._gone or f"the crawl's frontier lost part of its data ({reply})"
 
     def _connection(self, name: str, cls: type[aioredis.Connection], kw: dict[str, Any]) -> Any:
         conn = self._conns.get(name)

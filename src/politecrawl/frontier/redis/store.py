@@ -9,6 +9,7 @@ import asyncio
 import itertools
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -41,6 +42,13 @@ from politecrawl.frontier.redis.keys import (
     url_digest,
 )
 from politecrawl.frontier.redis.known import SEEN_CACHE, KnownSeen
+from politecrawl.frontier.redis.marks import (
+    GUARD,
+    check_calls,
+    lost_message,
+    lost_parts,
+    mark_key,
+)
 from politecrawl.frontier.sqlitestore import host_from_dict
 from politecrawl.polite.politeness import HostState
 from politecrawl.urls.canonical import host_of
@@ -97,6 +105,7 @@ class RedisStore:
         self.new_urls: set[str] = set()
         self.known = KnownSeen(seen_cache)  # URLs known to be in the shared seen-set
         self.cluster = False
+        self.epoch = ""  # the crawl's (marks.py), read at first use
         # run before the connection closes (the frontier gives back the leases it holds)
         self.closing: list[Callable[[], Awaitable[None]]] = []
 
@@ -110,13 +119,13 @@ class RedisStore:
             self.r = r = await connect(self.url)
             self.batch = Batcher(r)
             self.cluster = isinstance(r, aioredis.RedisCluster)
-            for name in SCRIPTS:
-                self._scripts[name] = Script(LIB + BODIES[name])
+            for name in SCRIPTS:  # (each checks its shard's mark first: marks.py)
+                self._scripts[name] = Script(LIB + GUARD + BODIES[name])
             mode = "bloom" if self.seen_mode == "bloom" else "exact"
             m, k = bloom_sizing(self._expected, self._fp_rate)
             try:
                 raw = await Script(LIB + BODIES["conf"])(
-                    r, self._p, [mode, m, k, self._want_shards]
+                    r, self._p, [mode, m, k, self._want_shards, uuid.uuid4().hex]
                 )
             except RedisError as exc:
                 raise FrontierError(f"cannot use the frontier at {self.url}: {exc}") from exc
@@ -126,16 +135,10 @@ class RedisStore:
                     f"crawl {self.crawl_id!r} at {self.url} was started by an older politecrawl "
                     "(one slot per crawl); finish it with that version or use a new --crawl-id"
                 )
-            self.shards = int(raw[3])
-            self.batch.after_reconnect = (
-                ("EXISTS", self._p + "conf"),
-                f"crawl {self.crawl_id!r} is gone from the frontier at {self.url}: the server "
-                "came back without its data (restarted without persistence, or flushed), so "
-                "its queue and seen-set are lost; this worker stops. Keep Redis's data "
-                "(appendonly yes) and start the crawl again (politecrawl seed)",
-            )
+            self.shards, self.epoch = int(raw[3]), text(raw[4])
             self.sp = [shard_prefix(self.crawl_id, i) for i in range(self.shards)]
             self.touch = [0] * self.shards
+            await self._check_marks(raw[5] is not None)
             if stored != mode or (mode == "bloom" and (stored_m, stored_k) != (m, k)):
                 log.warning(
                     "crawl %s keeps the seen-set it was started with (%s, %d bits); "
@@ -154,6 +157,42 @@ class RedisStore:
                 raise FrontierError(f"cannot use the frontier at {self.url}: {exc}") from exc
             self.refetched = sum(int(c) for c in counts)
             self._ready = True
+
+    async def _check_marks(self, marked: bool) -> None:
+        """Every shard marked with the crawl's epoch (the first worker writes the marks, then
+        ``conf`` says so), and every mark still there: else the worker does not start. Then
+        the batcher checks them after every reconnect, and now and then (marks.py)."""
+        calls = check_calls(self._p, self.sp)
+        try:
+            if not marked:  # a new crawl (or one from before marks): what it has is marked
+                await self.gather(
+                    "marks",
+                    [self.batch.command("SET", mark_key(p), self.epoch, "NX") for p in self.sp],
+                )
+            replies = await self.gather("marks", [self.batch.command(*c) for c in calls])
+            gone = self.judge_marks(replies)
+            if gone is not None:
+                raise FrontierError(gone)
+            if not marked:
+                await self.batch.command("HSET", self._p + "conf", "marked", 1)
+        except RedisError as exc:
+            raise FrontierError(f"cannot use the frontier at {self.url}: {exc}") from exc
+        self.batch.check = (list(calls), self.judge_marks)
+
+    def judge_marks(self, replies: Sequence[Any]) -> str | None:
+        """What ``check_calls`` replied, judged: the line to stop with, or None (all there)."""
+        conf_lost, shards = lost_parts(self.epoch, replies)
+        return lost_message(
+            self.crawl_id, self.url, self.shards, conf_lost, shards, self._node_of
+        )
+
+    def _node_of(self, shard: int | None) -> str | None:
+        """The cluster node that serves a shard's slot (None: the crawl's own slot)."""
+        if not isinstance(self.r, aioredis.RedisCluster):
+            return None
+        key = self._p + "conf" if shard is None else mark_key(self.sp[shard])
+        node = self.r.nodes_manager.get_node_from_slot(self.r.keyslot(key))
+        return str(node.name) if node is not None else None
 
     def fail(self, what: str, exc: BaseException) -> FrontierError:
         if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
@@ -392,7 +431,8 @@ class RedisStore:
             "hosts_waiting": st["hosts_waiting"],
             "ready": st["ready"],
             "parked": st["parked"],
-            "in_flight": st["leases"],
+            "in_flight": st["leases"],  # (every worker's)
+            "waiting_for_ip": st["waiting_for_ip"],  # (in hosts_waiting too)
             "seen": st["seen"],
             "seen_bytes": self._bloom_m * self.shards // 8 if self.seen_mode == "bloom" else 0,
         }
@@ -457,7 +497,9 @@ async def _raw_stats(r: Client, ps: Sequence[str], bloom: bool, now: float) -> d
         res = await pipe.execute()
     except RedisError as exc:
         raise FrontierError(f"frontier failed (stats): {exc}") from exc
-    out = dict.fromkeys(("queued", "hosts_waiting", "ready", "parked", "leases", "seen"), 0)
+    out = dict.fromkeys(
+        ("queued", "hosts_waiting", "ready", "parked", "leases", "seen", "waiting_for_ip"), 0
+    )
     for i in range(0, len(res), 8):
         queued, box, ready, due, parked, leases, waiting, seen = res[i : i + 8]
         out["queued"] += int(queued or 0)
@@ -465,6 +507,7 @@ async def _raw_stats(r: Client, ps: Sequence[str], bloom: bool, now: float) -> d
         out["ready"] += int(ready) + int(due)
         out["parked"] += int(parked)
         out["leases"] += int(leases)
+        out["waiting_for_ip"] += int(waiting)
         out["seen"] += int(seen or 0)
     return out
 
@@ -485,6 +528,7 @@ async def status(url: str, crawl_id: str = "default") -> dict[str, Any]:
         try:
             pipe = r.pipeline(transaction=False)
             for sp in ps:
+                pipe.get(mark_key(sp))
                 pipe.zrange(sp + "leases", 0, -1, withscores=True)
                 pipe.hgetall(sp + "owner")
                 pipe.hgetall(sp + "outcome_counts")
@@ -499,8 +543,10 @@ async def status(url: str, crawl_id: str = "default") -> dict[str, Any]:
         outcomes: dict[str, int] = {}
         nxt: list[float] = []
         n_open = 0
-        for i in range(0, 5 * n, 5):
-            ls, owner_raw, outcome_raw, box, n_meta = res[i : i + 5]
+        marks = res[: 6 * n : 6]
+        lost = lost_parts(conf.get("epoch", ""), [conf.get("epoch"), *marks])[1]
+        for i in range(0, 6 * n, 6):
+            ls, owner_raw, outcome_raw, box, n_meta = res[i + 1 : i + 6]
             leases += [(text(k), float(exp)) for k, exp in ls]
             owners.update({text(k): text(v) for k, v in owner_raw.items()})
             for k, v in outcome_raw.items():
@@ -511,6 +557,9 @@ async def status(url: str, crawl_id: str = "default") -> dict[str, Any]:
         return {
             "crawl_id": crawl_id,
             "exists": bool(conf),
+            # shards without the crawl's mark: their data was lost (marks.py); none before
+            # the crawl's first worker marked them
+            "lost_shards": lost if conf.get("marked") else [],
             "seen_mode": conf.get("seen_mode", "exact"),
             "shards": n,
             "cluster": isinstance(r, aioredis.RedisCluster),
