@@ -7,6 +7,7 @@
     python bench/throughput.py --rich --hosts 2000 --pages 5 --delay 0.5 --no-redis \
         --no-scrapy --processes 1,2 --rounds 5 --ceiling
     python bench/throughput.py --dns-latency-ms 100 --hosts 2000 --pages 5 --dns-seconds 30
+    python bench/throughput.py --one-ip --hosts 50 --pages 200 --delay 0.5 --rounds 2
 
 ``--plain`` serves normal pages only (no error pages whose 429/503 double a site's delay by
 design), so politeness is the only bound: the rate is then judged against the ideal
@@ -439,8 +440,19 @@ def main() -> int:
         "in a network namespace: politecrawl instant and at N ms, Scrapy at N ms (dnslatency.py)",
     )
     ap.add_argument("--dns-seconds", type=float, default=30.0, help="each crawler's time there")
+    ap.add_argument(
+        "--one-ip",
+        action="store_true",
+        help="the names all on one address: SQLite against a Redis crawl placed by `seed` "
+        "(requests/s, and their ratio per round; bench/oneip.py)",
+    )
+    ap.add_argument("--one-ip-seconds", type=float, default=40.0, help="each crawl's time there")
     args = ap.parse_args()
     args.plain = args.plain or args.rich
+    if args.one_ip:
+        from oneip import run as one_ip
+
+        return one_ip(args)
     if args.dns_latency_ms is not None:
         from dnslatency import run
 

@@ -145,8 +145,11 @@ def test_an_ips_time_never_goes_back_and_a_called_key_waits_for_all_its_times() 
     assert politeness.ip_called_at(30.0, 41.0, 0.0) == 41.0  # the site's own delay
     assert politeness.ip_called_at(30.0, 41.0, 50.0) == 50.0  # its first URL's not_before
     state = HostState("a.test", next_allowed=40.0, ip_next=31.0)
-    assert politeness.released_soonest(state) == 31.0  # the next key of the IP, sooner
-    assert politeness.released_soonest(HostState("a.test", next_allowed=40.0)) == 40.0
+    assert politeness.released_soonest(state, 12.0) == 31.0  # the key called, at the IP's time
+    assert politeness.released_soonest(state, 35.0) == 35.0  # ... or at its own
+    assert politeness.released_soonest(state) == 40.0  # none called: the site itself
+    no_ip_time = HostState("a.test", next_allowed=40.0)  # (--ip-min-delay off on this worker)
+    assert politeness.released_soonest(no_ip_time, 12.0) == 12.0  # the key called, due
 
 
 def test_the_ip_time_the_frontier_is_handed_counts_from_the_end_of_the_last_answer() -> None:

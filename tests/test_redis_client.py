@@ -175,6 +175,35 @@ async def test_a_release_leases_only_if_its_shard_holds_the_best_key(redis_url: 
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize("ip_next", [0.0, T0 + 1])
+async def test_the_key_a_release_calls_from_its_ips_line_is_not_slept_past(
+    ip_next: float,
+    redis_url: str,  # noqa: F811
+) -> None:
+    """Names of one server: the key its line calls when the holder is released goes as soon as
+    it and the IP may, not at the released site's own next time. An outside probe (50 names
+    on one IP placed by ``seed``, a worker at ``--ip-min-delay off``: no IP time of its own,
+    ``ip_next`` 0) saw the worker's cached view wait for that time while the IP was free and
+    the called key due: 100 requests/s fell to 6 over two minutes."""
+    now, crawl_id = [T0], f"c{uuid.uuid4().hex[:8]}"
+    f = _worker(redis_url, crawl_id, 1, now)  # views reused for a minute unless changed here
+    try:
+        ip = "127.0.0.7"
+        await f.add([UrlEntry(f"http://{k}/1", k, ip=ip) for k in ("a.test", "b.test")])
+        assert (await f.lease(T0)).key == "a.test"
+        assert (await f.lease(T0)).key is None  # b.test: in the IP's line, a.test holds it
+        await _turn(f, "a.test", ["1"], T0)
+        now[0] = T0 + 0.01
+        await f.release("a.test", HostState(key="a.test", next_allowed=T0 + 5, ip_next=ip_next))
+        if ip_next:  # the IP's time, as the worker computed it, comes first
+            assert await f.lease(T0 + 0.01) == Lease(None, ip_next)
+        got = await f.lease(max(ip_next, T0 + 0.01))
+        assert got.key == "b.test"  # (before: Lease(None, T0 + 5), the IP free meanwhile)
+    finally:
+        await f.store.close()
+
+
+@pytest.mark.e2e
 async def test_a_key_leased_by_a_release_is_given_back_at_close(redis_url: str) -> None:  # noqa: F811
     now, crawl_id = [T0], f"c{uuid.uuid4().hex[:8]}"
     f = _worker(redis_url, crawl_id, 1, now)

@@ -98,7 +98,9 @@ decides again inside the shard; it returns the shard's view after the lease, and
 site's state, so ``host`` needs no round trip). Workers (``factory``) reuse a shard's view for
 0.05 s (``peek_cache_s``) unless they changed what it may have ready (an ``add`` that gave URLs
 to a key not leased, ``push_back``, ``drop_queued``, ``trim``, ``reprioritize``, ``close``; a
-``release`` moves the view's next time earlier instead) or its next time has come; ``next_wake``
+``release`` moves the view's next time earlier instead: to the site's next time, or to when
+the key it called from its IP's line may go, which ``release.lua`` reports, as
+``politeness.released_soonest`` weighs it) or its next time has come; ``next_wake``
 answers from the views while all are fresh. Other workers' changes are seen up to that much
 later, which only delays a pick; a lease is always decided atomically by the shard. While
 every view is fresh and none ranks before the releasing shard's (the key name, a tie-break,

@@ -487,9 +487,9 @@ class RedisFrontier:
             token = f"{self.worker_id}/{next(self._tokens)}"
             lease_args = [fnum(now), fnum(now + self.lease_ttl_s), token, fnum(self.max_wait_s)]
             lease_args += ["take", floor, self._policy]
-            ok, taken = await self.store.run(
+            (ok, _), taken = await self.store.run(
                 "release_take", shard, [len(args), *args, *lease_args], touch=False
-            )
+            )  # (the take's view has the shard's next time: a key its release called too)
             if taken[0] == -1:  # expired leases there: the next lease reclaims them
                 self.store.touch[shard] += 1
             else:
@@ -500,9 +500,12 @@ class RedisFrontier:
                     self._taken.append(got)
             self._released(ok, held, key)
             return
-        ok = await self.store.run("release", shard, args, touch=False)
+        ok, called = await self.store.run("release", shard, args, touch=False)
         self._released(ok, held, key)
-        self._views.released(shard, politeness.released_soonest(state))
+        # the key itself, or the next key of its IP's line the script called (due at once,
+        # whatever this worker's own IP rule said of the IP's time)
+        called_at = None if called is None else float(called)
+        self._views.released(shard, politeness.released_soonest(state, called_at))
 
     def _clean(self, state: HostState) -> str:
         """release.lua's flag: whether the site waits for nothing but its ordinary turn (a

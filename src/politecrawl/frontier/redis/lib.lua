@@ -96,7 +96,8 @@ local function promote_delayed(key, now)
 end
 -- the IP is free and no key has its next turn: the first key in its line that still has
 -- URLs is given the turn (`ipcall`) and scheduled at its own time (if that comes before the
--- IP's next time, ip_admits sets it back until then)
+-- IP's next time, ip_admits sets it back until then). Returns that time (nil if no key was
+-- called): a worker's cache of the shard's next time must not wait past it
 local function call_next(ip)
   if redis.call('HEXISTS', P .. 'iphold', ip) == 1 then return end
   if redis.call('HEXISTS', P .. 'ipcall', ip) == 1 then return end
@@ -108,8 +109,9 @@ local function call_next(ip)
     local e = earliest(k)
     if e then
       redis.call('HSET', P .. 'ipcall', ip, k)
-      schedule(k, math.max(host_times(k), e))
-      return
+      local at = math.max(host_times(k), e)
+      schedule(k, at)
+      return at
     end
   end
 end
@@ -133,14 +135,14 @@ local function ip_after(ip, nxt)
   if nxt > cur then redis.call('HSET', P .. 'ipnext', ip, fmt(nxt)) end
 end
 -- a leased key's turn is over: its IP (where its requests went) is asked again from `nxt` on;
--- if the key held it, it is free and the next key in line is called
+-- if the key held it, it is free and the next key in line is called (call_next's time)
 local function free_ip(key, nxt)
   local ip = redis.call('HGET', P .. 'ipof', key)
   if not ip then return end
   ip_after(ip, nxt)
   if redis.call('HGET', P .. 'iphold', ip) ~= key then return end
   redis.call('HDEL', P .. 'iphold', ip)
-  call_next(ip)
+  return call_next(ip)
 end
 -- politeness.ip_gate's verdict on `ip` at `now` for `key`: 'take', 'queue' (another key holds
 -- it or has its next turn: first come first served) or 'later' (and the IP's next time)
