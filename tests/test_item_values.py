@@ -73,3 +73,21 @@ def test_a_date_a_set_and_a_lone_surrogate_read_alike_in_every_format(
         assert item["name"] == "caf\ufffd"
     assert stderr.count("lone surrogate") == 1, stderr  # said once per file, 5 items mended
     assert f"items.{fmt}: a value held a lone surrogate" in stderr
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_nan_and_infinity_are_null_in_every_format_said_once(tmp_path: Path, fmt: str) -> None:
+    """Before: ``--items FILE.json`` wrote ``NaN`` and ``Infinity`` (no JSON: RFC 8259 6), the
+    .jsonl writer null, the CSV writer ``nan``, none of them a word of it."""
+    items, stderr = _items(tmp_path, fmt, (
+        "import math\n"
+        "def h(page):\n"
+        "    yield {'nan': float('nan'), 'inf': math.inf, 'deep': [-math.inf, 1.5], 'n': 2.5}\n"
+    ))  # fmt: skip
+    empty = "" if fmt == "csv" else None  # CSV has no null: an empty cell
+    for item in items:
+        assert item["nan"] == empty and item["inf"] == empty
+        assert item["deep"] == [None, 1.5]
+        assert str(item["n"]) == "2.5"
+    assert stderr.count("NaN or infinite") == 1, stderr
+    assert f"items.{fmt}: a number was NaN or infinite" in stderr

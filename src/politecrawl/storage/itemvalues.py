@@ -6,6 +6,8 @@ and false, null, lists and objects). ``ItemValues.plain`` makes an item of them:
 
 - text as UTF-8 can hold it: a lone surrogate (``surrogateescape``'s stand-in for an
   undecodable byte) made U+FFFD (``logs.mend``), said once per file;
+- a NaN or an infinity as null (JSON has no such number, RFC 8259 6: ``NaN`` is no JSON),
+  said once per file;
 - a date, time or datetime as ISO 8601 (``2024-01-02T03:04:05``);
 - a tuple as a list, a set as a list (sorted when its members sort), a mapping as an object
   (keys that are numbers, true, false or null as their JSON text, other keys left out, as
@@ -22,6 +24,7 @@ import dataclasses
 import datetime
 import enum
 import logging
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,8 @@ __all__ = ["ItemValues"]
 log = logging.getLogger("politecrawl")
 
 SURROGATE = "a value held a lone surrogate (an undecodable byte?): written with U+FFFD in its place"
+
+NOT_FINITE = "a number was NaN or infinite, which JSON cannot hold: written as null"
 
 
 class ItemValues:
@@ -59,6 +64,9 @@ class ItemValues:
 def _plain(value: Any, notes: set[str], path: set[int]) -> Any:
     if isinstance(value, str):
         return _text(value, notes)
+    if isinstance(value, float) and not math.isfinite(value):
+        notes.add(NOT_FINITE)
+        return None
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, enum.Enum):

@@ -11,8 +11,8 @@ counted done, as with a failed WARC write); ``close`` is called once at the end.
 raises ``HandlerError`` for an item (no file can hold it: a cycle, nested past the stack)
 costs that item only: left out, said, counted as ``handler_errors``. The three items files
 write an item's values through one conversion (``itemvalues.ItemValues``): a date is ISO
-8601, a set a list, text UTF-8 cannot hold (a lone surrogate) U+FFFD, said once per file, in
-each of them alike.
+8601, a set a list, NaN null, text UTF-8 cannot hold (a lone surrogate) U+FFFD, said once
+per file, in each of them alike.
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def _cell(value: Any) -> Any:
 
 def _json(value: Any) -> str:
     """JSON text of values ``ItemValues`` made (no NaN, no surrogate, nothing but JSON)."""
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
 class ItemsJson:
