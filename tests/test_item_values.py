@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from outputweb import output_site
-from test_outputs import STORED, crawl, handler, paths
+from test_outputs import FAST, STORED, UA, handler, paths, politecrawl, summary
 
 pytestmark = pytest.mark.e2e
 
@@ -34,7 +34,11 @@ def _items(tmp: Path, fmt: str, code: str) -> tuple[list[dict[str, Any]], str]:
     spec = handler(tmp, code)
     items_file = tmp / f"items.{fmt}"
     with output_site() as site:
-        done = crawl(site, tmp / "out", "--handler", spec, "--items", str(items_file))
+        done = politecrawl("crawl", site.url("/"), "--user-agent", UA, "--out", str(tmp / "out"),
+                           "--resolve", site.resolve, *FAST,
+                           "--handler", spec, "--items", str(items_file))  # fmt: skip
+    assert done.returncode == 0, done.stderr  # (the handler's own tracebacks are on stderr)
+    (tmp / "stdout").write_text(done.stdout)
     text = items_file.read_text(encoding="utf-8")
     if fmt == "json":
         items = _strict(text)
@@ -91,3 +95,25 @@ def test_nan_and_infinity_are_null_in_every_format_said_once(tmp_path: Path, fmt
         assert str(item["n"]) == "2.5"
     assert stderr.count("NaN or infinite") == 1, stderr
     assert f"items.{fmt}: a number was NaN or infinite" in stderr
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_page_whose_handler_fails_twice_is_one_page_failed(tmp_path: Path, fmt: str) -> None:
+    """Before: a page whose handler yielded an item no file can hold (a dict that contains
+    itself) and then raised counted 2 in ``handler_errors``, and the summary said "your code
+    failed --handler on 10 pages" of a crawl that stored 5."""
+    items, stderr = _items(tmp_path, fmt, (
+        "def h(page):\n"
+        "    yield {'n': 1}\n"
+        "    loop = {}\n"
+        "    loop['self'] = loop\n"
+        "    yield {'n': loop}\n"
+        "    raise RuntimeError('and then it broke')\n"
+    ))  # fmt: skip
+    assert [str(i["n"]) for i in items] == ["1"] * len(STORED)
+    counters = summary(tmp_path / "out")["counters"]
+    assert counters["items"] == len(STORED)
+    assert counters["handler_errors"] == len(STORED)  # pages, one count each
+    assert stderr.count("left out") == len(STORED) and stderr.count("and then it broke") >= 5
+    printed = (tmp_path / "stdout").read_text()
+    assert f"--handler on {len(STORED)} pages" in printed, printed

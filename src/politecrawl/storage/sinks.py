@@ -9,10 +9,10 @@ extracted, in that order, after the page's WARC record is with the OS. ``pages.j
 A sink that raises ``StorageError`` or ``OSError`` stops the crawl cleanly (the page is not
 counted done, as with a failed WARC write); ``close`` is called once at the end. One that
 raises ``HandlerError`` for an item (no file can hold it: a cycle, nested past the stack)
-costs that item only: left out, said, counted as ``handler_errors``. The three items files
-write an item's values through one conversion (``itemvalues.ItemValues``): a date is ISO
-8601, a set a list, NaN null, text UTF-8 cannot hold (a lone surrogate) U+FFFD, said once
-per file, in each of them alike.
+costs that item only: left out, said, its page counted in ``handler_errors``. The three
+items files write an item's values through one conversion (``itemvalues.ItemValues``): a
+date is ISO 8601, a set a list, NaN null, text UTF-8 cannot hold (a lone surrogate) U+FFFD,
+said once per file, in each of them alike.
 """
 
 from __future__ import annotations
