@@ -39,9 +39,10 @@ PageHandler: TypeAlias = Callable[
 ]
 
 
-def load_handler(spec: str) -> PageHandler:
-    """Import ``"pkg.module:function"``; ``ConfigError`` if it is not there or not callable."""
-    func: Any = load_callable(spec, what="page handler")
+def load_handler(spec: str, *, what: str = "page handler") -> PageHandler:
+    """Import ``"pkg.module:function"``; ``ConfigError`` if it is not there or not callable
+    (its message begins with ``what``: the command line gives ``--handler``)."""
+    func: Any = load_callable(spec, what=what)
     handler: PageHandler = func
     return handler
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -249,17 +250,25 @@ def _merge(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def _config(values: dict[str, Any]) -> CrawlConfig:
-    """The crawl's config from merged values; an option out of range that the TOML file set
-    is named with the file, as a wrong type there is."""
-    where = values.pop(_FROM_FILE, None)
+@contextlib.contextmanager
+def _named_with_file(where: tuple[Path, set[str]] | None) -> Iterator[None]:
+    """A ConfigError that begins with an option the TOML file set (``--seeds nosuch.txt:
+    seeds file not found``) is named with the file, as a wrong type there is: what a user
+    must fix is in the file, not on the command line. ``where``: ``values[_FROM_FILE]``."""
     try:
-        return config_from_values(values)
+        yield
     except ConfigError as exc:
         named = re.match(r"--([a-z][a-z0-9-]*)", str(exc))
         if where is not None and named and named[1].replace("-", "_") in where[1]:
             raise ConfigError(f"{where[0]}: {exc}") from None
         raise
+
+
+def _config(values: dict[str, Any]) -> CrawlConfig:
+    """The crawl's config from merged values; an option out of range that the TOML file set
+    is named with the file, as a wrong type there is."""
+    with _named_with_file(values.pop(_FROM_FILE, None)):
+        return config_from_values(values)
 
 
 def cmd_segment(args: argparse.Namespace) -> int:
@@ -409,7 +418,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     values = _merge(args)
     urls = values.pop("urls", None) or []
     if urls:  # seeds on the command line, after those of --seeds (a file, or - for stdin)
-        listed = read_seeds(Path(values["seeds"])) if values.get("seeds") else ()
+        with _named_with_file(values.get(_FROM_FILE)):
+            listed = read_seeds(Path(values["seeds"])) if values.get("seeds") else ()
         values["seeds"] = [*listed, *seed_lines("\n".join(urls), "the command line")]
     return _run_crawl(values, follow=True)
 
@@ -419,9 +429,11 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     fetched, 3 finished but sites were lost (parked or given up: the summary names them),
     130 stopped by Ctrl-C / SIGTERM."""
     from politecrawl.engine.supervisor import check_partitioned, run_partitioned
+    from politecrawl.focus.relevance import load_callable
     from politecrawl.handler import load_handler
     from politecrawl.storage.outdir import check_layout
 
+    where = values.get(_FROM_FILE)  # (what the TOML file set: its errors name it)
     cfg = dataclasses.replace(_config(values), follow_links=follow)
     if cfg.frontier_url:
         cfg = _join_shared(cfg, values)
@@ -430,14 +442,18 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         check_layout(cfg.out_dir, cfg.processes, write=False)
     from politecrawl.focus.strategy import choose_strategy
 
-    # a topic without keywords, a nugget that does not import: one line, before the pace
-    _, nugget = choose_strategy(cfg.strategy, cfg.topic, cfg.relevance)
-    if cfg.target_relevant is not None and nugget is None:  # no page is ever relevant
-        raise ConfigError("--target-relevant needs --topic or --relevance to say what counts")
-    if cfg.handler:
-        load_handler(cfg.handler)  # a bad import string: one line, not a traceback per process
-    elif cfg.items_file is not None:  # (it was taken, and nothing written: no item is made)
-        raise ConfigError(f"--items {cfg.items_file}: items come from a --handler; give one")
+    # a topic without keywords, a nugget or a handler that does not import: one line, before
+    # the pace (not a traceback per process), beginning with the option: named with the
+    # TOML file if it was set there
+    with _named_with_file(where):
+        scorer = load_callable(cfg.relevance, what="--relevance") if cfg.relevance else None
+        _, nugget = choose_strategy(cfg.strategy, cfg.topic, scorer)
+        if cfg.target_relevant is not None and nugget is None:  # no page is ever relevant
+            raise ConfigError("--target-relevant needs --topic or --relevance to say what counts")
+        if cfg.handler:
+            load_handler(cfg.handler, what="--handler")
+        elif cfg.items_file is not None:  # (it was taken, and nothing written: no item is made)
+            raise ConfigError(f"--items {cfg.items_file}: items come from a --handler; give one")
     if cfg.processes > 1 and not cfg.frontier_url:
         check_partitioned(cfg)  # before anything is written to the folder
     misread = useragent.misread(cfg.fetch.user_agent)
