@@ -154,12 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     log = sub.add_parser(
         "log",
         help="answer a complaint: every request to a host, with the robots.txt in force",
-        description="Every request to HOST (and its "
-        "subdomains) in the window, across rotated logs, with status, timing, "
-        "the delay applied and the robots.txt in force at that moment.",
+        description="Every request to HOST (and its subdomains) in the window, across "
+        "rotated logs, with status, timing, the delay applied and the robots.txt in force at "
+        "that moment. An IP address as HOST matches by address: the requests that went to "
+        "that server address, under whatever host name.",
     )
     log.add_argument("dir", type=Path, help="the crawl's --out folder")
-    log.add_argument("--host", required=True, help="the complaining site's host or domain")
+    log.add_argument("--host", required=True, help="the complaining site's host or domain, "
+                     "or its server's IP address (IPv4 or IPv6)")  # fmt: skip
     log.add_argument("--since", help="ISO 8601 time or date (UTC)")
     log.add_argument("--until", help="ISO 8601 time or date (UTC; a date means its end)")
     log.add_argument("--json", action="store_true", help="JSON for machines")
