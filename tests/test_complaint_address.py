@@ -21,6 +21,7 @@ from test_outputs import FAST, UA, politecrawl, rows
 
 pytestmark = pytest.mark.e2e
 
+LONG = "/catalogue/category/books/travel_2/index.html"  # a path the text table must cut
 _PAGE = (
     "<!doctype html><html><head><title>{0}</title></head><body><h1>{0}</h1>"
     "<p>A page about steam locomotives and the lines they ran on.</p>{1}</body></html>"
@@ -31,9 +32,10 @@ async def _handle(request: web.Request) -> web.Response:
     if request.path == "/robots.txt":
         return web.Response(text="User-agent: *\nDisallow: /private/\n")
     if request.path == "/":
-        return web.Response(text=_PAGE.format("Home", '<a href="/a">a</a>'),
+        links = f'<a href="/a">a</a><a href="{LONG}">l</a>'  # (each host's home its own)
+        return web.Response(text=_PAGE.format(f"Home of {request.host}", links),
                             content_type="text/html")  # fmt: skip
-    if request.path == "/a":
+    if request.path in ("/a", LONG):
         return web.Response(text=_PAGE.format("A", ""), content_type="text/html")
     return web.Response(status=404, text="not found")
 
@@ -103,7 +105,7 @@ def test_an_address_given_to_host_matches_the_requests_made_to_it(
     every one of these requests went to."""
     logged = _logged(crawled)
     expected = sorted((r["time"], r["url"]) for r in logged if r["ip"] == ip)
-    assert len(expected) >= 3  # robots.txt, /, /a for each name on it
+    assert len(expected) >= 4  # robots.txt, /, /a and a long path for each name on it
     answer = _log(crawled, given, "--json")
     assert sorted((r["time"], r["url"]) for r in answer["requests"]) == expected
     assert answer["matched_by"] == "address"
@@ -122,3 +124,18 @@ def test_a_host_name_still_matches_by_name_and_its_subdomains(crawled: Path) -> 
     text = _log(crawled, "v4.test")
     assert "matched by address" not in text and "and its subdomains" in text
     assert "No requests to this address" in _log(crawled, "192.0.2.1")
+
+
+def test_the_text_table_keeps_each_host_whole(crawled: Path) -> None:
+    """Before: a long URL was cut in the middle of the whole URL, ``http://ww…x.html`` and
+    ``http://v4…x.html``: which subdomain was asked could not be told. Now its path is cut,
+    never its host (two origins here: the table shows each URL's own)."""
+    text = _log(crawled, "v4.test")
+    port = next(r["url"] for r in _logged(crawled) if "//v4.test:" in r["url"]).split(":")[2]
+    port = port.split("/")[0]
+    urls = [ln.split()[-1] for ln in text.splitlines() if "…" in ln and " stored " in ln]
+    assert len(urls) == 2 and all(u.endswith("dex.html") and "/catalo" in u for u in urls), text
+    hosts = {"/".join(u.split("/")[:3]) for u in urls}
+    assert hosts == {f"http://v4.test:{port}", f"http://www.v4.test:{port}"}, text
+    assert all(len(line) <= 100 for line in text.splitlines()), text
+    assert "never their host" in text

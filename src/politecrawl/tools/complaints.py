@@ -318,10 +318,11 @@ WIDTH = 100  # columns the text output keeps to; --json has every field in full
 
 
 def _request_lines(table: list[list[str]]) -> list[str]:
-    """One line per request within ``WIDTH`` columns: the time of day (a date line when the
+    """One line per request within ``WIDTH`` columns (unless a URL's host alone is too
+    long: it is never cut): the time of day (a date line when the
     day changes), status, ms, delay, outcome, robots.txt version, then the URL, shown
-    without the origin when every request went to one origin (named above), and cut in the
-    middle with ``…`` if it still does not fit."""
+    without the origin when every request went to one origin (named above), and its path
+    cut in the middle with ``…`` if it still does not fit (``_fitted``: never its host)."""
     origins = {origin_of(r[-1]) for r in table if "://" in r[-1]}
     one_origin = next(iter(origins)) if len(origins) == 1 else None
     rows = []
@@ -343,14 +344,30 @@ def _request_lines(table: list[list[str]]) -> list[str]:
             for j, (c, w) in enumerate(zip(r[1:-1], widths, strict=True))
         ]
         line = "  ".join(cells) + "  "
-        url = r[-1]
-        room = max(20, WIDTH - len(line))
-        if len(url) > room:
-            url, shortened = url[: room // 2 - 1] + "…" + url[-(room - room // 2) :], True
+        url = _fitted(r[-1], WIDTH - len(line))
+        shortened |= url != r[-1]
         out.append((line + url).rstrip())
     if shortened:
-        out.append("(long URLs are cut in the middle with …: --json has each in full)")
+        out.append("(long URLs cut in the middle of their path with …, never their host: "
+                   "--json has each in full)")  # fmt: skip
     return out
+
+
+_MIN_PATH = 16  # columns of a cut path kept at least: its start and its end
+
+
+def _fitted(url: str, room: int) -> str:
+    """``url`` within ``room`` columns if it can be: its origin (scheme, host, port) whole,
+    so ``a.example.org`` and ``b.example.org`` are told apart, and what follows cut in the
+    middle with ``…`` (at least ``_MIN_PATH`` columns of it kept, past ``room`` if need be)."""
+    if len(url) <= room:
+        return url
+    origin = origin_of(url) if "://" in url and not url.startswith("/") else ""
+    rest = url[len(origin) :]
+    keep = max(_MIN_PATH, room - len(origin))
+    if len(rest) <= keep:
+        return url
+    return origin + rest[: keep // 2 - 1] + "…" + rest[-(keep - keep // 2) :]
 
 
 def _overview(rows: list[dict[str, Any]]) -> list[str]:
