@@ -128,7 +128,8 @@ def test_time_window_and_json_output(crawl: tuple[Path, TestWeb], capsys: Any) -
     assert len(later) + len(earlier) == len(rows) + sum(r["time"] == mid for r in rows)
     args = argparse.Namespace(dir=str(out), host=host.upper(), since=mid, until=None, json=True)
     assert main_args(args) == 0
-    assert json.loads(capsys.readouterr().out) == {"requests": later, "damage": []}
+    answer = {"matched_by": "host", "requests": later, "damage": []}
+    assert json.loads(capsys.readouterr().out) == answer
 
 
 @pytest.mark.unit
@@ -251,7 +252,8 @@ def test_misuse_is_a_config_error(tmp_path: Path) -> None:
 
 @pytest.mark.unit
 def test_text_fits_100_columns(tmp_path: Path) -> None:
-    """Each request on one line of at most 100 columns; a long URL is cut in the middle and
+    """Each request on one line of at most 100 columns, unless a URL's host alone does not
+    leave room: a long URL keeps its host whole and is cut in the middle of its path, and
     the text says that --json has it in full."""
     long_url = "https://a-rather-long-host-name.example.org/" + "segment/" * 20 + "end.html"
     recs = [
@@ -271,9 +273,11 @@ def test_text_fits_100_columns(tmp_path: Path) -> None:
     _write(JsonlLog(tmp_path / "log" / "requests.jsonl"), recs)
     (tmp_path / "log" / "robots.jsonl").write_text("")
     text = format_text(lookup(tmp_path, "example.org", None, None))
-    assert max(len(line) for line in text.splitlines()) <= 100, text
+    long_line = next(line for line in text.splitlines() if "a-rather" in line and "…" in line)
+    assert long_line.endswith("https://a-rather-long-host-name.example.org/segmen…end.html")
+    assert max(len(line) for line in text.splitlines() if line != long_line) <= 100, text
     assert "2024-03-01\n" in text and "2024-03-02\n" in text  # a date line per day
-    assert "23:59:50.123  timeout" in text and "https://a-r…ment/end.html" in text
+    assert "23:59:50.123  timeout" in long_line
     assert "--json has each in full" in text
     assert "https://www.example.org/x" in text  # two origins: full URLs
 
@@ -409,3 +413,19 @@ def test_host_misuse_is_one_line_and_exit_2(hostile: Path) -> None:
         p = _cli("log", str(hostile), "--host", host)
         assert p.returncode == 2 and p.stdout == "", (host, p)
         assert len(p.stderr.splitlines()) == 1 and "--host" in p.stderr, (host, p.stderr)
+
+
+@pytest.mark.unit
+def test_an_address_matches_by_the_recorded_ip_or_the_urls_address() -> None:
+    from politecrawl.tools.complaints import address_of, request_matches
+
+    v6 = address_of("::1")
+    assert v6 == address_of("[::1]") == address_of("0:0:0:0:0:0:0:1") == address_of("::1%lo")
+    assert address_of("::ffff:127.0.0.1") == address_of("127.0.0.1")
+    assert address_of("example.com") is None and address_of(None) is None
+    pinned = {"url": "http://a.example.test:8000/x", "ip": "127.0.0.1"}
+    assert request_matches(pinned, "127.0.0.1", address_of("127.0.0.1"))
+    assert not request_matches(pinned, "::1", v6)
+    assert request_matches({"url": "http://[::1]:80/", "ip": None}, "[::1]", v6)  # not answered
+    assert request_matches(pinned, "example.test", None)  # a name: its subdomains
+    assert not request_matches(pinned, "127.0.0.1", None)  # (a name, not an address, asked)

@@ -14,7 +14,8 @@ overwrites the other: a key the handler yields itself keeps the handler's value 
 item's own ``url``, say), and when that value differs from the page's, the page's goes under
 ``page_url`` (``page_warc_record_id``, ``page_usage``). A handler that raises,
 or yields something that is not a mapping, costs that page the items it had not yet yielded,
-never the crawl: the error is logged and counted (``handler_errors``).
+never the crawl: the error is logged and its page counted (``handler_errors`` counts pages:
+one that also yielded an item no file can hold is still one).
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ PageHandler: TypeAlias = Callable[
 ]
 
 
-def load_handler(spec: str) -> PageHandler:
-    """Import ``"pkg.module:function"``; ``ConfigError`` if it is not there or not callable."""
-    func: Any = load_callable(spec, what="page handler")
+def load_handler(spec: str, *, what: str = "page handler") -> PageHandler:
+    """Import ``"pkg.module:function"``; ``ConfigError`` if it is not there or not callable
+    (its message begins with ``what``: the command line gives ``--handler``)."""
+    func: Any = load_callable(spec, what=what)
     handler: PageHandler = func
     return handler
 

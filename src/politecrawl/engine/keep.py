@@ -128,18 +128,21 @@ async def store_page(
     if changed:
         await ctx.reprioritize(changed)
     items: list[dict[str, Any]] = []
+    error: str | None = None
     if ctx.on_page is not None and kept == "stored":
         # (each item carries the page's url, record id and usage: what the owner said
         # travels with the data; a ``noarchive`` page asked that no copy be kept, and items
         # are kept: the handler never sees it, as ``content.jsonl`` never holds its text)
         items, error = await run_handler(ctx.on_page, page, record_id)
-        counters["items"] += len(items)
-        counters["handler_errors"] += error is not None
     outlinks = await admit_links(ctx, entry, res, page, score)
     if kept == "stored" and ctx.cfg.extract:
         await extract_content(ctx, page)
     if kept is not None:
-        to_sinks(ctx, entry, res, page, kept, record_id, seen, outlinks, items)
+        left_out = to_sinks(ctx, entry, res, page, kept, record_id, seen, outlinks, items)
+        counters["items"] += len(items) - left_out
+        # pages, not errors: a page whose handler raised after an item no file could hold
+        # is one page the user's code failed on (the summary says "on N pages")
+        counters["handler_errors"] += error is not None or left_out > 0
     if score.relevant:
         counters["relevant_pages"] += 1
         target = ctx.cfg.target_relevant
@@ -275,10 +278,11 @@ def to_sinks(
     seen: PageVerdict,
     outlinks: int,
     items: list[dict[str, Any]],
-) -> None:
+) -> int:
     """The kept page, then its items, to every sink (pages.jsonl, items.jsonl, the user's);
     a ``noarchive`` page only to ``pages.jsonl`` (a row without its text): a user's sink keeps
-    pages, and the page asked that no copy be kept."""
+    pages, and the page asked that no copy be kept. Returns how many items a sink left out
+    (no file could hold them: each said once, however many sinks refused it)."""
     record = PageRecord(
         page,
         kept,
@@ -291,17 +295,19 @@ def to_sinks(
         changed=seen.changed,
         outlinks=outlinks,
     )
+    left_out: set[int] = set()  # the items' positions
     for sink in ctx.sinks:
         if kept == "noarchive" and not isinstance(sink, PagesLog):
             continue
         sink.write(record)
-        for item in items:
+        for i, item in enumerate(items):
             try:
                 sink.write(ItemRecord(item, page))
             except HandlerError as exc:  # an item no file can hold (a cycle): that item only
-                log.warning("an item of %s left out: %s", page.url, exc)
-                ctx.counters["items"] -= 1
-                ctx.counters["handler_errors"] += 1
+                if i not in left_out:
+                    left_out.add(i)
+                    log.warning("an item of %s left out: %s", page.url, exc)
+    return len(left_out)
 
 
 async def read_sitemap(ctx: CrawlContext, entry: UrlEntry, res: FetchResult) -> str:

@@ -9,8 +9,10 @@ extracted, in that order, after the page's WARC record is with the OS. ``pages.j
 A sink that raises ``StorageError`` or ``OSError`` stops the crawl cleanly (the page is not
 counted done, as with a failed WARC write); ``close`` is called once at the end. One that
 raises ``HandlerError`` for an item (no file can hold it: a cycle, nested past the stack)
-costs that item only: left out, said, counted as ``handler_errors``. Text UTF-8 cannot hold
-(a lone surrogate) never costs anything: U+FFFD takes its place (``logs.mend``).
+costs that item only: left out, said, its page counted in ``handler_errors``. The three
+items files write an item's values through one conversion (``itemvalues.ItemValues``): a
+date is ISO 8601, a set a list, NaN null, text UTF-8 cannot hold (a lone surrogate) U+FFFD,
+said once per file, in each of them alike.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from politecrawl.content.page import Page
-from politecrawl.errors import HandlerError
-from politecrawl.storage.logs import JsonlLog, log_time, mend
+from politecrawl.storage.itemvalues import ItemValues
+from politecrawl.storage.logs import JsonlLog, log_time
 
 __all__ = [
     "ITEM_FORMATS",
@@ -142,40 +144,30 @@ class PagesLog:
 
 class ItemsLog:
     """``OUT/items.jsonl``: one line per item, one file (never rotated nor expired: it is the
-    crawl's data); values JSON cannot hold are written as text."""
+    crawl's data); values as ``ItemValues`` makes them."""
 
     def __init__(self, log: JsonlLog) -> None:
         self.log = log
+        self.values = ItemValues(log.path)
 
     def write(self, record: Record) -> None:
         if not isinstance(record, ItemRecord):
             return
-        try:
-            self.log.write(record.item)
-        except (TypeError, ValueError, RecursionError):  # a date, a set, a node...: its str()
-            self.log.write(json.loads(_json(record.item)))
+        self.log.write(self.values.plain(record.item))  # HandlerError: nothing written
 
     def close(self) -> None:
         self.log.close()
 
 
-def _json(value: Any) -> str:
-    """``value`` as JSON text a UTF-8 file can hold: what JSON cannot hold as its str(), keys
-    that are not text left out, lone surrogates made U+FFFD; HandlerError if even so none."""
-    try:
-        return mend(json.dumps(value, ensure_ascii=False, default=str, skipkeys=True))
-    except (TypeError, ValueError, RecursionError) as exc:  # a cycle; nested past the stack
-        raise HandlerError(f"not writable as JSON: {exc!r}") from None
-
-
 class ItemsCsv:
     """``--items FILE.csv`` (Scrapy's ``-o items.csv``): the columns are the first item's keys
     (on a resume, the file's header); a key a later item adds is left out, said once in the
-    log. Lists and mappings are written as JSON, other values that are not text or numbers as
-    their text (``_cell``)."""
+    log. Values as ``ItemValues`` makes them: a list or an object written as JSON, null as an
+    empty cell."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.values = ItemValues(path)
         self._columns: list[str] | None = None
         if path.exists() and path.stat().st_size:
             with path.open(newline="", encoding="utf-8") as fh:
@@ -187,11 +179,11 @@ class ItemsCsv:
     def write(self, record: Record) -> None:
         if not isinstance(record, ItemRecord):
             return
-        item = record.item
-        row = [_cell(item.get(k)) for k in self._columns or item]  # HandlerError: none written
+        item = self.values.plain(record.item)  # HandlerError: none written
+        row = [_cell(item.get(k)) for k in self._columns or item]
         if self._columns is None:
             self._columns = list(item)
-            self._out.writerow([_cell(k) for k in self._columns])
+            self._out.writerow(self._columns)
         for key in item.keys() - set(self._columns) - self._warned:
             self._warned.add(key)
             log.warning("%s: key %r is not a column (the first item's keys): left out; "
@@ -204,19 +196,18 @@ class ItemsCsv:
 
 
 def _cell(value: Any) -> Any:
-    """A CSV cell: text and numbers as they are, a list or mapping as JSON, any other value
-    as its text (a date, a Decimal: JSON's quotes made ``"2020-01-01 00:00:00"``, quotes
-    included, of a date, as Scrapy's exporter does not)."""
-    if isinstance(value, str):
-        return mend(value)
-    if value is None or isinstance(value, int | float):
-        return "" if value is None else value
-    if isinstance(value, list | tuple | dict | set | frozenset):
+    """A CSV cell of a JSON value: text and numbers as they are, null empty, a list or an
+    object as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, list | dict):
         return _json(value)
-    try:
-        return mend(str(value))
-    except Exception as exc:  # a value whose str() fails: the handler's fault, said as such
-        raise HandlerError(f"not writable as text: {exc!r}") from None
+    return value
+
+
+def _json(value: Any) -> str:
+    """JSON text of values ``ItemValues`` made (no NaN, no surrogate, nothing but JSON)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
 class ItemsJson:
@@ -225,6 +216,7 @@ class ItemsJson:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.values = ItemValues(path)
         self._fh = path.open("a+b")
         self._fh.seek(0, 2)
         self._empty = True
@@ -243,7 +235,7 @@ class ItemsJson:
     def write(self, record: Record) -> None:
         if not isinstance(record, ItemRecord):
             return
-        line = _json(record.item).encode()  # HandlerError: nothing written
+        line = _json(self.values.plain(record.item)).encode()  # HandlerError: nothing written
         sep = b"\n" if self._empty else b",\n"
         self._empty = False
         self._fh.write(sep + line)

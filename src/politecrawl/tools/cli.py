@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -35,7 +36,6 @@ from politecrawl.options import (
     toml_values,
     write_config,
 )
-from politecrawl.polite import useragent
 from politecrawl.tools.endsummary import (
     nothing_fetched,
     nothing_fetched_at_all,
@@ -43,7 +43,7 @@ from politecrawl.tools.endsummary import (
     time_ran_out,
 )
 from politecrawl.tools.examples import add_examples
-from politecrawl.tools.startup import nothing_left, pace
+from politecrawl.tools.startup import nothing_left, pace, say_misread_name
 from politecrawl.wording import counted
 
 
@@ -158,12 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
     log = sub.add_parser(
         "log",
         help="answer a complaint: every request to a host, with the robots.txt in force",
-        description="Every request to HOST (and its "
-        "subdomains) in the window, across rotated logs, with status, timing, "
-        "the delay applied and the robots.txt in force at that moment.",
+        description="Every request to HOST (and its subdomains) in the window, across "
+        "rotated logs, with status, timing, the delay applied and the robots.txt in force at "
+        "that moment. An IP address as HOST matches by address: the requests that went to "
+        "that server address, under whatever host name.",
     )
     log.add_argument("dir", type=Path, help="the crawl's --out folder")
-    log.add_argument("--host", required=True, help="the complaining site's host or domain")
+    log.add_argument("--host", required=True, help="the complaining site's host or domain, "
+                     "or its server's IP address (IPv4 or IPv6)")  # fmt: skip
     log.add_argument("--since", help="ISO 8601 time or date (UTC)")
     log.add_argument("--until", help="ISO 8601 time or date (UTC; a date means its end)")
     log.add_argument("--json", action="store_true", help="JSON for machines")
@@ -254,12 +256,13 @@ def _merge(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def _config(values: dict[str, Any]) -> CrawlConfig:
-    """The crawl's config from merged values; an option out of range that the TOML file set
-    is named with the file, as a wrong type there is."""
-    where = values.pop(_FROM_FILE, None)
+@contextlib.contextmanager
+def _named_with_file(where: tuple[Path, set[str]] | None) -> Iterator[None]:
+    """A ConfigError that begins with an option the TOML file set (``--seeds nosuch.txt:
+    seeds file not found``) is named with the file, as a wrong type there is: what a user
+    must fix is in the file, not on the command line. ``where``: ``values[_FROM_FILE]``."""
     try:
-        return config_from_values(values)
+        yield
     except ConfigError as exc:
         named = re.match(r"--([a-z][a-z0-9-]*)", str(exc))
         if where is not None and named and named[1].replace("-", "_") in where[1]:
@@ -267,16 +270,19 @@ def _config(values: dict[str, Any]) -> CrawlConfig:
         raise
 
 
+def _config(values: dict[str, Any]) -> CrawlConfig:
+    """The crawl's config from merged values; an option out of range that the TOML file set
+    is named with the file, as a wrong type there is."""
+    with _named_with_file(values.pop(_FROM_FILE, None)):
+        return config_from_values(values)
+
+
 def cmd_segment(args: argparse.Namespace) -> int:
     from politecrawl.engine.admission import Gate
     from politecrawl.polite.exclusions import NeverCrawlList
     from politecrawl.tools.segments import build, check_out, describe
-    from politecrawl.urls.filters import (
-        DEFAULT_BLOCKED_EXTENSIONS,
-        ExtensionFilter,
-        Scope,
-        TrapLimits,
-    )
+    from politecrawl.urls.filters import DEFAULT_BLOCKED_EXTENSIONS as BLOCKED
+    from politecrawl.urls.filters import ExtensionFilter, Scope, TrapLimits
 
     if args.scope not in ("host", "domain", "any"):
         raise ConfigError(f"--scope must be host, domain or any, got {args.scope!r}")
@@ -294,7 +300,7 @@ def cmd_segment(args: argparse.Namespace) -> int:
     gate = Gate(
         Scope(args.scope, seeds, allow),
         NeverCrawlList(args.exclude_file),
-        ExtensionFilter(DEFAULT_BLOCKED_EXTENSIONS),
+        ExtensionFilter(BLOCKED),
         TrapLimits(),
         args.max_urls_per_host,
     )
@@ -422,7 +428,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     values = _merge(args)
     urls = values.pop("urls", None) or []
     if urls:  # seeds on the command line, after those of --seeds (a file, or - for stdin)
-        listed = read_seeds(Path(values["seeds"])) if values.get("seeds") else ()
+        with _named_with_file(values.get(_FROM_FILE)):
+            listed = read_seeds(Path(values["seeds"])) if values.get("seeds") else ()
         values["seeds"] = [*listed, *seed_lines("\n".join(urls), "the command line")]
     return _run_crawl(values, follow=True)
 
@@ -432,9 +439,11 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     fetched, 3 finished but sites were lost (parked or given up: the summary names them),
     130 stopped by Ctrl-C / SIGTERM."""
     from politecrawl.engine.supervisor import check_partitioned, run_partitioned
+    from politecrawl.focus.relevance import load_callable
     from politecrawl.handler import load_handler
     from politecrawl.storage.outdir import check_layout
 
+    where = values.get(_FROM_FILE)  # (what the TOML file set: its errors name it)
     cfg = dataclasses.replace(_config(values), follow_links=follow)
     if cfg.frontier_url:
         cfg = _join_shared(cfg, values)
@@ -443,19 +452,21 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         check_layout(cfg.out_dir, cfg.processes, write=False)
     from politecrawl.focus.strategy import choose_strategy
 
-    # a topic without keywords, a nugget that does not import: one line, before the pace
-    _, nugget = choose_strategy(cfg.strategy, cfg.topic, cfg.relevance)
-    if cfg.target_relevant is not None and nugget is None:  # no page is ever relevant
-        raise ConfigError("--target-relevant needs --topic or --relevance to say what counts")
-    if cfg.handler:
-        load_handler(cfg.handler)  # a bad import string: one line, not a traceback per process
-    elif cfg.items_file is not None:  # (it was taken, and nothing written: no item is made)
-        raise ConfigError(f"--items {cfg.items_file}: items come from a --handler; give one")
+    # a topic without keywords, a nugget or a handler that does not import: one line, before
+    # the pace (not a traceback per process), beginning with the option: named with the
+    # TOML file if it was set there
+    with _named_with_file(where):
+        scorer = load_callable(cfg.relevance, what="--relevance") if cfg.relevance else None
+        _, nugget = choose_strategy(cfg.strategy, cfg.topic, scorer)
+        if cfg.target_relevant is not None and nugget is None:  # no page is ever relevant
+            raise ConfigError("--target-relevant needs --topic or --relevance to say what counts")
+        if cfg.handler:
+            load_handler(cfg.handler, what="--handler")
+        elif cfg.items_file is not None:  # (it was taken, and nothing written: no item is made)
+            raise ConfigError(f"--items {cfg.items_file}: items come from a --handler; give one")
     if cfg.processes > 1 and not cfg.frontier_url:
         check_partitioned(cfg)  # before anything is written to the folder
-    misread = useragent.misread(cfg.fetch.user_agent)
-    if misread is not None:  # (said before the pace, once, not per process)
-        print(f"politecrawl: warning: --user-agent: {misread}", file=sys.stderr)
+    say_misread_name(cfg)  # (before the pace, once, not per process)
     print(pace(cfg), flush=True)
     fatal: str | None
     nothing = False

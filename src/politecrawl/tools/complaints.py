@@ -5,6 +5,9 @@ that it really was your crawler", and "log the entire contents of any robots.txt
 when the crawler last downloaded robots.txt and what the file said at the time". ``lookup``
 joins the two logs: every request to a host (or its subdomains) in a time window, each with
 the robots.txt that was in force when it was made, read across rotated, compressed files.
+An operator who gives the server's IP address (all a firewall log shows) gets the requests
+made to that address, whatever host names they were made under (the request log records
+the IP each request connected to).
 """
 
 from __future__ import annotations
@@ -27,7 +30,16 @@ from politecrawl.storage.records import REQUESTS, ROBOTS, time_of
 from politecrawl.tools.textout import printable, printable_lines, warn
 from politecrawl.urls.canonical import host_of, origin_of
 
-__all__ = ["format_text", "host_arg", "host_matches", "lookup", "main_args", "parse_time"]
+__all__ = [
+    "address_of",
+    "format_text",
+    "host_arg",
+    "host_matches",
+    "lookup",
+    "main_args",
+    "parse_time",
+    "request_matches",
+]
 
 _ROBOTS_MEANING = {
     "robots:ok": "rules applied",
@@ -123,15 +135,42 @@ def host_matches(url_host: str, host: str) -> bool:
     return url_host == host or url_host.endswith("." + host)
 
 
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def address_of(text: object) -> Address | None:
+    """``text`` as an IP address (``203.0.113.7``, ``::1``, ``[::1]``, ``fe80::1%eth0``; an
+    IPv4-mapped IPv6 address as its IPv4 one), or None: a host name."""
+    raw = str(text or "").strip().removeprefix("[").removesuffix("]").partition("%")[0]
+    try:
+        addr = ipaddress.ip_address(raw)
+    except ValueError:
+        return None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
+
+
+def request_matches(rec: dict[str, Any], host: str, address: Address | None) -> bool:
+    """A request-log record is one of the complaint's: made to ``host`` or a subdomain, or,
+    when the operator gave an address, one whose recorded IP (the server connected to,
+    whatever name the URL had: a ``--resolve`` pin, a shared server) or whose URL is that
+    address."""
+    url = str(rec["url"])
+    if "://" not in url:
+        return False
+    if address is None:
+        return host_matches(host_of(url), host)
+    return address in (address_of(rec.get("ip")), address_of(host_of(url)))
+
+
 def _robots_versions(
-    log_dir: Path, host: str, damage: LogDamage | None
+    log_dir: Path, origins: set[str], damage: LogDamage | None
 ) -> dict[str, tuple[list[datetime], list[dict[str, Any]]]]:
-    """Per origin of a matching host: robots.txt fetch results, ordered by fetch time."""
+    """Per origin of the requests found: robots.txt fetch results, ordered by fetch time."""
     per: dict[str, list[tuple[datetime, dict[str, Any]]]] = defaultdict(list)
     for rec in iter_log_records(log_dir, "robots", shape=ROBOTS, damage=damage):
-        if rec.get("outcome") in ("redirect", "robots:redirect") or not host_matches(
-            str(rec.get("host", "")), host
-        ):
+        if rec.get("outcome") in ("redirect", "robots:redirect") or rec["origin"] not in origins:
             continue  # a redirect hop is not a decision; the rules came from the final fetch
         when = time_of(rec["time"])
         if when is not None:
@@ -153,12 +192,13 @@ def lookup(
 ) -> list[dict[str, Any]]:
     """Every logged request to ``host`` or its subdomains with ``since <= time <= until``
     (either may be None; naive datetimes are UTC), oldest first, each with the robots.txt
-    in force: the latest robots log entry for that origin at or before the request. What
-    the logs held but could not be read is counted in ``damage``."""
+    in force: the latest robots log entry for that origin at or before the request. A
+    ``host`` that is an IP address matches by address (``request_matches``). What the
+    logs held but could not be read is counted in ``damage``."""
     log_dir = out_dir / "log"
     want = _normal_host(host)
+    address = address_of(want)
     lo, hi = _as_utc(since), _as_utc(until)
-    robots = _robots_versions(log_dir, want, damage)
     rows: list[tuple[datetime, dict[str, Any]]] = []
     purpose = "search"  # what the run was for: its header line (before any of its requests)
     reqs = iter_log_records(log_dir, "requests", headers=True, shape=REQUESTS, damage=damage)
@@ -166,8 +206,7 @@ def lookup(
         if rec.get("record") == "header":
             purpose = str(rec.get("purpose") or "search")
             continue
-        url = str(rec["url"])
-        if "://" not in url or not host_matches(host_of(url), want):
+        if not request_matches(rec, want, address):
             continue
         when = time_of(rec["time"])
         if when is None or (lo is not None and when < lo) or (hi is not None and when > hi):
@@ -181,8 +220,10 @@ def lookup(
         if rec.get("redirect_refused"):  # the target was not asked: why
             row["redirect_refused"] = rec["redirect_refused"]
         row["purpose"] = purpose
-        row["robots_in_force"] = _in_force(robots.get(origin_of(url)), when)
         rows.append((when, row))
+    robots = _robots_versions(log_dir, {origin_of(str(r["url"])) for _, r in rows}, damage)
+    for when, row in rows:
+        row["robots_in_force"] = _in_force(robots.get(origin_of(str(row["url"]))), when)
     rows.sort(key=lambda it: it[0])
     return [r for _, r in rows]
 
@@ -218,11 +259,12 @@ def _short_time(iso: Any) -> str:
     return printable(str(iso).replace("T", " "))
 
 
-def format_text(rows: list[dict[str, Any]]) -> str:
+def format_text(rows: list[dict[str, Any]], *, what: str = "host") -> str:
     """A plain-text account to paste into a reply: overview, one line per request, then
-    each distinct robots.txt (per origin, status and body) once, referred to as R1, R2..."""
+    each distinct robots.txt (per origin, status and body) once, referred to as R1, R2...
+    (``what`` was asked about: ``host``, or ``address``)."""
     if not rows:
-        return "No requests to this host in the logs for this time window.\n"
+        return f"No requests to this {what} in the logs for this time window.\n"
     versions: dict[tuple[Any, ...], str] = {}
     first_seen: dict[str, dict[str, Any]] = {}
     table = []
@@ -276,10 +318,11 @@ WIDTH = 100  # columns the text output keeps to; --json has every field in full
 
 
 def _request_lines(table: list[list[str]]) -> list[str]:
-    """One line per request within ``WIDTH`` columns: the time of day (a date line when the
+    """One line per request within ``WIDTH`` columns (unless a URL's host alone is too
+    long: it is never cut): the time of day (a date line when the
     day changes), status, ms, delay, outcome, robots.txt version, then the URL, shown
-    without the origin when every request went to one origin (named above), and cut in the
-    middle with ``…`` if it still does not fit."""
+    without the origin when every request went to one origin (named above), and its path
+    cut in the middle with ``…`` if it still does not fit (``_fitted``: never its host)."""
     origins = {origin_of(r[-1]) for r in table if "://" in r[-1]}
     one_origin = next(iter(origins)) if len(origins) == 1 else None
     rows = []
@@ -301,14 +344,30 @@ def _request_lines(table: list[list[str]]) -> list[str]:
             for j, (c, w) in enumerate(zip(r[1:-1], widths, strict=True))
         ]
         line = "  ".join(cells) + "  "
-        url = r[-1]
-        room = max(20, WIDTH - len(line))
-        if len(url) > room:
-            url, shortened = url[: room // 2 - 1] + "…" + url[-(room - room // 2) :], True
+        url = _fitted(r[-1], WIDTH - len(line))
+        shortened |= url != r[-1]
         out.append((line + url).rstrip())
     if shortened:
-        out.append("(long URLs are cut in the middle with …: --json has each in full)")
+        out.append("(long URLs cut in the middle of their path with …, never their host: "
+                   "--json has each in full)")  # fmt: skip
     return out
+
+
+_MIN_PATH = 16  # columns of a cut path kept at least: its start and its end
+
+
+def _fitted(url: str, room: int) -> str:
+    """``url`` within ``room`` columns if it can be: its origin (scheme, host, port) whole,
+    so ``a.example.org`` and ``b.example.org`` are told apart, and what follows cut in the
+    middle with ``…`` (at least ``_MIN_PATH`` columns of it kept, past ``room`` if need be)."""
+    if len(url) <= room:
+        return url
+    origin = origin_of(url) if "://" in url and not url.startswith("/") else ""
+    rest = url[len(origin) :]
+    keep = max(_MIN_PATH, room - len(origin))
+    if len(rest) <= keep:
+        return url
+    return origin + rest[: keep // 2 - 1] + "…" + rest[-(keep - keep // 2) :]
 
 
 def _overview(rows: list[dict[str, Any]]) -> list[str]:
@@ -354,13 +413,17 @@ def main_args(args: argparse.Namespace) -> int:
     damage = LogDamage()
     rows = lookup(out_dir, host, since, until, damage=damage)
     warn(damage.lines(out_dir))
+    by = "address" if address_of(host) is not None else "host"
     if args.json:  # json.dumps escapes every control character a server may have sent
-        print(json.dumps({"requests": rows, "damage": damage.to_json(out_dir)}))
+        print(json.dumps({"matched_by": by, "requests": rows, "damage": damage.to_json(out_dir)}))
     else:
+        asked = f"the server address {host}" if by == "address" else f"{host} and its subdomains"
         print(
-            f"Requests to {host} and its subdomains"
+            f"Requests to {asked}"
             f" ({printable(args.since or 'start of logs')} .."
             f" {printable(args.until or 'end of logs')})"
         )
-        print(format_text(rows), end="")
+        if by == "address":
+            print("matched by address: the IP each request went to, under whatever host name")
+        print(format_text(rows, what=by), end="")
     return 0

@@ -50,6 +50,7 @@ EXAMPLES: dict[str, list[str]] = {
     "log": [
         "politecrawl log docs/ --host docs.example",
         "politecrawl log docs/ --host example.org --since 2026-11-01 --json",
+        "politecrawl log docs/ --host 203.0.113.7",
     ],
     "log-stats": ["politecrawl log-stats docs/", "politecrawl log-stats docs/ --json"],
     "botpage": [

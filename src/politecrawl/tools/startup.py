@@ -7,6 +7,7 @@ that found nothing left to fetch says so, and how to start afresh.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,12 @@ def nothing_left(summary: dict[str, Any], out: Path) -> str:
         "  to crawl more here: give new seeds, or options that admit what was refused "
         "(--scope, --allow, --allow-private-addresses)"
     )
+
+
+def say_misread_name(cfg: CrawlConfig) -> None:
+    """A bot name robots.txt reads shorter (``polite.useragent.misread``), said on stderr."""
+    from politecrawl.polite import useragent
+
+    misread = useragent.misread(cfg.fetch.user_agent)
+    if misread is not None:
+        print(f"politecrawl: warning: --user-agent: {misread}", file=sys.stderr)
