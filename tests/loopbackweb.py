@@ -1,8 +1,11 @@
 """What the test-only webs (DupWeb, TopicWeb) share: serving on loopback, ``async with``, and
-running as a command until SIGINT/SIGTERM."""
+running as a command until SIGINT/SIGTERM; ``serving``: one handler for a test of its own."""
 
 from __future__ import annotations
 
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self
 
@@ -43,3 +46,22 @@ class LoopbackWeb:
         tb: TracebackType | None,
     ) -> None:  # fmt: skip
         await self.stop()
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    handle: Callable[[web.Request], Awaitable[web.StreamResponse]],
+    ssl_context: ssl.SSLContext | None = None,
+) -> AsyncIterator[int]:
+    """``async with serving(handle) as port``: one handler for every path on 127.0.0.1 (a
+    free port; https with ``ssl_context``), stopped at the end even while handlers sleep."""
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ssl_context)
+        await site.start()
+        yield int(runner.addresses[0][1])
+    finally:
+        await runner.cleanup()

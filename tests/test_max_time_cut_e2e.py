@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from conftest import UA
+from loopbackweb import serving
 
 from politecrawl.storage.logs import read_jsonl
 
@@ -34,15 +35,8 @@ async def test_a_request_cut_at_max_time_is_a_time_stop_not_a_site_unreached(
         await asyncio.sleep(30)  # the page: still running when --max-time comes
         return web.Response(text="<p>late</p>", content_type="text/html")
 
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", handle)
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     out = tmp_path / "out"
-    try:
+    async with serving(handle) as port:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "politecrawl", "crawl", f"http://127.0.0.1:{port}/slow",
             "--user-agent", UA, "--out", str(out), "--allow-private-addresses",
@@ -51,8 +45,6 @@ async def test_a_request_cut_at_max_time_is_a_time_stop_not_a_site_unreached(
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
-    finally:
-        await runner.cleanup()
     err = stderr.decode()
     assert asked == ["/robots.txt", "/slow"], asked
     assert "Traceback" not in err, err

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from loopbackweb import serving
 from originweb import SiteServer, calendar, closed_port, forum, numbered
 from pageweb import UA
 from redis_server import redis_url  # noqa: F401  (fixture)
@@ -212,17 +213,10 @@ async def test_origins_of_the_host_that_fail_or_hang_do_not_hold_back_the_one_th
     async def busy(request: web.Request) -> web.Response:
         return web.Response(status=503, text="busy")
 
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", busy)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    failing = web.TCPSite(runner, "127.0.0.1", 0)
-    await failing.start()
-    busy_port = failing._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     silent = await asyncio.start_server(hang, "127.0.0.1", 0)
     silent_port = silent.sockets[0].getsockname()[1]
     try:
-        async with SiteServer(board) as server:
+        async with serving(busy) as busy_port, SiteServer(board) as server:
             ports = (server.port, busy_port, silent_port)
             rc, err = await crawl(
                 tmp_path,
@@ -237,7 +231,6 @@ async def test_origins_of_the_host_that_fail_or_hang_do_not_hold_back_the_one_th
         silent.close()
         for w in hung:
             w.close()
-        await runner.cleanup()
     missing = paths - set(asked)
     assert not missing, f"{len(missing)} of {len(paths)} forum pages never asked\n{err[-2000:]}"
     assert "paused for" not in err, err

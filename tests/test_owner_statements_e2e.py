@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from aiohttp import web
+from loopbackweb import serving
 from warcio.archiveiterator import ArchiveIterator
 
 from politecrawl.storage.logs import read_jsonl
@@ -28,7 +30,7 @@ def _html(title: str, body: str = "", head: str = "") -> str:
     return page + f"<body><p>{title} text.</p>{body}</body></html>"
 
 
-def _site() -> tuple[web.Application, list[str]]:
+def _site() -> tuple[Callable[[web.Request], Awaitable[web.Response]], list[str]]:
     asked: list[str] = []
     pages: dict[str, tuple[str, dict[str, str]]] = {
         "/": (_html("Home", "".join(f'<a href="{u}">{u}</a> ' for u in _LINKS)), {}),
@@ -52,19 +54,12 @@ def _site() -> tuple[web.Application, list[str]]:
         body, headers = pages[request.path]
         return web.Response(text=body, content_type="text/html", headers=headers)
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handle)
-    return app, asked
+    return handle, asked
 
 
 async def _crawl(tmp_path: Path, *extra: str, ua: str = UA) -> tuple[int, str, str, list[str]]:
-    app, asked = _site()
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
+    handle, asked = _site()
+    async with serving(handle) as port:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "politecrawl", "crawl", f"http://own.test:{port}/",
             "--resolve", f"own.test:{port}:127.0.0.1", "--allow-private-addresses",
@@ -73,8 +68,6 @@ async def _crawl(tmp_path: Path, *extra: str, ua: str = UA) -> tuple[int, str, s
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=tmp_path,
         )  # fmt: skip
         said, err = await asyncio.wait_for(proc.communicate(), 120)
-    finally:
-        await runner.cleanup()
     assert proc.returncode is not None
     return proc.returncode, said.decode(), err.decode(), asked
 

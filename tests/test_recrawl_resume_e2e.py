@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from conftest import UA
+from loopbackweb import serving
 
 from politecrawl.storage.logs import read_jsonl
 
@@ -50,15 +51,9 @@ async def test_recrawl_added_to_a_finished_crawl_revisits_its_pages(tmp_path: Pa
             return web.Response(status=304, headers={"ETag": ETAG})
         return web.Response(text=PAGE, content_type="text/html", headers={"ETag": ETAG})
 
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", handle)
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    url, out = f"http://127.0.0.1:{port}/etag", tmp_path / "out"
-    try:
+    out = tmp_path / "out"
+    async with serving(handle) as port:
+        url = f"http://127.0.0.1:{port}/etag"
         code, _, err = await _crawl(url, out, "--max-time", "20")
         assert code == 0, err
         assert asked == [("/robots.txt", None), ("/etag", None)], asked
@@ -66,8 +61,6 @@ async def test_recrawl_added_to_a_finished_crawl_revisits_its_pages(tmp_path: Pa
         code, stdout, err = await _crawl(
             url, out, "--max-time", "6", "--recrawl", "--revisit-min", "1", "--revisit-max", "2"
         )
-    finally:
-        await runner.cleanup()
     assert code == 0, (stdout, err)
     assert "Traceback" not in err, err
     # the page came back, as a conditional GET, within the window (and again, until --max-time)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from conftest import UA
+from loopbackweb import serving
 from tlsweb import LocalCA
 
 from politecrawl.storage.logs import read_jsonl
@@ -37,15 +38,8 @@ async def test_an_https_page_cut_at_max_size_leaves_no_traceback(tmp_path: Path)
             return web.Response(text="User-agent: *\nAllow: /\n")
         return web.Response(body=BIG, content_type="text/html", charset="utf-8")
 
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", handle)
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ca.server_context())
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     out = tmp_path / "out"
-    try:
+    async with serving(handle, ca.server_context()) as port:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "politecrawl", "crawl", f"https://127.0.0.1:{port}/big",
             "--user-agent", UA, "--out", str(out), "--allow-private-addresses",
@@ -55,8 +49,6 @@ async def test_an_https_page_cut_at_max_size_leaves_no_traceback(tmp_path: Path)
             env=ca.env(tmp_path / "ca.pem"),
         )  # fmt: skip
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
-    finally:
-        await runner.cleanup()
     err = stderr.decode()
     assert proc.returncode == 0, (stdout.decode(), err)
     assert "Traceback" not in err, err
