@@ -241,3 +241,64 @@ async def test_origins_of_the_host_that_fail_or_hang_do_not_hold_back_the_one_th
     reasons = " ".join(str(s["reason"]) for s in lost)
     assert f":{busy_port}" in reasons and f":{silent_port}" in reasons, lost
     assert rc == 3, err
+
+
+async def test_an_origin_whose_pages_fail_or_that_goes_away_leaves_the_others_whole(
+    tmp_path: Path,
+) -> None:
+    """One host, three ports: the forum on one; on another robots.txt answers and every page
+    503s; the third answers robots.txt and two pages, then stops listening (a server gone
+    mid-crawl). The failing origins' pages go by their own retries and are named; the forum
+    is fetched whole. Before, their failures counted as the host's: five in a row parked
+    the whole host for an hour (an http port going down beside a live https one lost the
+    https pages)."""
+    board, paths = forum(listings=4)
+
+    async def pages_fail(request: web.Request) -> web.Response:
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nDisallow:\n")
+        return web.Response(status=503, text="busy")
+
+    answered: list[str] = []
+    listener: list[asyncio.Server] = []
+
+    async def short_lived(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line = (await reader.readline()).decode()
+        await reader.readuntil(b"\r\n\r\n")
+        path = line.split(" ")[1]
+        answered.append(path)
+        body = b"User-agent: *\nDisallow:\n" if path == "/robots.txt" else b"<p>gone soon</p>"
+        kind = b"text/plain" if path == "/robots.txt" else b"text/html"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + kind + b"\r\nContent-Length: "
+                     + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+        await writer.drain()
+        writer.close()
+        if len(answered) == 3:
+            listener[0].close()  # new connections refused from now on
+
+    gone = await asyncio.start_server(short_lived, "127.0.0.1", 0)
+    listener.append(gone)
+    gone_port = gone.sockets[0].getsockname()[1]
+    try:
+        async with serving(pages_fail) as busy_port, SiteServer(board) as server:
+            ports = (server.port, busy_port, gone_port)
+            seeds = [f"http://mix.test:{server.port}/forum/page/1"]
+            seeds += [f"http://mix.test:{p}/p{i}" for p in (busy_port, gone_port) for i in range(8)]
+            rc, err = await crawl(
+                tmp_path, seeds, [f"mix.test:{p}" for p in ports],
+                "--request-time", "2", "--retry-base", "0.5", "--max-time", "120",
+            )  # fmt: skip
+            asked = server.paths()
+    finally:
+        gone.close()
+    missing = paths - set(asked)
+    assert not missing, f"{len(missing)} of {len(paths)} forum pages never asked\n{err[-2000:]}"
+    assert "parked for" not in err and "paused for" not in err, err
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["stopped_by"] == "done", summary
+    lost = summary["sites_lost"]
+    assert all(s["state"] != "parked" for s in lost), lost
+    reasons = " | ".join(str(s["reason"]) for s in lost)
+    assert f"every request to http://mix.test:{busy_port} failed" in reasons, lost
+    assert f"http://mix.test:{gone_port} stopped answering" in reasons, lost
+    assert rc == 3, err

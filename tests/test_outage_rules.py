@@ -287,3 +287,24 @@ def test_a_site_given_up_for_several_reasons_names_each() -> None:
         "unreachable | robots.txt of http://mix.test:83 unreachable | robots.txt of "
         "http://mix.test:84 unreachable | and 2 more"
     )
+
+
+def test_an_origin_that_stopped_answering_is_named_apart_from_its_site() -> None:
+    losses = Losses()
+    losses.page_answered("mix.test", "https://mix.test")
+    losses.page_answered("mix.test", "http://mix.test:81")
+    losses.failed_alone("http://mix.test:81")
+    losses.url_failed("mix.test", "connect", "http://mix.test:81")
+    losses.url_failed("mix.test", "protocol", "https://mix.test:444")  # last, not alone: a page
+    losses.page_answered("mix.test", "https://mix.test:444")
+    losses.url_failed("mix.test", "protocol", "https://mix.test:444")
+    losses.url_failed("mix.test", "http_503", "http://mix.test:82")
+    losses.url_failed("mix.test", "http_503", "https://mix.test")  # then it answered again
+    losses.page_answered("mix.test", "https://mix.test")
+    reasons = [x["reason"] for x in losses.report(lambda key: 0, 0.0)]
+    assert reasons == [
+        "http://mix.test:81 stopped answering; its URLs were dropped after their retries; "
+        "last error connect",
+        "every request to http://mix.test:82 failed; its URLs were dropped after their "
+        "retries; last error http_503",
+    ]

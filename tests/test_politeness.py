@@ -279,3 +279,15 @@ def test_a_failure_is_an_origins_own_when_the_server_answers_on_another() -> Non
     assert not politeness.failing_alone(state, "http://mix.test:80")
     politeness.record_response(state, cfg, 0.1, normal=False, origin="http://mix.test:81")
     assert politeness.failing_alone(state, "http://mix.test:81")  # a 503 names no origin
+
+
+def test_a_server_down_on_every_origin_is_no_origin_failing_alone() -> None:
+    cfg = PolitenessConfig()
+    state = HostState("mix.test")
+    politeness.record_response(state, cfg, 0.1, origin="http://mix.test")
+    politeness.record_response(state, cfg, 0.1, origin="https://mix.test")
+    politeness.origin_failed(state, "http://mix.test")
+    assert politeness.failing_alone(state, "http://mix.test")  # https still answers
+    politeness.origin_failed(state, "https://mix.test")
+    assert not politeness.failing_alone(state, "https://mix.test")  # both down: the server's
+    assert not politeness.failing_alone(state, "http://mix.test")

@@ -39,6 +39,7 @@ GIVEN_UP_OUTCOMES = {
 }
 
 
+_ORIGIN_ERRORS = 10_000  # origins whose last failure is kept (the latest stay)
 MAX_REASONS = 4  # reasons a site's loss names (two dead origins of one host), then a count
 
 
@@ -64,49 +65,76 @@ class Losses:
         self._given_up: dict[str, Loss] = {}
         self._reasons: dict[str, list[str]] = {}  # a given-up site's reasons, each once
         self._more_reasons: dict[str, int] = {}  # and how many more it had
+        self._origin_error: dict[str, str] = {}  # each origin's last failure
         self._last_error: dict[str, str] = {}
         # sites whose URLs were dropped after their retries, and sites that answered: a site
         # with the first and not the second lost every URL it was asked (named as FAILED)
-        self._failed_urls: dict[str, int] = {}
+        self._failed_urls: dict[tuple[str, str], int] = {}  # (site, origin) -> URLs failed
+        self._failing: set[str] = set()  # origins whose last page failed after its retries
+        self._alone: set[str] = set()  # origins that failed while another answered
         self._answered: set[str] = set()
 
-    def note_error(self, key: str, error: str) -> None:
-        """The site's last failure (``FetchResult.error``): named in its reason if it is lost."""
+    def note_error(self, key: str, error: str, origin: str = "") -> None:
+        """The site's last failure (``FetchResult.error``), and its origin's: named in its
+        reason if it is lost (an origin's loss with that origin's, not another's)."""
         self._last_error[key] = error
+        if origin:
+            self._origin_error[origin] = error
+            while len(self._origin_error) > _ORIGIN_ERRORS:
+                del self._origin_error[next(iter(self._origin_error))]
 
-    def _why(self, key: str, reason: str) -> str:
-        err = self._last_error.get(key)
+    def _why(self, key: str, reason: str, origin: str = "") -> str:
+        err = self._origin_error.get(origin) if origin else self._last_error.get(key)
         return reason if err is None or err in reason else f"{reason}; last error {err}"
 
     def parked(self, key: str, reason: str, until: float) -> None:
         self._parked[key] = Loss(key, PARKED, self._why(key, reason), until)
 
-    def given_up(self, key: str, reason: str, dropped: int, *, resumable: bool = False) -> None:
-        """URLs of the site given up for ``reason``; a site that lost URLs for several
-        (two dead origins of one host) names each, up to ``MAX_REASONS``."""
+    def given_up(
+        self, key: str, reason: str, dropped: int, *, resumable: bool = False, origin: str = ""
+    ) -> None:
+        """URLs of the site given up for ``reason`` (of its ``origin``, when one origin's);
+        a site that lost URLs for several (two dead origins of one host) names each, up to
+        ``MAX_REASONS``."""
         old = self._given_up.get(key)
         before = old.dropped if old is not None else 0
         resumable = resumable or (old is not None and old.resumable)
         reasons = self._reasons.setdefault(key, [old.reason] if old is not None else [])
         if not any(r.startswith(reason) for r in reasons):
             if len(reasons) < MAX_REASONS:
-                reasons.append(self._why(key, reason))
+                reasons.append(self._why(key, reason, origin))
             else:  # (only counted: a host with a thousand dead ports keeps four lines)
                 self._more_reasons[key] = self._more_reasons.get(key, 0) + 1
         more = self._more_reasons.get(key, 0)
         why = " | ".join(reasons + ([f"and {more} more"] if more else []))
         self._given_up[key] = Loss(key, GIVEN_UP, why, None, before + dropped, resumable)
 
-    def page_answered(self, key: str) -> None:
+    def page_answered(self, key: str, origin: str = "") -> None:
         """A page of the site came to an end other than a failure (kept, a redirect, a 404):
-        the site is not one that failed throughout (its robots.txt answering is not that)."""
+        the site is not one that failed throughout (its robots.txt answering is not that),
+        nor is that origin of it."""
         self._answered.add(key)
+        if origin:
+            self._answered.add(origin)
+            self._failing.discard(origin)
 
-    def url_failed(self, key: str, detail: str) -> None:
-        """A URL of the site was dropped after its retries (5xx, 429, a broken answer)."""
-        self._failed_urls[key] = self._failed_urls.get(key, 0) + 1
+    def failed_alone(self, origin: str) -> None:
+        """A failure of ``origin`` did not count towards parking its site, as another origin
+        answered (``politeness.failing_alone``): if it never answers again, it is named
+        (the parking that would have named it never comes)."""
+        self._alone.add(origin)
+
+    def url_failed(self, key: str, detail: str, origin: str = "") -> None:
+        """A URL of the site (of its ``origin``) was dropped after its retries (5xx, 429, a
+        broken answer)."""
+        where = (key, origin)
+        self._failed_urls[where] = self._failed_urls.get(where, 0) + 1
+        if origin:
+            self._failing.add(origin)  # (until one of its pages answers again)
         if detail:
             self._last_error[key] = detail
+            if origin:
+                self._origin_error[origin] = detail
 
     def recovered(self, key: str) -> None:
         """The site answered normally: a parked site is back (a given-up one stays lost)."""
@@ -174,15 +202,24 @@ class Losses:
                         else "never: its queued URLs were dropped",
                     }
                 )
-        for key, n in sorted(self._failed_urls.items()):
-            if key in self._parked or key in self._given_up or key in self._answered:
+        for (key, origin), n in sorted(self._failed_urls.items()):
+            if key in self._parked or key in self._given_up:
                 continue
-            err = self._last_error.get(key)
+            if (origin or key) in self._answered and not (
+                origin in self._failing and origin in self._alone
+            ):  # it answered after its last failure, or its site would have been parked
+                continue  # (``failed_alone``): URLs lost, not the site
+            if origin in self._answered:  # it answered, then stopped (a server gone)
+                what, err = f"{origin} stopped answering", self._origin_error.get(origin)
+            elif key in self._answered:  # another origin of the site answered: this one failed
+                what, err = f"every request to {origin} failed", self._origin_error.get(origin)
+            else:
+                what, err = "every request failed", self._last_error.get(key)
             out.append(
                 {
                     "site": key,
                     "state": FAILED,
-                    "reason": "every request failed; its URLs were dropped after their retries"
+                    "reason": f"{what}; its URLs were dropped after their retries"
                     + (f"; last error {err}" if err else ""),
                     "urls_left": n,
                     "retry_at": None,

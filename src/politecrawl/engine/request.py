@@ -90,12 +90,14 @@ async def _request(
         ctx.counters[f"error:{res.error}"] += 1
         # many sites failing the same way at once: the crawler's network, not this site
         res.outage = ctx.outage.failed(host.key, res.error, ctx.clock())
+        if not res.outage and res.error != CUT and not elsewhere:
+            politeness.origin_failed(host, origin_of(url))  # (``politeness.failing_alone``)
         if unanswered(res) and not res.outage:
             await _unanswered(ctx, host, res)
         if res.outage:
             ctx.counters["outage_failures"] += 1
         else:
-            ctx.losses.note_error(host.key, res.error)
+            ctx.losses.note_error(host.key, res.error, origin_of(url))
     elif res.status is not None:
         ctx.outage.answered(origin_of(url), host.key, ctx.clock(), host.last_start)
         normal = answered_normally(res)

@@ -42,6 +42,7 @@ from politecrawl.frontier import SITEMAP, UrlEntry
 from politecrawl.net.fetch import FetchResult
 from politecrawl.polite import politeness
 from politecrawl.robots.gate import Held, next_url
+from politecrawl.urls.canonical import origin_of
 
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
@@ -119,7 +120,7 @@ async def fetch_and_handle(ctx: CrawlContext, entry: UrlEntry, host: politeness.
     label, due, redirect_refused = await act(ctx, entry, host, res, outcome, refused_why)
     failed = isinstance(outcome, Retry) or (isinstance(outcome, Drop) and outcome.reason in _FAILED)
     if not failed:  # (a site with nothing but failures is named lost: ``losses``)
-        ctx.losses.page_answered(host.key)
+        ctx.losses.page_answered(host.key, origin_of(entry.url))
     if due is not None:  # a continuous crawl: back in the queue, due at its interval
         entry.not_before, entry.attempt, entry.refetch = due, 0, False
         ctx.counters["revisits_scheduled"] += 1
@@ -195,9 +196,10 @@ async def act(
         if outcome.reason is not DropReason.SITE_REFUSED:  # counted by request.refused
             counters[outcome.reason.value] += 1
         if outcome.reason in _SITE_FAILURES:  # the site's doing: counts as a failure
-            count_failure(ctx, host, outcome.reason.value)
+            count_failure(ctx, host, outcome.reason.value, entry.url)
         if outcome.reason in _FAILED:
-            ctx.losses.url_failed(host.key, outcome.detail)  # named if the site never answers
+            # named if the site, or this origin of it, never answers
+            ctx.losses.url_failed(host.key, outcome.detail, origin_of(entry.url))
         if outcome.reason in _FAILED or outcome.reason in _NO_PAGE:  # no page: evidence of a trap
             ctx.admission.gate.spaces.page(entry.url, None)
         if res.status is not None and not res.abandoned:
@@ -227,14 +229,18 @@ def retry_later(
         ctx.counters["cut" if outcome.error_class == CUT else "retries_outage"] += 1
         return
     cfg = ctx.cfg.politeness
+    alone = politeness.failing_alone(host, origin_of(entry.url))  # the server answers elsewhere
     if outcome.overload:
         ra = outcome.after_s if res.header("retry-after") else None
-        politeness.slow_down(host, cfg, ctx.clock(), ra)
+        if alone:  # (no backoff for the origins that answer; the server's word still holds)
+            politeness.honour_retry_after(host, cfg, ctx.clock(), ra)
+        else:
+            politeness.slow_down(host, cfg, ctx.clock(), ra)
     # a refusal (429, timeout) counts as one, not as a failure too; a page whose headers
     # came (not a 5xx) and whose body broke off is that page's fault, not the server's:
     # five such pages in a row parked a site that answered every other page for an hour
     if refused_why is None and not answered_then_broke(res):
-        count_failure(ctx, host, outcome.error_class)
+        count_failure(ctx, host, outcome.error_class, entry.url)
     ctx.counters["retries"] += 1
 
 
@@ -251,9 +257,14 @@ _SITE_FAILURES = frozenset(
 _FAILED = _SITE_FAILURES | {DropReason.RETRIES_EXHAUSTED, DropReason.BAD_CHUNKING}
 
 
-def count_failure(ctx: CrawlContext, host: politeness.HostState, why: str) -> None:
+def count_failure(ctx: CrawlContext, host: politeness.HostState, why: str, url: str) -> None:
     """One more failure in a row of the site; enough of them park it (named as lost until it
-    answers again)."""
+    answers again). Not one of an origin failing while the server answers on another
+    (``politeness.failing_alone``): its URLs go by their own retries, and are named."""
+    if politeness.failing_alone(host, origin_of(url)):
+        ctx.counters["failures_alone"] += 1
+        ctx.losses.failed_alone(origin_of(url))
+        return
     cfg = ctx.cfg.politeness
     now = ctx.clock()
     hold = None

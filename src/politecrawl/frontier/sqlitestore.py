@@ -100,7 +100,7 @@ def host_to_json(h: HostState) -> str:
             "ip_next": h.ip_next,
             "refusals": h.consecutive_refusals,
             "origin_delays": [[o, d] for o, d in h.origin_delays.items()],
-            "answered_origin": h.answered_origin,
+            "origins_ok": list(h.origins_ok),
         }
     ).decode()
 
@@ -124,7 +124,7 @@ def host_from_dict(key: str, d: dict[str, Any]) -> HostState:
         ip_next=d.get("ip_next", 0.0),
         consecutive_refusals=d.get("refusals", 0),
         origin_delays={str(o): float(v) for o, v in d.get("origin_delays") or ()},
-        answered_origin=str(d.get("answered_origin") or ""),
+        origins_ok=dict.fromkeys(str(o) for o in d.get("origins_ok") or ()),
     )
     h.response_times_s.extend(d["rt"])
     return h

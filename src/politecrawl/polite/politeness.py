@@ -62,9 +62,9 @@ class HostState:
     # origin -> the Crawl-delay its robots.txt in force says (origins saying none are absent)
     origin_delays: dict[str, float] = field(default_factory=dict)
     unanswered: bool = False  # the last request was given up unanswered (not persisted)
-    # the origin of the key's last normal answer: another origin's failures are its own
-    # (``failing_alone``), not the server's
-    answered_origin: str = ""
+    # the key's origins whose last request was answered normally, oldest first: while one
+    # does, another origin's failures are its own (``failing_alone``), not the server's
+    origins_ok: dict[str, None] = field(default_factory=dict)
     unanswered_times: int = 0  # the last response times that were such waits (not persisted)
 
 
@@ -247,21 +247,38 @@ def record_response(
     names its ``origin`` as one the server answers on (``failing_alone``)."""
     _learn_time(state, cfg, duration_s)
     state.unanswered_times = 0
+    if not normal:
+        origin_failed(state, origin)
     if normal:
         if origin:
-            state.answered_origin = origin
+            state.origins_ok.pop(origin, None)
+            state.origins_ok[origin] = None
+            while len(state.origins_ok) > MAX_ORIGINS_OK:
+                del state.origins_ok[next(iter(state.origins_ok))]
         state.consecutive_failures = 0
         state.consecutive_refusals = 0
         state.backoff_factor = max(1.0, state.backoff_factor / 2)
 
 
+MAX_ORIGINS_OK = 16  # origins of one key remembered as answering (the latest stay)
+
+
+def origin_failed(state: HostState, origin: str) -> None:
+    """A request of ``origin`` failed (a 5xx, no answer, no connection): it no longer counts
+    as an origin the server answers on."""
+    state.origins_ok.pop(origin, None)
+
+
 def failing_alone(state: HostState, origin: str) -> bool:
-    """Whether a failure of ``origin`` (its robots.txt 5xx or unanswered) is its own: the
-    key's server last answered normally on another origin (another port or scheme of the
-    host: RFC 9309 2.3 makes each its own site). Such a failure waits on the origin's own
-    retry schedule; it neither slows, nor counts towards parking, the origins that answer.
-    (A dead port next to a live one parked the live one for an hour after five asks.)"""
-    return state.answered_origin not in ("", origin)
+    """Whether a failure of ``origin`` (a 5xx, no answer, no connection) is its own: another
+    origin of the key (another port or scheme of the host: RFC 9309 2.3 makes each its own
+    site) was answered normally at its last request. Such a failure waits on the URL's or
+    the robots.txt's own retry schedule; it neither slows (no backoff; a Retry-After is
+    still honoured), nor counts towards parking, the key. A server down on all its origins
+    is still parked: each origin's first failure takes it off the list, so from the second
+    origin's failure on they count. (An http port refusing next to a live https one parked
+    the host for an hour, and the https pages were lost.)"""
+    return any(o != origin for o in state.origins_ok)
 
 
 def record_unanswered(state: HostState, cfg: PolitenessConfig, waited_s: float) -> None:
@@ -429,6 +446,14 @@ def slow_down(
     """Double the delay (capped at ``max_backoff_s``) and honour Retry-After (capped)."""
     base = max(base_delay_s(state, cfg), 1e-3)
     state.backoff_factor = min(state.backoff_factor * 2, max(1.0, cfg.max_backoff_s / base))
+    honour_retry_after(state, cfg, now, retry_after_s)
+
+
+def honour_retry_after(
+    state: HostState, cfg: PolitenessConfig, now: float, retry_after_s: float | None
+) -> None:
+    """A server's Retry-After holds the key (capped): said by one origin of it, it is still
+    the server's word (RFC 9110 10.2.3), so an origin failing alone honours it too."""
     if retry_after_s is not None:
         wait = retry_after_wait_s(retry_after_s, cfg.max_retry_after_s)
         state.retry_after_until = max(state.retry_after_until, now + wait)

@@ -90,7 +90,7 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
                 # (an address listed itself is the operator's choice: none)
                 lost = "its robots.txt redirects to a never-crawl domain"
             if lost is not None:
-                ctx.losses.given_up(key, f"{lost} ({origin})", 1)
+                ctx.losses.given_up(key, f"{lost} ({origin})", 1, origin=origin)
             continue
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
@@ -115,7 +115,9 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             # a few; the key's other origins (same server, other scheme or port) go on
             if ctx.robots.given_up(origin):
                 await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
-                ctx.losses.given_up(key, f"robots.txt of {origin} unreachable", 1, resumable=True)
+                ctx.losses.given_up(
+                    key, f"robots.txt of {origin} unreachable", 1, resumable=True, origin=origin
+                )
                 continue
             entry.not_before = max(entry.not_before, ctx.robots.retry_at(origin))
             await ctx.frontier.push_back(entry)
@@ -286,18 +288,15 @@ async def _settle(
 ) -> None:
     """The last hop's answer: the origin's rules (or its failure) recorded and logged."""
     status = answer.status
-    if (
-        answer.outcome is RobotsOutcome.UNREACHABLE
-        and res.error != "connect"
-        and not away
-        and not politeness.failing_alone(host, origin)
-    ):
+    if answer.outcome is RobotsOutcome.UNREACHABLE and res.error != "connect" and not away:
         # an overloaded server slows its key; a port where nothing listens, or one that
         # fails while the server answers on another, says nothing about the others (RFC
         # 9309 2.3: robots.txt is per origin): that origin waits on its own retry schedule
-        # (its Retry-After, seconds or a date, honoured as a page's: capped)
+        # (its Retry-After, seconds or a date, honoured as a page's: capped, either way)
         wait = retry_after_s(res.header("retry-after"))
-        if politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), wait):
+        if politeness.failing_alone(host, origin):
+            politeness.honour_retry_after(host, ctx.cfg.politeness, ctx.clock(), wait)
+        elif politeness.record_overload(host, ctx.cfg.politeness, ctx.clock(), wait):
             parked(ctx, host, f"robots.txt of {origin} unreachable")
     rules = await ctx.robots.record(origin, status, res.body, ctx.clock())
     if answer.outcome is not RobotsOutcome.UNREACHABLE:
