@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from politecrawl.engine.journal import log_request, log_robots
 from politecrawl.engine.keep import admit_sitemaps
-from politecrawl.engine.losses import GIVEN_UP_OUTCOMES
+from politecrawl.engine.losses import GIVEN_UP_OUTCOMES, ROBOTS_UNAVAILABLE
 from politecrawl.engine.outcome import (
     CUT,
     NO_CONTACT,
@@ -90,7 +90,7 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
                 # (an address listed itself is the operator's choice: none)
                 lost = "its robots.txt redirects to a never-crawl domain"
             if lost is not None:
-                ctx.losses.given_up(key, f"{lost} ({origin})", 1)
+                ctx.losses.given_up(key, f"{lost} ({origin})", 1, outcome=f"dropped:{why}")
             continue
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
@@ -115,7 +115,9 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             # a few; the key's other origins (same server, other scheme or port) go on
             if ctx.robots.given_up(origin):
                 await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
-                ctx.losses.given_up(key, f"robots.txt of {origin} unreachable", 1, resumable=True)
+                ctx.losses.given_up(
+                    key, f"robots.txt of {origin} unreachable", 1, outcome=ROBOTS_UNAVAILABLE
+                )
                 continue
             entry.not_before = max(entry.not_before, ctx.robots.retry_at(origin))
             await ctx.frontier.push_back(entry)
