@@ -52,15 +52,17 @@ class LoopbackWeb:
 async def serving(
     handle: Callable[[web.Request], Awaitable[web.StreamResponse]],
     ssl_context: ssl.SSLContext | None = None,
+    port: int = 0,
 ) -> AsyncIterator[int]:
     """``async with serving(handle) as port``: one handler for every path on 127.0.0.1 (a
-    free port; https with ``ssl_context``), stopped at the end even while handlers sleep."""
+    free port, or ``port``: another server's, taken over; https with ``ssl_context``),
+    stopped at the end even while handlers sleep."""
     app = web.Application()
     app.router.add_route("GET", "/{tail:.*}", handle)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ssl_context)
+        site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=ssl_context)
         await site.start()
         yield int(runner.addresses[0][1])
     finally:

@@ -270,7 +270,7 @@ def test_a_site_parked_and_given_up_for_one_origin_is_named_both_ways() -> None:
     losses = Losses()
     losses.parked("docs.test", "failed 5 times in a row (protocol)", 1000.0)
     losses.given_up("docs.test", "robots.txt of http://docs.test:9 unreachable", 1,
-                    resumable=True)  # fmt: skip
+                    outcome="dropped:robots_unavailable")  # fmt: skip
     report = losses.report({"docs.test": 300}.get, now=500.0)
     assert [(x["state"], x["urls_left"]) for x in report] == [("parked", 300), ("given_up", 1)]
     assert "protocol" in report[0]["reason"] and "docs.test:9" in report[1]["reason"]

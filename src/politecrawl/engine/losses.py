@@ -25,6 +25,7 @@ from politecrawl.wording import counted
 PARKED, GIVEN_UP, FAILED = "parked", "given_up", "failed"
 # the request log's outcomes of URLs dropped with their site, and what they say about it
 ROBOTS_UNAVAILABLE = "dropped:robots_unavailable"
+TLS_CERTIFICATE, TLS_HANDSHAKE = "dropped:tls:certificate", "dropped:tls:handshake"
 GIVEN_UP_OUTCOMES = {
     ROBOTS_UNAVAILABLE: "robots.txt unreachable",
     "dropped:site_refused": "refused request after request",
@@ -34,9 +35,22 @@ GIVEN_UP_OUTCOMES = {
     "dropped:address_refused": "its address is loopback, private or reserved "
     "(--allow-private-addresses crawls it)",
     "dropped:invalid_url": "not a fetchable URL",
-    "dropped:tls:certificate": "its TLS certificate does not verify (--tls-insecure crawls it)",
-    "dropped:tls:handshake": "its TLS handshake fails",
+    TLS_CERTIFICATE: "its TLS certificate does not verify (--tls-insecure crawls it)",
+    TLS_HANDSHAKE: "its TLS handshake fails",
 }
+# what a resume does with a site given up so (``engine.readmit``), as the summary says it:
+# a robots.txt unreachable and a handshake that failed may pass, and are asked again; what
+# an option lifts, when the same command is given it; the rest never
+RESUMES = {
+    ROBOTS_UNAVAILABLE: "a resume asks its robots.txt again and queues them once more",
+    TLS_HANDSHAKE: "a resume asks it again (a handshake that failed may pass) and queues "
+    "them once more",
+    TLS_CERTIFICATE: "never, unless the same command is given --tls-insecure: then a resume "
+    "queues them once more",
+    "dropped:address_refused": "never, unless the same command is given "
+    "--allow-private-addresses: then a resume queues them once more",
+}
+NEVER = "never: its queued URLs were dropped"
 
 
 _ORIGIN_ERRORS = 10_000  # origins whose last failure is kept (the latest stay)
@@ -50,9 +64,10 @@ class Loss:
     reason: str
     retry_at: float | None  # parked: when the site is asked again; given up: never
     dropped: int = 0  # given up: the URLs dropped with it
-    # given up while its robots.txt could not be reached: a resume asks that again and
-    # queues the URLs once more (``readmit``); a site that refused is not asked again
-    resumable: bool = False
+    # given up while its robots.txt could not be reached or its TLS handshake failed: a
+    # resume asks again and queues the URLs once more (``readmit``), and says so (``RESUMES``);
+    # a site that refused is not asked again
+    resume: str = NEVER
 
 
 class Losses:
@@ -91,14 +106,15 @@ class Losses:
         self._parked[key] = Loss(key, PARKED, self._why(key, reason), until)
 
     def given_up(
-        self, key: str, reason: str, dropped: int, *, resumable: bool = False, origin: str = ""
+        self, key: str, reason: str, dropped: int, *, outcome: str = "", origin: str = ""
     ) -> None:
-        """URLs of the site given up for ``reason`` (of its ``origin``, when one origin's);
-        a site that lost URLs for several (two dead origins of one host) names each, up to
-        ``MAX_REASONS``."""
+        """URLs of the site given up for ``reason`` (its URLs dropped as ``outcome``; of its
+        ``origin``, when one origin's); a site that lost URLs for several (two dead origins
+        of one host) names each, up to ``MAX_REASONS``, and what a resume does for the first
+        a resume asks again."""
         old = self._given_up.get(key)
         before = old.dropped if old is not None else 0
-        resumable = resumable or (old is not None and old.resumable)
+        resume = old.resume if old is not None and old.resume != NEVER else _resume(outcome)
         reasons = self._reasons.setdefault(key, [old.reason] if old is not None else [])
         if not any(r.startswith(reason) for r in reasons):
             if len(reasons) < MAX_REASONS:
@@ -107,7 +123,7 @@ class Losses:
                 self._more_reasons[key] = self._more_reasons.get(key, 0) + 1
         more = self._more_reasons.get(key, 0)
         why = " | ".join(reasons + ([f"and {more} more"] if more else []))
-        self._given_up[key] = Loss(key, GIVEN_UP, why, None, before + dropped, resumable)
+        self._given_up[key] = Loss(key, GIVEN_UP, why, None, before + dropped, resume)
 
     def page_answered(self, key: str, origin: str = "") -> None:
         """A page of the site came to an end other than a failure (kept, a redirect, a 404):
@@ -155,10 +171,11 @@ class Losses:
             old = self._given_up.get(key)
             if old is not None:
                 old.dropped = max(old.dropped, n)
+                if old.resume == NEVER:
+                    old.resume = _resume(outcome)
             else:
                 why = GIVEN_UP_OUTCOMES.get(outcome, outcome)
-                resumable = outcome == ROBOTS_UNAVAILABLE
-                self._given_up[key] = Loss(key, GIVEN_UP, why, None, n, resumable)
+                self._given_up[key] = Loss(key, GIVEN_UP, why, None, n, _resume(outcome))
 
     def remember_parked(self, parked: list[tuple[str, float, int]]) -> None:
         """Sites parked before this run and still parked: ``(key, until, failures in a
@@ -197,9 +214,7 @@ class Losses:
                         "reason": gone.reason,
                         "urls_left": gone.dropped,
                         "retry_at": None,
-                        "resume": "a resume asks its robots.txt again and queues them once more"
-                        if gone.resumable
-                        else "never: its queued URLs were dropped",
+                        "resume": gone.resume,
                     }
                 )
         for (key, origin), n in sorted(self._failed_urls.items()):
@@ -229,15 +244,22 @@ class Losses:
         return out
 
 
+def _resume(outcome: str) -> str:
+    return RESUMES.get(outcome, NEVER)
+
+
 def describe(lost: list[dict[str, Any]], limit: int = 20) -> list[str]:
     """The printed summary's lines for the sites lost (at most ``limit``, then a count)."""
     lines = []
     for item in lost[:limit]:
+        resume = item.get("resume", "")
         when = (
             f"asked again from {item['retry_at']}"
             if item["retry_at"]
             else "asked again on a resume"
-            if item.get("resume", "").startswith("a resume")
+            if resume.startswith("a resume")
+            else f"not asked again{resume[5:resume.index(':')]}"
+            if resume.startswith("never, unless")
             else "not asked again"
         )
         left = item["urls_left"]

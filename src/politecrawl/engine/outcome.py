@@ -15,7 +15,7 @@ other 5xx, network (reset, disconnect)     Retry with exponential backoff, 3 att
 DNS failure, refused connection, timeout   Retry, transient: 30 attempts, the wait doubling
                                            up to 15 min (hours in all, as Heritrix)
 TLS: certificate does not verify           Drop(TLS_CERTIFICATE) (``--tls-insecure`` crawls it)
-TLS: other handshake failure               Drop(TLS_HANDSHAKE)
+TLS: other handshake failure               Drop(TLS_HANDSHAKE) (passing: a resume asks again)
 body slower than --min-rate                Drop(TOO_SLOW), never retried; counts against
                                            the site as a failure
 cut by the crawl's own stop (--max-time)   Retry, blameless: not an attempt, back on resume
@@ -28,9 +28,12 @@ broken transfer coding (bad chunk size)    Drop(BAD_CHUNKING) at once, never ret
 Most drops are the site's (or the crawl's) lasting answer about the URL: robots.txt disallows
 it, a 404, not HTML, a name that does not exist. A few are passing (``PASSING_DROPS``): the
 URL was never fetched for a reason a later visit may not meet (its site's robots.txt could not
-be reached, which a resume asks again; it failed through all its retries, the transient rows
-above; the frontier's ``--max-queue`` let it go unasked). ``segment build`` offers those again
-in the next segment, and leaves the others out (``tools.segments``).
+be reached, or its TLS handshake failed, which a resume asks again: a server restarting, a
+middlebox; it failed through all its retries, the transient rows above; the frontier's
+``--max-queue`` let it go unasked). A certificate that does not verify is no passing reason
+(no waiting changes it): ``--tls-insecure`` given to a resume lifts it (``engine.readmit``).
+``segment build`` offers the passing ones again in the next segment, and leaves the others
+out (``tools.segments``).
 
 A failure while the crawler's own network is down (``engine.outage``) is not the site's: the
 turn retries it blameless (``Retry(blame=False)``, logged ``retry:outage``) without asking
@@ -110,8 +113,9 @@ NO_CONTACT = frozenset(
 
 # never fetched, for a reason that passes (see the module's doc): a next segment holds them
 PASSING_DROPS = frozenset(
-    {DropReason.ROBOTS_UNAVAILABLE, DropReason.RETRIES_EXHAUSTED, DropReason.QUEUE_FULL}
-)
+    {DropReason.ROBOTS_UNAVAILABLE, DropReason.RETRIES_EXHAUSTED, DropReason.QUEUE_FULL,
+     DropReason.TLS_HANDSHAKE}
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

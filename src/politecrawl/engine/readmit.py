@@ -1,6 +1,8 @@
 """A resumed crawl takes its new options at their word, and asks again what failed for want
 of a robots.txt (an origin whose robots.txt could not be reached had its URLs dropped; a
-resume forgets the failures and queues them once more).
+resume forgets the failures and queues them once more), or for a TLS handshake that failed
+(it may pass: asked again the same way); and, given ``--tls-insecure`` now, what was dropped
+because its certificate did not verify (the origin's robots.txt asked again, as a first time).
 
 A URL refused for a reason an option decides (a loopback/private address without
 ``--allow-private-addresses``; out of ``--scope``/``--allow``; on the never-crawl list) is
@@ -23,10 +25,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
-from politecrawl.engine.losses import ROBOTS_UNAVAILABLE
+from politecrawl.engine.losses import ROBOTS_UNAVAILABLE, TLS_CERTIFICATE, TLS_HANDSHAKE
 from politecrawl.engine.outcome import DropReason
 from politecrawl.polite import politeness
 from politecrawl.urls.canonical import origin_of, politeness_key
@@ -34,6 +36,7 @@ from politecrawl.wording import counted
 
 if TYPE_CHECKING:
     from politecrawl.engine.context import CrawlContext
+    from politecrawl.frontier import UrlEntry
 
 __all__ = ["readmit", "resume", "revisit"]
 
@@ -63,21 +66,34 @@ async def readmit(ctx: CrawlContext, notify: Callable[[str], None]) -> list[str]
                 f"{_urls(len(urls))} refused before as loopback/private addresses "
                 "queued again (--allow-private-addresses is given now)"
             )
-    rows = kept.finished_as(ROBOTS_UNAVAILABLE)
-    if rows:  # their sites' robots.txt could not be reached: it may be back now
-        for origin in sorted({origin_of(r[0]) for r in rows}):
-            await ctx.robots.forget_failures(origin)
-        mode = ctx.cfg.politeness.key_mode
-        if mode != "ip":  # (an address key is known only once the name is resolved)
-            for key in sorted({politeness_key(r[0], mode) for r in rows}):
-                politeness.unpark(await ctx.store.host(key))
-        urls = await ctx.admission.readmit(rows, kept.requeue)
+    if not ctx.cfg.fetch.verify_tls:  # its certificate is no longer verified: asked again
+        urls = await _ask_again(ctx, kept.finished_as(TLS_CERTIFICATE), kept.requeue)
         if urls:
-            _uncount(c, DropReason.ROBOTS_UNAVAILABLE.value, len(urls))
+            _uncount(c, DropReason.TLS_CERTIFICATE.value, len(urls))
             notes.append(
-                f"{_urls(len(urls))} dropped when their site's robots.txt could not be "
-                "reached queued again: it is asked again"
+                f"{_urls(len(urls))} dropped when their site's TLS certificate did not verify "
+                "queued again (--tls-insecure is given now): its robots.txt is asked again"
             )
+    urls = await _ask_again(ctx, kept.finished_as(ROBOTS_UNAVAILABLE), kept.requeue)
+    if urls:  # their sites' robots.txt could not be reached: it may be back now
+        _uncount(c, DropReason.ROBOTS_UNAVAILABLE.value, len(urls))
+        notes.append(
+            f"{_urls(len(urls))} dropped when their site's robots.txt could not be "
+            "reached queued again: it is asked again"
+        )
+    # A TLS handshake that failed (garbage instead of TLS, a reset, a protocol the server
+    # would not speak) is given up at once within a run: asking again seconds later meets the
+    # same server. But what breaks a handshake often passes (a server restarting behind a
+    # load balancer, a middlebox, a certificate being replaced), unlike a certificate that
+    # does not verify, which no waiting changes: so a resume asks again, without any flag,
+    # as for a robots.txt that could not be reached (``losses``: "a resume asks it again").
+    urls = await _ask_again(ctx, kept.finished_as(TLS_HANDSHAKE), kept.requeue)
+    if urls:
+        _uncount(c, DropReason.TLS_HANDSHAKE.value, len(urls))
+        notes.append(
+            f"{_urls(len(urls))} dropped when their site's TLS handshake failed queued "
+            "again: it may answer now, and is asked again"
+        )
     refused = kept.refused_rows()
     if refused:
         reason = {r[0]: r[1] for r in refused}
@@ -148,6 +164,24 @@ async def resume(ctx: CrawlContext, notify: Callable[[str], None]) -> bool:
     if ctx.cfg.recrawl:  # (none of its fetches was a page: a redirect, an error, a refusal)
         notify("resuming: --recrawl: no page of this crawl to revisit: none was fetched")
     return True
+
+
+async def _ask_again(
+    ctx: CrawlContext,
+    rows: list[tuple[str, int, int, int, float]],
+    requeue: Callable[[Sequence[UrlEntry]], Awaitable[int]],
+) -> list[str]:
+    """URLs dropped with their origin, queued again through the gate: the origin's robots.txt
+    failures forgotten (asked again at once) and its site unparked. Returns those queued."""
+    if not rows:
+        return []
+    for origin in sorted({origin_of(r[0]) for r in rows}):
+        await ctx.robots.forget_failures(origin)
+    mode = ctx.cfg.politeness.key_mode
+    if mode != "ip":  # (an address key is known only once the name is resolved)
+        for key in sorted({politeness_key(r[0], mode) for r in rows}):
+            politeness.unpark(await ctx.store.host(key))
+    return await ctx.admission.readmit(rows, requeue)
 
 
 def _uncount(c: Counter[str], name: str, n: int) -> None:

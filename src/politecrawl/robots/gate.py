@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from politecrawl.engine.journal import log_request, log_robots
 from politecrawl.engine.keep import admit_sitemaps
-from politecrawl.engine.losses import GIVEN_UP_OUTCOMES
+from politecrawl.engine.losses import GIVEN_UP_OUTCOMES, ROBOTS_UNAVAILABLE
 from politecrawl.engine.outcome import (
     CUT,
     NO_CONTACT,
@@ -90,7 +90,9 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
                 # (an address listed itself is the operator's choice: none)
                 lost = "its robots.txt redirects to a never-crawl domain"
             if lost is not None:
-                ctx.losses.given_up(key, f"{lost} ({origin})", 1, origin=origin)
+                ctx.losses.given_up(
+                    key, f"{lost} ({origin})", 1, outcome=f"dropped:{why}", origin=origin
+                )
             continue
         rules = await ctx.robots.rules_for(origin, now)
         if rules is None:
@@ -116,7 +118,8 @@ async def next_url(ctx: CrawlContext, key: str, host: politeness.HostState) -> U
             if ctx.robots.given_up(origin):
                 await drop(ctx, entry, DropReason.ROBOTS_UNAVAILABLE)
                 ctx.losses.given_up(
-                    key, f"robots.txt of {origin} unreachable", 1, resumable=True, origin=origin
+                    key, f"robots.txt of {origin} unreachable", 1,
+                    outcome=ROBOTS_UNAVAILABLE, origin=origin,
                 )
                 continue
             entry.not_before = max(entry.not_before, ctx.robots.retry_at(origin))

@@ -37,6 +37,7 @@ from politecrawl.options import (
     write_config,
 )
 from politecrawl.tools.endsummary import (
+    lost_line,
     nothing_fetched,
     nothing_fetched_at_all,
     print_summary,
@@ -44,7 +45,6 @@ from politecrawl.tools.endsummary import (
 )
 from politecrawl.tools.examples import add_examples
 from politecrawl.tools.startup import nothing_left, pace, say_misread_name
-from politecrawl.wording import counted
 
 
 class _Parser(argparse.ArgumentParser):
@@ -482,9 +482,8 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         summary = asyncio.run(crawler.run()).to_json()
         fatal = crawler.fatal
         nothing = crawler.nothing_left and summary["pages_fetched"] > 0
-    if nothing:
-        print(nothing_left(summary, cfg.out_dir))
-        return 0
+    if nothing:  # (exit 3 if sites of the crawl are still lost)
+        return nothing_left(summary, cfg.out_dir)
     print_summary(summary, cfg.out_dir)
     if fatal:
         print(
@@ -504,15 +503,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         return 1
     lost = summary.get("sites_lost") or []
     if lost:
-        parked = sum(1 for x in lost if x["state"] == "parked")
-        failed = sum(1 for x in lost if x["state"] == "failed")
-        print(
-            f"politecrawl: {counted(len(lost), 'site')} lost: {parked} parked (the same command "
-            f"again asks them from their retry time), {len(lost) - parked - failed} given up"
-            + (f", {failed} failed (every page after its retries)" if failed else "")
-            + f"; listed above and in {cfg.out_dir / 'summary.json'}",
-            file=sys.stderr,
-        )
+        print(f"politecrawl: {lost_line(lost, cfg.out_dir / 'summary.json')}", file=sys.stderr)
         return 3
     return 0
 

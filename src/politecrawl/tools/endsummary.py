@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["nothing_fetched", "nothing_fetched_at_all", "print_summary", "time_ran_out"]
+__all__ = [
+    "lost_line", "nothing_fetched", "nothing_fetched_at_all", "print_summary", "time_ran_out"
+]
 
 
 # counters of pages on which a function of the user's raised: (counter, what it is)
@@ -136,4 +138,17 @@ def nothing_fetched_at_all(out: Path) -> str:
     return (
         "nothing could be fetched: no seed URL was admitted "
         f"(every request is in {out / 'log' / 'requests.jsonl'})"
+    )
+
+
+def lost_line(lost: list[dict[str, Any]], summary_json: Path) -> str:
+    """The line on stderr of a crawl that lost sites (exit 3): how many, in which state."""
+    parked = sum(1 for x in lost if x["state"] == "parked")
+    failed = sum(1 for x in lost if x["state"] == "failed")
+    n = len(lost)
+    return (
+        f"{n} site{'s' * (n != 1)} lost: {parked} parked (the same command again asks them "
+        f"from their retry time), {n - parked - failed} given up"
+        + (f", {failed} failed (every page after its retries)" if failed else "")
+        + f"; listed above and in {summary_json}"
     )

@@ -4,13 +4,14 @@
 every link a segment fetch recorded (``log/links.jsonl``: a fetch follows no link, only its
 URLs' redirects, but keeps the links it found). A URL never fetched is queued, was in flight
 when the crawl stopped, or was dropped for a passing reason (``outcome.PASSING_DROPS``: its
-robots.txt unreachable, its retries spent, the queue's cap): those are offered. One that any
-crawl fetched, or that a crawl dropped for a lasting reason (robots.txt disallows it, a 404,
-...), is not. The rest pass through the same gate as live links (``admission.Gate``: scope,
-never-crawl list, extension filter, traps, ``--max-urls-per-host``), minus what an earlier
-segment already handed out (every ``*.seg`` file beside ``--out``), and are written sorted by
-registered domain then URL (one site's URLs together, the order the fetcher's politeness keys
-want). Every URL the crawls know is written or counted as left out, by reason.
+robots.txt unreachable, its TLS handshake failed, its retries spent, the queue's cap): those
+are offered. One that any crawl fetched, or that a crawl dropped for a lasting reason
+(robots.txt disallows it, a 404, ...), is not. The rest pass through the same gate as live
+links (``admission.Gate``: scope, never-crawl list, extension filter, traps,
+``--max-urls-per-host``), minus what an earlier segment already handed out (every ``*.seg``
+file beside ``--out``), and are written sorted by registered domain then URL (one site's URLs
+together, the order the fetcher's politeness keys want). Every URL the crawls know is written
+or counted as left out, by reason.
 
 The gate sees the URLs best first (shallowest, then highest priority, then URL order), so a
 per-host cap keeps the same URLs each time, and the best ones. ``politecrawl fetch SEGMENT``

@@ -63,16 +63,33 @@ def pace(cfg: CrawlConfig) -> str:
     return line
 
 
-def nothing_left(summary: dict[str, Any], out: Path) -> str:
-    """The lines a resumed crawl that had nothing to fetch prints instead of its totals."""
-    return (
+def nothing_left(summary: dict[str, Any], out: Path) -> int:
+    """What a resumed crawl that had nothing to fetch prints instead of its totals; its exit
+    code. Sites still lost (given up, and not asked again by a resume: a site that refused,
+    a certificate that does not verify without ``--tls-insecure``) are named, exit 3 as any
+    crawl that lost sites (README, "Exit codes"): a resume is no complete crawl for them."""
+    from politecrawl.engine.losses import describe
+    from politecrawl.tools.endsummary import lost_line
+
+    lost = summary.get("sites_lost") or []
+    still = f", but {len(lost)} of its sites {'are' if len(lost) > 1 else 'is'} still lost:"
+    print(
         f"nothing left to do: the crawl in {out} had already finished "
         f"({summary['pages_fetched']:,} pages fetched, {summary['stored']:,} stored in earlier "
-        "runs; no URL is queued).\n"
+        "runs; no URL is queued)" + (still if lost else ".")
+    )
+    for line in describe(lost):
+        print(line)
+    print(
         f"  to start afresh: give a new --out (or delete {out});\n"
         "  to crawl more here: give new seeds, or options that admit what was refused "
-        "(--scope, --allow, --allow-private-addresses)"
+        "(--scope, --allow, --allow-private-addresses, --tls-insecure)",
+        flush=True,
     )
+    if not lost:
+        return 0
+    print(f"politecrawl: {lost_line(lost, out / 'summary.json')}", file=sys.stderr)
+    return 3
 
 
 def say_misread_name(cfg: CrawlConfig) -> None:
