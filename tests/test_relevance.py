@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import types
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
@@ -296,3 +297,142 @@ def test_extract_page_link_contexts() -> None:
 def test_extract_survives_garbage() -> None:
     d = extract_document(b"\xff\xfe<<<>>>\x00 not html", "http://x.test/", None)
     assert isinstance(d.text, str) and d.title == ""
+
+
+def test_symbols_and_emoji_are_no_keywords() -> None:
+    """A token with no letter or digit is no keyword: "🚀 database indexes 🚀" read as
+    ('🚀', 'database', 'index', '🚀') halved every page's score (outside probe, F1)."""
+    plain = KeywordScorer("database indexes")
+    assert KeywordScorer("🚀 database indexes 🚀").phrases == plain.phrases == [
+        ("database", "index")
+    ]
+    assert KeywordScorer("★ ☆, b-tree").phrases == [("b", "tree")]
+    page = doc("A database index speeds up queries; the database keeps each index sorted.")
+    assert KeywordScorer("🚀 database indexes 🚀")(page) == plain(page)
+
+
+_SYMBOLS = st.text(
+    alphabet=st.characters(categories=["So", "Sm", "Sc", "Sk", "Po", "Pd"]), min_size=1,
+    max_size=3,
+).filter(
+    lambda s: not any(c.isalnum() or c in ",;|" for c in unicodedata.normalize("NFKC", s))
+)  # fmt: skip  (phrase separators aside; a few symbols are letters once folded: ⻳ is 龟)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    words=st.lists(st.sampled_from(["database", "indexes", "b-tree", "scans", "tls"]),
+                   min_size=1, max_size=4),
+    symbols=st.lists(_SYMBOLS, min_size=1, max_size=3),
+)  # fmt: skip
+def test_symbols_anywhere_change_no_phrase(words: list[str], symbols: list[str]) -> None:
+    """Symbols put between the words of a topic (emoji, stars, arrows) change none of its
+    phrases."""
+    mixed = [*symbols[:1], *words[:1], *symbols[1:], *words[1:]]
+    assert KeywordScorer(" ".join(mixed)).phrases == KeywordScorer(" ".join(words)).phrases
+
+
+@pytest.mark.parametrize(
+    ("topic", "phrase"),
+    [
+        ("Should I use threads or asyncio?", ("use", "thread", "asyncio")),
+        ("When should I use threads or asyncio?", ("use", "thread", "asyncio")),
+        ("Can I use SQLite with Django?", ("use", "sqlite", "django")),
+        ("Do I need a virtualenv?", ("need", "virtualenv")),
+        ("Does asyncio support cancellation?", ("asyncio", "support", "cancellation")),
+        ("Are there free hosting options?", ("free", "hosting", "option")),
+        ("Could we cache query results", ("cache", "query", "result")),
+        ("Would you recommend gunicorn?", ("recommend", "gunicorn")),
+        ("Will they deprecate distutils?", ("deprecate", "distutil")),
+        ("Python's GIL", ("python", "gil")),
+    ],
+)
+def test_a_yes_no_questions_frame_is_no_keyword(topic: str, phrase: tuple[str, ...]) -> None:
+    """A yes/no question's verb and subject at a phrase's start ("should I", "can I", "are
+    there", "does ... ?") are no keywords, as "how do I" was not; nor a possessive 's."""
+    assert KeywordScorer(topic).phrases == [phrase]
+
+
+def test_a_question_after_a_comma_and_and_loses_its_frame_too() -> None:
+    assert KeywordScorer("json files, and how do I parse them").phrases == [
+        ("json", "file"), ("parse", "them")
+    ]
+
+
+def test_words_that_are_a_topics_own_keep_their_place() -> None:
+    """Section 17's caution: the frame's words elsewhere, or without a subject or a question
+    mark after them, stay keywords; a contraction's "s" too ("what's new": the bed's)."""
+    assert KeywordScorer("CAN bus?, US tax law, to-do lists, may day").phrases == [
+        ("can", "bus"), ("us", "tax", "law"), ("do", "list"), ("may", "day")
+    ]
+    assert KeywordScorer("will writing, do lists").phrases == [("will", "writing"), ("do", "list")]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    verb=st.sampled_from(["do", "does", "can", "could", "should", "would", "will", "may", "are"]),
+    subject=st.sampled_from(["I", "we", "you", "they", "there"]),
+    rest=st.lists(st.sampled_from(["threads", "asyncio", "sqlite", "b-tree", "I/O", "tls"]),
+                  min_size=1, max_size=4),
+    mark=st.sampled_from(["", "?"]),
+)  # fmt: skip
+def test_any_yes_no_frame_leaves_the_rest(
+    verb: str, subject: str, rest: list[str], mark: str
+) -> None:
+    body = " ".join(rest)
+    asked = KeywordScorer(f"{verb.capitalize()} {subject} {body}{mark}")
+    assert asked.phrases == KeywordScorer(body).phrases
+
+
+def test_c_plus_plus_and_c_sharp_are_words_not_the_letter_c() -> None:
+    """The topic "C++" read as the one letter 'c' found every C-API page (42 of 100
+    "relevant"): it is the word c++ in the topic and the page alike."""
+    cpp = KeywordScorer("C++")
+    assert cpp.phrases == [("cpp",)]
+    assert KeywordScorer("C#, F#").phrases == [("csharp",), ("fsharp",)]
+    capi = doc("The C API: a C function, a C struct and C macros; see c for more on c.",
+               title="C API reference")  # fmt: skip
+    templates = doc("C++ templates: a C++ class template, and C++17 fold expressions.",
+                    title="C++ templates")  # fmt: skip
+    assert cpp(capi) == 0.0
+    assert cpp(templates) >= 0.5
+    assert KeywordScorer("C#")(templates) == 0.0
+    assert tokens("a C++ class, c#, f# and abc++") == [
+        "a", "cpp", "class", "csharp", "fsharp", "and", "abc"
+    ]
+
+
+def test_the_topic_is_said_as_read() -> None:
+    from politecrawl.focus.topic import described, read_topic
+
+    assert described(read_topic("database indexes, b-tree, index scans")) == (
+        'topic read as: "database index", "b tree", "index scan"'
+    )
+    assert described(read_topic("C++, C#")) == 'topic read as: "c++", "c#"'
+    assert "one letter, 'c'" in described(read_topic("C"))
+
+
+_FULL_WIDTH = {c: c + 0xFEE0 for c in range(0x21, 0x7F)}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    words=st.lists(st.sampled_from(["Database", "indexes", "b-tree", "TLS", "C++", "scans"]),
+                   min_size=1, max_size=4),
+    cut=st.integers(1, 5),
+)  # fmt: skip
+def test_full_width_letters_and_soft_hyphens_read_as_plain_words(
+    words: list[str], cut: int
+) -> None:
+    """Full-width ＦＵＬＬ letters are folded (NFKC) and soft hyphens removed, in the topic
+    and the page text alike: the same phrases, and a page so written scores as plain."""
+    plain = " ".join(words)
+    wide = plain.translate(_FULL_WIDTH)
+    shy = " ".join(w[:cut] + "\u00ad" + w[cut:] for w in words)
+    k = KeywordScorer(plain)
+    assert KeywordScorer(wide).phrases == KeywordScorer(shy).phrases == k.phrases
+    assert tokens(wide) == tokens(shy) == tokens(plain)
+    page = doc(f"{plain}. More on {plain} here.")
+    assert k(doc(f"{wide}. More on {wide} here.")) == k(doc(f"{shy}. More on {shy} here.")) == k(
+        page
+    )

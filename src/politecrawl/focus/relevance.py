@@ -34,6 +34,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from politecrawl.content.decoding import decode_html, repair_text
 from politecrawl.errors import ConfigError
+from politecrawl.focus.topic import SEPARATORS, fold, named, read_topic, stem, tokens
 from politecrawl.urls.canonical import join
 
 __all__ = [
@@ -67,39 +68,9 @@ class Document:
 
 NuggetFunction = Callable[[Document], float]
 
-# -- text helpers ------------------------------------------------------------------------------
+# -- text helpers (the topic's reading and the tokenizer: focus/topic.py) --------------------
 
-# ASCII non-alphanumerics and common Unicode punctuation -> space; str.translate + split is
-# ~4x faster than re.findall(r"[^\W_]+") here and tokens dominate the scorer's cost
-_PUNCTUATION = "\u00a0\u00ab\u00bb\u00b7\u2013\u2014\u2018\u2019\u201c\u201d\u2026\u3001\u3002"
-_SEPARATORS = {c: " " for c in range(128) if not chr(c).isalnum()} | {
-    ord(c): " " for c in _PUNCTUATION
-}
-_STOP_TEXT = (
-    "a an and are as at be by for from in into is it its of on or the to with about how what "
-    "which who why when where this that these those"
-)
-_STOP = frozenset(_STOP_TEXT.split())
-# a topic is written as a user writes it ("How do I set up TLS certificates?"): a question's
-# frame at a phrase's start carries nothing a page would say back. Only there: elsewhere "i",
-# "can", "us", "may", "will", "do" are as often a topic's own words ("I/O", "CAN bus", "US tax
-# law", "to-do lists"). None of bench/docbed.py's 30 topics changes.
-_QUESTION_TEXT = "how what which who why when where"
-_FRAME_TEXT = (
-    "do does did can could should would will shall may might must is are was were i we you "
-    "to a an the"
-)
-_QUESTION = frozenset(_QUESTION_TEXT.split())
-_FRAME = frozenset(_FRAME_TEXT.split())
-_TOPIC_STOP = _STOP | frozenset(("me", "my", "our", "ours", "your", "yours"))
-# phrases are comma-separated; a semicolon, a bar or a new line separates them as well
-_PHRASE_SEPARATORS = re.compile(r"[,;|\n]")
 _NEAR = 5  # words: a phrase's words this close count as half an occurrence of the phrase
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-cased words: split on whitespace, ASCII punctuation and common Unicode punctuation."""
-    return text.lower().translate(_SEPARATORS).split()
 
 
 _URL_NOISE = frozenset({"html", "htm", "php", "asp", "aspx", "jsp", "index", "www"})
@@ -110,21 +81,6 @@ def path_words(url: str) -> list[str]:
     name a site gave the page, read by the keyword nugget and the link prioritiser's prior."""
     path = url.split("://", 1)[-1].partition("/")[2].partition("?")[0].partition("#")[0]
     return [w for w in tokens(path) if w not in _URL_NOISE]
-
-
-def stem(word: str) -> str:
-    """Plural folding only ("stemming-lite"): railways -> railway, bodies -> body, boxes -> box.
-
-    Cheap and predictable; it only has to agree with itself (topic and page are folded alike).
-    """
-    n = len(word)
-    if n > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if n > 4 and word.endswith(("sses", "xes", "ches", "shes", "zes")):
-        return word[:-2]
-    if n > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
 
 
 def _common_prefix(words: set[str]) -> str:
@@ -142,18 +98,6 @@ def _variants(stemmed: str) -> set[str]:
     if stemmed.endswith("y"):
         forms.add(stemmed[:-1] + "ies")
     return {f for f in forms if stem(f) == stemmed} | {stemmed}
-
-
-def _topic_words(phrase: str) -> tuple[str, ...]:
-    """A phrase's keywords, plural-folded: stop words out, and a question's frame at its start
-    ("how do I", "what are the", "how can we")."""
-    words = tokens(phrase)
-    if words and words[0] in _QUESTION:
-        i = 1
-        while i < len(words) and words[i] in _FRAME:
-            i += 1
-        words = words[i:]
-    return tuple(stem(w) for w in words if w not in _TOPIC_STOP)
 
 
 # -- scorers -----------------------------------------------------------------------------------
@@ -184,11 +128,7 @@ class KeywordScorer:
         weights: tuple[float, float, float, float] = (0.50, 0.20, 0.20, 0.10),
         url_weight: float = 0.2,
     ) -> None:
-        phrases: list[tuple[str, ...]] = []
-        for part in _PHRASE_SEPARATORS.split(topic):
-            content = _topic_words(part)
-            if content:
-                phrases.append(content)
+        phrases = read_topic(topic)
         if not phrases:
             raise ConfigError(f"topic {topic!r} has no keywords")
         self.topic = topic
@@ -276,10 +216,10 @@ class KeywordScorer:
 
     def _body(self, text: str) -> tuple[float, float]:
         """(term score, phrase score) of the body text."""
-        low = text.lower()
+        low = named(fold(text).lower())
         if not any(probe in low for probe in self._probes):
             return 0.0, 0.0  # most pages: a substring scan rejects them without tokenising
-        words = low.translate(_SEPARATORS).split()
+        words = low.translate(SEPARATORS).split()
         hits = self._hits(words)
         if not hits:
             return 0.0, 0.0

@@ -44,7 +44,7 @@ from politecrawl.tools.endsummary import (
     time_ran_out,
 )
 from politecrawl.tools.examples import add_examples
-from politecrawl.tools.startup import nothing_left, pace, say_misread_name
+from politecrawl.tools.startup import nothing_left, say_start
 
 
 class _Parser(argparse.ArgumentParser):
@@ -466,8 +466,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
             raise ConfigError(f"--items {cfg.items_file}: items come from a --handler; give one")
     if cfg.processes > 1 and not cfg.frontier_url:
         check_partitioned(cfg)  # before anything is written to the folder
-    say_misread_name(cfg)  # (before the pace, once, not per process)
-    print(pace(cfg), flush=True)
+    say_start(cfg)  # the bot name misread, the topic as read, the pace: once, not per process
     fatal: str | None
     nothing = False
     if cfg.processes > 1 and not cfg.frontier_url:

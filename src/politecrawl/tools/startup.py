@@ -1,7 +1,8 @@
 """What a crawl says before it starts and when it had nothing to do, in the user's terms.
 
 The pace is the politeness rule's arithmetic (``politeness.fastest_gap_s``) applied to the
-seeds given, so nobody learns only after an hour that the site takes a day; a resumed crawl
+seeds given, so nobody learns only after an hour that the site takes a day; a topic is said as
+it was read (its phrases and keywords), so a topic read wrong is seen at once; a resumed crawl
 that found nothing left to fetch says so, and how to start afresh.
 """
 
@@ -15,7 +16,7 @@ from politecrawl.config import CrawlConfig
 from politecrawl.polite import politeness
 from politecrawl.urls.canonical import politeness_key
 
-__all__ = ["duration", "nothing_left", "pace"]
+__all__ = ["duration", "nothing_left", "pace", "say_start"]
 
 _EXAMPLE_PAGES = 1000  # the pages the pace is told for when no --max-pages is given
 
@@ -99,3 +100,14 @@ def say_misread_name(cfg: CrawlConfig) -> None:
     misread = useragent.misread(cfg.fetch.user_agent)
     if misread is not None:
         print(f"politecrawl: warning: --user-agent: {misread}", file=sys.stderr)
+
+
+def say_start(cfg: CrawlConfig) -> None:
+    """What a crawl says before it starts, on stdout (a misread bot name on stderr): the topic
+    as read (``focus.topic.described``), then the pace."""
+    say_misread_name(cfg)
+    if cfg.topic:
+        from politecrawl.focus.topic import described, read_topic
+
+        print(described(read_topic(cfg.topic)), flush=True)
+    print(pace(cfg), flush=True)
