@@ -1,0 +1,95 @@
+"""A fetch into a crawl's folder, --target-relevant across processes and on a re-run: the real
+command against a small site of the test's own on 127.0.0.1, judged by the server's log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from conftest import UA
+from loopbackweb import serving
+
+pytestmark = pytest.mark.e2e
+
+_FANOUT = 6  # links on every page: /p/N links /p/6N+1 ... /p/6N+6, an endless tree
+
+
+async def _cli(*args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "politecrawl.tools.cli", *args,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ),
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 180)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+class Site:
+    """Pages /p/N on one host; every third page says "locomotive"; an outside link on each
+    page (to another host name of the same server, out of the crawl's host scope)."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.log.append(f"{request.host.split(':')[0]}{request.path}")
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        n = int(request.path.rsplit("/", 1)[-1]) if request.path.startswith("/p/") else 0
+        port = request.host.rsplit(":", 1)[-1]
+        links = "".join(f'<a href="/p/{_FANOUT * n + k}">x</a>' for k in range(1, _FANOUT + 1))
+        links += f'<a href="http://outside.test:{port}/p/{n}">out</a>'
+        word = "locomotive steam engine" if n % 3 == 0 else "kettle tea"
+        body = f"<html><head><title>p{n}</title></head><body><p>{word} {n}</p>{links}</body></html>"
+        return web.Response(text=body, content_type="text/html")
+
+    def pages(self, host: str = "site.test") -> list[str]:
+        return [x for x in self.log if x.startswith(host + "/") and not x.endswith("/robots.txt")]
+
+
+def _common(port: int) -> list[str]:
+    return [
+        "--user-agent", UA, "--resolve", f"*.test:{port}:127.0.0.1",
+        "--allow-private-addresses", "--min-delay", "0", "--ip-min-delay", "0",
+        "--no-progress", "--scope", "host",
+    ]  # fmt: skip
+
+
+def _files(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+async def test_fetch_refuses_a_crawl_folder_and_goes_on_in_its_own(tmp_path: Path) -> None:
+    site = Site()
+    async with serving(site.handle) as port:
+        c0 = tmp_path / "c0"
+        seed = f"http://site.test:{port}/p/0"
+        rc, _, err = await _cli("crawl", seed, "--out", str(c0), "--max-pages", "8", *_common(port))
+        assert rc == 0, err
+        seg = tmp_path / "r1.seg"
+        rc, _, err = await _cli("segment", "build", str(c0), "--out", str(seg))
+        assert rc == 0, err
+        before, asked = _files(c0), len(site.log)
+        fetch = ["fetch", str(seg), *_common(port)[:-2], "--max-pages", "5"]
+        rc, out, err = await _cli(*fetch, "--out", str(c0))
+        assert rc == 2, (out, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and "--out" in lines[0] and "crawl" in lines[0], err
+        assert "another folder" in lines[0]
+        assert len(site.log) == asked, site.log[asked:]  # not one request
+        assert _files(c0) == before  # nothing written: config.json, summary.json as they were
+        assert json.loads((c0 / "config.json").read_text())["follow_links"] is True
+        # the loop goes on in a folder of its own, and again in the same one
+        f1 = tmp_path / "f1"
+        rc, _, err = await _cli(*fetch, "--out", str(f1))
+        assert rc == 0, err
+        assert json.loads((f1 / "config.json").read_text())["follow_links"] is False
+        asked = len(site.log)
+        rc, out, err = await _cli(*fetch, "--out", str(f1))
+        assert rc == 0, (out, err)
+        assert len(site.log) > asked  # the same segment's URLs not fetched yet: fetched now
