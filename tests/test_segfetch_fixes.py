@@ -30,8 +30,8 @@ async def _cli(*args: str) -> tuple[int, str, str]:
 
 
 class Site:
-    """Pages /p/N on one host; every third page says "locomotive"; an outside link on each
-    page (to another host name of the same server, out of the crawl's host scope)."""
+    """Pages /p/N on four hosts h0..h3.test (page N links 6N+1 ... 6N+6, each on host
+    h{M % 4}, and one page of outside.test); every third page says "locomotive"."""
 
     def __init__(self) -> None:
         self.log: list[str] = []
@@ -42,21 +42,23 @@ class Site:
             return web.Response(text="User-agent: *\nAllow: /\n")
         n = int(request.path.rsplit("/", 1)[-1]) if request.path.startswith("/p/") else 0
         port = request.host.rsplit(":", 1)[-1]
-        links = "".join(f'<a href="/p/{_FANOUT * n + k}">x</a>' for k in range(1, _FANOUT + 1))
+        kids = [_FANOUT * n + k for k in range(1, _FANOUT + 1)]
+        links = "".join(f'<a href="http://h{m % 4}.test:{port}/p/{m}">x</a>' for m in kids)
         links += f'<a href="http://outside.test:{port}/p/{n}">out</a>'
         word = "locomotive steam engine" if n % 3 == 0 else "kettle tea"
         body = f"<html><head><title>p{n}</title></head><body><p>{word} {n}</p>{links}</body></html>"
         return web.Response(text=body, content_type="text/html")
 
-    def pages(self, host: str = "site.test") -> list[str]:
-        return [x for x in self.log if x.startswith(host + "/") and not x.endswith("/robots.txt")]
+    def pages(self) -> list[int]:
+        """The page numbers requested, in order."""
+        return [int(x.rsplit("/", 1)[-1]) for x in self.log if "/p/" in x]
 
 
-def _common(port: int) -> list[str]:
+def _common(port: int, scope: str = "host") -> list[str]:
     return [
         "--user-agent", UA, "--resolve", f"*.test:{port}:127.0.0.1",
         "--allow-private-addresses", "--min-delay", "0", "--ip-min-delay", "0",
-        "--no-progress", "--scope", "host",
+        "--no-progress", "--scope", scope,
     ]  # fmt: skip
 
 
@@ -68,7 +70,7 @@ async def test_fetch_refuses_a_crawl_folder_and_goes_on_in_its_own(tmp_path: Pat
     site = Site()
     async with serving(site.handle) as port:
         c0 = tmp_path / "c0"
-        seed = f"http://site.test:{port}/p/0"
+        seed = f"http://h0.test:{port}/p/0"
         rc, _, err = await _cli("crawl", seed, "--out", str(c0), "--max-pages", "8", *_common(port))
         assert rc == 0, err
         seg = tmp_path / "r1.seg"
@@ -92,4 +94,47 @@ async def test_fetch_refuses_a_crawl_folder_and_goes_on_in_its_own(tmp_path: Pat
         asked = len(site.log)
         rc, out, err = await _cli(*fetch, "--out", str(f1))
         assert rc == 0, (out, err)
-        assert len(site.log) > asked  # the same segment's URLs not fetched yet: fetched now
+        assert "--out" not in err  # (its URLs fetched: they are not asked again)
+
+
+_NUGGET = """
+def rel(doc):
+    return 1.0 if "locomotive" in doc.text else 0.0
+"""
+
+
+async def _focused(tmp_path: Path, port: int, out: Path, *extra: str) -> tuple[int, str, str]:
+    (tmp_path / "relmod.py").write_text(_NUGGET)
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    return await _cli(
+        "crawl", f"http://h0.test:{port}/p/0", "--out", str(out), "--relevance", "relmod:rel",
+        *_common(port, "any"), *extra,
+    )  # fmt: skip
+
+
+async def test_target_relevant_and_max_pages_are_the_crawls_over_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    site = Site()
+    async with serving(site.handle) as port:
+        out = tmp_path / "c"
+        rc, _, err = await _focused(
+            tmp_path, port, out, "--processes", "2", "--target-relevant", "6",
+            "--max-pages", "60", "--concurrency", "1",
+        )  # fmt: skip
+        assert rc == 0, err
+        pages = site.pages()
+        relevant = [n for n in pages if n % 3 == 0]
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["stopped_by"] == "target_relevant", (summary["stopped_by"], pages)
+        # stopped at the 6th relevant page of the crawl (a request in flight may end)
+        assert 6 <= len(relevant) <= 8, pages
+        assert json.loads((out / "focus.json").read_text())["relevant_pages"] == len(relevant)
+        # --max-pages is the crawl's too: two processes never ask more than it
+        site.log.clear()
+        rc, _, err = await _focused(
+            tmp_path, port, tmp_path / "m", "--processes", "2", "--max-pages", "25"
+        )
+        assert rc == 0, err
+        assert len(site.pages()) <= 25, len(site.pages())
