@@ -138,3 +138,17 @@ async def test_target_relevant_and_max_pages_are_the_crawls_over_processes(
         )
         assert rc == 0, err
         assert len(site.pages()) <= 25, len(site.pages())
+
+
+async def test_a_rerun_whose_target_is_met_fetches_nothing(tmp_path: Path) -> None:
+    site = Site()
+    async with serving(site.handle) as port:
+        out = tmp_path / "c"
+        rc, _, err = await _focused(tmp_path, port, out, "--target-relevant", "3")
+        assert rc == 0, err
+        assert json.loads((out / "summary.json").read_text())["stopped_by"] == "target_relevant"
+        asked = len(site.log)
+        rc, stdout, err = await _focused(tmp_path, port, out, "--target-relevant", "3")
+        assert rc == 0, err
+        assert site.log[asked:] == []  # not one request
+        assert "nothing left to do" in stdout, stdout

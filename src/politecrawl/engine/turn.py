@@ -80,6 +80,11 @@ async def _step(ctx: CrawlContext, key: str, host: politeness.HostState) -> str 
     entry = await next_url(ctx, key, host)
     if isinstance(entry, Held):
         return "" if entry.made_request else None  # robots.txt: its URL not told
+    target = ctx.cfg.target_relevant
+    if target is not None and ctx.relevant_pages() >= target:  # met already: no request
+        await ctx.frontier.push_back(entry, front=True)
+        ctx.stop("target_relevant")
+        return None
     if not ctx.claim_page():  # (counted over every process: ``Partition.claim_page``)
         await ctx.frontier.push_back(entry, front=True)
         ctx.stop("max_pages")
