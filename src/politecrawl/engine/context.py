@@ -195,6 +195,7 @@ class CrawlContext:
         )
         self.focus_path = out / self.tagged("focus.json")
         self.focus.load(self.focus_path)
+        self.relevant_pages()  # (the others' target counts this partition's at once)
         # the crawl's data, not logs: pages.jsonl rotates (its readers read every part) but
         # never expires; items and content are one file each, never rotated
         pages = out / self.tagged("pages.jsonl")
@@ -288,6 +289,21 @@ class CrawlContext:
             chunk = [(u, politeness_key(u, mode), p) for u, p in items[i : i + 2000]]
             self.counters["rescored"] += await self.frontier.reprioritize(chunk)
             await asyncio.sleep(0)
+
+    def relevant_pages(self) -> int:
+        """The relevant pages of the whole crawl, earlier runs' too: every partition's."""
+        mine = self.focus.relevant_pages
+        return self.partition.relevant(mine) if self.partition is not None else mine
+
+    def claim_page(self) -> bool:
+        """One more page request, if ``--max-pages`` allows it (over every partition)."""
+        limit = self.cfg.max_pages
+        if self.partition is not None:
+            ok = self.partition.claim_page(self.pages_this_run, limit)
+        else:
+            ok = limit is None or self.pages_this_run < limit
+        self.pages_this_run += ok
+        return ok
 
     def save_focus(self) -> None:
         """What the focused strategy learned (``focus.json``), for the next run."""

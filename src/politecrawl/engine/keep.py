@@ -146,7 +146,7 @@ async def store_page(
     if score.relevant:
         counters["relevant_pages"] += 1
         target = ctx.cfg.target_relevant
-        if target is not None and focus.relevant_pages >= target:
+        if target is not None and ctx.relevant_pages() >= target:  # the crawl's, not ours
             ctx.stop("target_relevant")
     if seen.duplicate_of is not None:
         return f"duplicate:{seen.duplicate_of}", seen.next_due

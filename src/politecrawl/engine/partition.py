@@ -89,6 +89,7 @@ class Shared:
     # claim to its next turn: partition + 1 (0: none), its key due since, claim lapses at
     ips: Any
     outage: Any  # per partition: its outage guard's row (``outage.ROW`` numbers)
+    relevant: Any  # per partition: its relevant pages, earlier runs' too (``--target-relevant``)
 
     @classmethod
     def make(cls, ctx: Any, count: int) -> Shared:
@@ -98,6 +99,7 @@ class Shared:
             ctx.RawArray(ctypes.c_double, 4 * count + 1),
             ctx.RawArray(ctypes.c_double, _IP_FIELDS * _IP_SLOTS),
             ctx.RawArray(ctypes.c_double, outage.ROW * count),
+            ctx.RawArray(ctypes.c_double, count),
         )
 
 
@@ -320,6 +322,27 @@ class Partition:
         if stop is not None and (why := self.stop_requested()):
             stop(why)
         return int(sum(s[4 * j + 3] for j in range(self.count)))
+
+    def claim_page(self, mine: int, limit: int | None) -> bool:
+        """One more page request of this run, if ``--max-pages`` (``limit``) allows it over
+        every partition: counted at once, under the lock, so that the processes together
+        never ask more than the limit (each checking the sum now and then overshot it)."""
+        sh, i = self._shared, self.index
+        with sh.lock:
+            total = sum(sh.state[4 * j + 3] for j in range(self.count)) - sh.state[4 * i + 3]
+            if limit is not None and total + mine >= limit:
+                sh.state[4 * i + 3] = float(mine)
+                return False
+            sh.state[4 * i + 3] = float(mine + 1)
+        return True
+
+    def relevant(self, mine: int) -> int:
+        """The crawl's relevant pages (``--target-relevant`` is the crawl's), this
+        partition's being ``mine``."""
+        sh = self._shared
+        with sh.lock:
+            sh.relevant[self.index] = float(mine)
+            return int(sum(sh.relevant[j] for j in range(self.count)))
 
     def request_stop(self, why: str) -> None:
         code = STOP_REASONS.index(why) if why in STOP_REASONS else 1

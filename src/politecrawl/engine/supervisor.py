@@ -164,6 +164,7 @@ def run_partitioned(
             sites_lost=[x for s in summaries for x in s.get("sites_lost", [])],
         )
         write_summary(out / "summary.json", summary)
+        crawl_wide_focus(out, n)
         return summary.to_json(), fatal
     finally:
         lock.release()
@@ -226,6 +227,25 @@ def _partition_main(
     data["fatal"] = crawler.fatal
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def crawl_wide_focus(out: Any, n: int) -> None:
+    """``focus.json`` (partition 0's model) says the crawl's relevant and scored pages, every
+    partition's (``own_...``: partition 0's, which its next run goes on from)."""
+    path = out / "focus.json"
+    states = []
+    for i in range(n):
+        with contextlib.suppress(OSError, ValueError):
+            states.append(json.loads((out / tagged("focus.json", i)).read_text()))
+    if not states or not isinstance(states[0], dict):
+        return
+    first = states[0]
+    for name in ("relevant_pages", "scored_pages"):
+        first[f"own_{name}"] = first.get(f"own_{name}", first.get(name, 0))
+        first[name] = sum(int(s.get(f"own_{name}", s.get(name, 0))) for s in states)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(first, indent=2) + "\n")
     tmp.replace(path)
 
 

@@ -81,11 +81,15 @@ async def _step(ctx: CrawlContext, key: str, host: politeness.HostState) -> str 
     entry = await next_url(ctx, key, host)
     if isinstance(entry, Held):
         return "" if entry.made_request else None  # robots.txt: its URL not told
-    if ctx.cfg.max_pages is not None and ctx.pages_this_run >= ctx.cfg.max_pages:
+    target = ctx.cfg.target_relevant
+    if target is not None and ctx.relevant_pages() >= target:  # met already: no request
+        await ctx.frontier.push_back(entry, front=True)
+        ctx.stop("target_relevant")
+        return None
+    if not ctx.claim_page():  # (counted over every process: ``Partition.claim_page``)
         await ctx.frontier.push_back(entry, front=True)
         ctx.stop("max_pages")
         return None
-    ctx.pages_this_run += 1
     attempt = entry.attempt
     try:
         await fetch_and_handle(ctx, entry, host)

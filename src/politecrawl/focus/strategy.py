@@ -361,8 +361,9 @@ class Focus:
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
-        self.relevant_pages = int(state.get("relevant_pages", 0))
-        self.scored_pages = int(state.get("scored_pages", 0))
+        # (``own_``: a partitioned crawl's focus.json says the crawl's beside this process's)
+        self.relevant_pages = int(state.get("own_relevant_pages", state.get("relevant_pages", 0)))
+        self.scored_pages = int(state.get("own_scored_pages", state.get("scored_pages", 0)))
         if self.model is not None and state.get("model"):
             self.model.load_state(state["model"])
         if isinstance(state.get("copies"), dict):

@@ -312,8 +312,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     values = _merge(args)
     if "seeds" in values:
         raise ConfigError("fetch reads the segment file it is given, not --seeds")
-    from politecrawl.tools.segments import read_segment
+    from politecrawl.tools.segments import check_fetch_out, read_segment
 
+    check_fetch_out(values.get("out"))
     urls = read_segment(values.pop("segment"))
     if not urls:  # the loop's end: the last build found nothing left to fetch
         print(f"politecrawl: nothing to fetch: segment {args.segment} holds no URL")

@@ -24,6 +24,7 @@ and ends with a segment of no URL (``fetch`` says there is nothing to fetch).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sqlite3
@@ -76,6 +77,26 @@ def check_out(out: Path, crawl_dirs: Sequence[Path]) -> None:
         )
     if not out.parent.is_dir():
         raise ConfigError(f"--out {out}: there is no folder {out.parent}")
+
+
+def check_fetch_out(out: Path | str | None) -> None:
+    """Refuse a ``fetch --out`` that names a folder ``crawl`` made (its ``config.json`` says
+    ``follow_links``): a fetch there (``--scope any``) queued the crawl's out-of-scope
+    refusals again and rewrote its summary and config. A folder an earlier ``fetch`` made
+    (``follow_links: false``), or a new one, goes on. Before anything is read or written."""
+    if out is None:
+        return
+    out = Path(out)
+    try:
+        made = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no record of a crawl: a new folder, or one a fetch is making
+    if isinstance(made, dict) and made.get("follow_links") is not False:
+        raise ConfigError(
+            f"--out {out} is a folder `politecrawl crawl` made (it follows links, in its own "
+            "scope): a fetch would change it; give the fetch another folder (segment build "
+            "reads both)"
+        )
 
 
 def read_segment(path: Path) -> tuple[str, ...]:
