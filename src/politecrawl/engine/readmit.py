@@ -66,34 +66,27 @@ async def readmit(ctx: CrawlContext, notify: Callable[[str], None]) -> list[str]
                 f"{_urls(len(urls))} refused before as loopback/private addresses "
                 "queued again (--allow-private-addresses is given now)"
             )
-    if not ctx.cfg.fetch.verify_tls:  # its certificate is no longer verified: asked again
-        urls = await _ask_again(ctx, kept.finished_as(TLS_CERTIFICATE), kept.requeue)
-        if urls:
-            _uncount(c, DropReason.TLS_CERTIFICATE.value, len(urls))
-            notes.append(
-                f"{_urls(len(urls))} dropped when their site's TLS certificate did not verify "
-                "queued again (--tls-insecure is given now): its robots.txt is asked again"
-            )
-    urls = await _ask_again(ctx, kept.finished_as(ROBOTS_UNAVAILABLE), kept.requeue)
-    if urls:  # their sites' robots.txt could not be reached: it may be back now
-        _uncount(c, DropReason.ROBOTS_UNAVAILABLE.value, len(urls))
-        notes.append(
-            f"{_urls(len(urls))} dropped when their site's robots.txt could not be "
-            "reached queued again: it is asked again"
-        )
     # A TLS handshake that failed (garbage instead of TLS, a reset, a protocol the server
     # would not speak) is given up at once within a run: asking again seconds later meets the
     # same server. But what breaks a handshake often passes (a server restarting behind a
     # load balancer, a middlebox, a certificate being replaced), unlike a certificate that
     # does not verify, which no waiting changes: so a resume asks again, without any flag,
     # as for a robots.txt that could not be reached (``losses``: "a resume asks it again").
-    urls = await _ask_again(ctx, kept.finished_as(TLS_HANDSHAKE), kept.requeue)
-    if urls:
-        _uncount(c, DropReason.TLS_HANDSHAKE.value, len(urls))
-        notes.append(
-            f"{_urls(len(urls))} dropped when their site's TLS handshake failed queued "
-            "again: it may answer now, and is asked again"
-        )
+    for dropped, reason_of, asked, said in (
+        (TLS_CERTIFICATE, DropReason.TLS_CERTIFICATE, not ctx.cfg.fetch.verify_tls,
+         "dropped when their site's TLS certificate did not verify queued again "
+         "(--tls-insecure is given now): its robots.txt is asked again"),
+        (ROBOTS_UNAVAILABLE, DropReason.ROBOTS_UNAVAILABLE, True,
+         "dropped when their site's robots.txt could not be reached queued again: it is "
+         "asked again"),
+        (TLS_HANDSHAKE, DropReason.TLS_HANDSHAKE, True,
+         "dropped when their site's TLS handshake failed queued again: it may answer now, "
+         "and is asked again"),
+    ):  # fmt: skip
+        urls = await _ask_again(ctx, kept.finished_as(dropped), kept.requeue) if asked else []
+        if urls:
+            _uncount(c, reason_of.value, len(urls))
+            notes.append(f"{_urls(len(urls))} {said}")
     refused = kept.refused_rows()
     if refused:
         reason = {r[0]: r[1] for r in refused}
