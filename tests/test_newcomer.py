@@ -246,6 +246,42 @@ def test_a_mistyped_host_name_is_given_up_at_once(tmp_path: Path) -> None:
     assert summary(out)["stopped_by"] == "done"
 
 
+def test_user_code_that_exits_or_interrupts_is_a_failure_of_that_page(tmp_path: Path) -> None:
+    """``sys.exit()`` in a page handler, ``SystemExit`` and ``KeyboardInterrupt`` raised by a
+    nugget function: each a failure of that page, said and counted, every page fetched and
+    logged. Before, SystemExit ended the crawl with exit 3 and no summary, and a
+    KeyboardInterrupt killed the site's turn: a page asked and never logged, the site
+    dropped in silence."""
+    (tmp_path / "quits.py").write_text(
+        "import sys\n"
+        "def judge(doc):\n"
+        "    if doc.title == 'Page 3':\n"
+        "        sys.exit(3)\n"
+        "    if doc.title == 'Page 4':\n"
+        "        raise KeyboardInterrupt\n"
+        "    return 0.5\n"
+        "def items(page):\n"
+        "    if page.title == 'Page 2':\n"
+        "        sys.exit('enough')\n"
+        "    yield {'title': page.title}\n",
+        encoding="utf-8",
+    )
+    with newcomer_site() as site:
+        done = politecrawl(
+            "crawl", site.url, "--user-agent", UA, "--out", "out", *FAST,
+            "--allow-private-addresses", "--relevance", "./quits.py:judge",
+            "--handler", "./quits.py:items", cwd=tmp_path, isolated=True,
+        )  # fmt: skip
+        asked = site.requests()
+    assert done.returncode == 0, done.stderr
+    assert {f"/p{n}.html" for n in range(2, 7)} <= set(asked)
+    logged = {r["url"].rsplit("/", 1)[1] for r in requests_logged(tmp_path / "out")}
+    assert {f"p{n}.html" for n in range(2, 7)} <= logged, logged
+    counters = summary(tmp_path / "out")["counters"]
+    assert isinstance(counters, dict)
+    assert counters["relevance_errors"] == 2 and counters["handler_errors"] == 1, counters
+
+
 def test_a_failed_lookup_is_not_taken_for_a_missing_name(tmp_path: Path) -> None:
     """SERVFAIL (the lookup failed, it may pass) is not NXDOMAIN: the site waits, kept."""
     out = tmp_path / "o"

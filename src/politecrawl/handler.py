@@ -67,7 +67,8 @@ async def run_handler(
         else:
             for item in result:
                 items.append(with_provenance(base, _mapping(item)))
-    except Exception as exc:  # the user's code must not stop the crawl
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the user's code must not
+        # stop the crawl, nor end it with its sys.exit() (Ctrl-C comes by a signal handler)
         log.warning("page handler failed on %s: %r", page.url, exc, exc_info=True)
         return items, repr(exc)
     return items, None

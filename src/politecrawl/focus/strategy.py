@@ -155,8 +155,11 @@ class Focus:
         error = None
         try:
             rel = float(self.nugget(doc))
-        except Exception as exc:  # a user's nugget function failing must not stop the crawl;
-            rel, error = 0.0, repr(exc)  # it is said and counted, as a page handler's failure
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # a user's nugget function
+            # failing must not stop the crawl (nor its sys.exit(): Ctrl-C reaches the crawl by
+            # its signal handler, never as an exception in user code); it is said and counted,
+            # as a page handler's failure
+            rel, error = 0.0, repr(exc)
             log.warning("nugget function failed on %s (scored 0): %s", url, error, exc_info=True)
         if rel != rel:  # NaN: no judgement either
             rel, error = 0.0, "returned NaN"
