@@ -337,3 +337,23 @@ def test_robots_txt_404_is_absent_not_an_error(tmp_path: Path) -> None:
     assert "<div class=card><b>1</b><span>errors · summary.json</span></div>" in html
     assert "robots absent" in html
 
+
+
+def test_a_resume_with_another_topic_is_refused(tmp_path: Path) -> None:
+    """A focused crawl resumed with another --topic: its queue is ranked, and its relevant
+    pages counted, by the first. Before, the resume took the new topic in silence, fetched
+    in the old order and stopped at --target-relevant counting the old topic's pages."""
+    with newcomer_site() as site:
+        common = ["crawl", site.url, "--user-agent", UA, "--out", "out", *FAST,
+                  "--allow-private-addresses"]  # fmt: skip
+        first = politecrawl(*common, "--topic", "pages", "--max-pages", "2", cwd=tmp_path)
+        assert first.returncode == 0, first.stderr
+        asked = len(site.requests())
+        other = politecrawl(*common, "--topic", "rivers", cwd=tmp_path)
+        assert other.returncode == 2, other.stderr
+        assert other.stderr.strip().count("\n") == 0, other.stderr
+        assert "made with --topic 'pages'" in other.stderr, other.stderr
+        assert len(site.requests()) == asked  # nothing asked
+        same = politecrawl(*common, "--topic", "pages", "--max-pages", "4", cwd=tmp_path)
+        assert same.returncode == 0, same.stderr
+        assert len(site.requests()) > asked

@@ -121,6 +121,28 @@ def check_layout(out: Path, processes: int, *, write: bool = True) -> None:
         layout.write_text(json.dumps({"processes": processes}) + "\n")
 
 
+def check_judge(out: Path, judges: dict[str, str | None]) -> None:
+    """A resume judges relevance as its crawl did: its queue is ranked and its relevant pages
+    counted by the crawl's ``--topic`` / ``--relevance`` (``config.json``), so another one
+    would mix the two in silence (a resume with a new topic stopped at --target-relevant
+    after 5 pages of it, counting the old topic's 20). Refused; a crawl made without either
+    may be given one."""
+    try:
+        made = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # a new crawl (or no record): nothing to keep to
+    if not isinstance(made, dict):
+        return
+    for flag, now in judges.items():
+        before = made.get(flag[2:])
+        if before and before != now:
+            raise ConfigError(
+                f"{out} is a crawl made with {flag} {before!r}: a resume ranks its queue and "
+                f"counts its relevant pages by it, so {flag} {now!r} would mix the two; give "
+                f"the same {flag}, or another --out for the new one"
+            )
+
+
 def record_seeds(out: Path, seeds: tuple[str, ...] | list[str]) -> None:
     """Add to ``OUT/seeds.txt`` the seeds it does not hold yet (appended: the earlier runs'
     stay first)."""

@@ -442,7 +442,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     from politecrawl.engine.supervisor import check_partitioned, run_partitioned
     from politecrawl.focus.relevance import load_callable
     from politecrawl.handler import load_handler
-    from politecrawl.storage.outdir import check_layout
+    from politecrawl.storage.outdir import check_judge, check_layout
 
     where = values.get(_FROM_FILE)  # (what the TOML file set: its errors name it)
     cfg = dataclasses.replace(_config(values), follow_links=follow)
@@ -451,6 +451,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
     else:
         # resumed with the processes it was made with; written once every option is judged
         check_layout(cfg.out_dir, cfg.processes, write=False)
+        check_judge(cfg.out_dir, {"--topic": cfg.topic, "--relevance": cfg.relevance})
     from politecrawl.focus.strategy import choose_strategy
 
     # a topic without keywords, a nugget or a handler that does not import: one line, before
