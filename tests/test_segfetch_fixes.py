@@ -152,3 +152,4 @@ async def test_a_rerun_whose_target_is_met_fetches_nothing(tmp_path: Path) -> No
         assert rc == 0, err
         assert site.log[asked:] == []  # not one request
         assert "nothing left to do" in stdout, stdout
+        assert "its --target-relevant 3 was met" in stdout, stdout

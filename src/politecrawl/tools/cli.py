@@ -484,7 +484,7 @@ def _run_crawl(values: dict[str, Any], *, follow: bool) -> int:
         fatal = crawler.fatal
         nothing = crawler.nothing_left and summary["pages_fetched"] > 0
     if nothing:  # (exit 3 if sites of the crawl are still lost)
-        return nothing_left(summary, cfg.out_dir)
+        return nothing_left(summary, cfg.out_dir, cfg.target_relevant)
     print_summary(summary, cfg.out_dir)
     if fatal:
         print(

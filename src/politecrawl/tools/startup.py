@@ -64,7 +64,7 @@ def pace(cfg: CrawlConfig) -> str:
     return line
 
 
-def nothing_left(summary: dict[str, Any], out: Path) -> int:
+def nothing_left(summary: dict[str, Any], out: Path, target: int | None = None) -> int:
     """What a resumed crawl that had nothing to fetch prints instead of its totals; its exit
     code. Sites still lost (given up, and not asked again by a resume: a site that refused,
     a certificate that does not verify without ``--tls-insecure``) are named, exit 3 as any
@@ -74,10 +74,16 @@ def nothing_left(summary: dict[str, Any], out: Path) -> int:
 
     lost = summary.get("sites_lost") or []
     still = f", but {len(lost)} of its sites {'are' if len(lost) > 1 else 'is'} still lost:"
+    relevant = (summary.get("counters") or {}).get("relevant_pages", 0)
+    why = (  # (``target``: --target-relevant; met, the queue may still hold URLs)
+        f"its --target-relevant {target:,} was met: {relevant:,} relevant pages"
+        if target is not None and relevant >= target
+        else "no URL is queued"
+    )
     print(
         f"nothing left to do: the crawl in {out} had already finished "
         f"({summary['pages_fetched']:,} pages fetched, {summary['stored']:,} stored in earlier "
-        "runs; no URL is queued)" + (still if lost else ".")
+        f"runs; {why})" + (still if lost else ".")
     )
     for line in describe(lost):
         print(line)
