@@ -278,7 +278,7 @@ def test_a_failure_is_an_origins_own_when_the_server_answers_on_another() -> Non
     assert politeness.failing_alone(state, "http://mix.test:81")
     assert not politeness.failing_alone(state, "http://mix.test:80")
     politeness.record_response(state, cfg, 0.1, normal=False, origin="http://mix.test:81")
-    assert politeness.failing_alone(state, "http://mix.test:81")  # a 503 names no origin
+    assert politeness.failing_alone(state, "http://mix.test:81")  # its 503: :80 still answers
 
 
 def test_a_server_down_on_every_origin_is_no_origin_failing_alone() -> None:

@@ -295,6 +295,11 @@ class CrawlContext:
         mine = self.focus.relevant_pages
         return self.partition.relevant(mine) if self.partition is not None else mine
 
+    def target_met(self) -> bool:
+        """``--target-relevant`` reached, counting the whole crawl's relevant pages."""
+        target = self.cfg.target_relevant
+        return target is not None and self.relevant_pages() >= target
+
     def claim_page(self) -> bool:
         """One more page request, if ``--max-pages`` allows it (over every partition)."""
         limit = self.cfg.max_pages

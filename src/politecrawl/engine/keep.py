@@ -145,8 +145,7 @@ async def store_page(
         counters["handler_errors"] += error is not None or left_out > 0
     if score.relevant:
         counters["relevant_pages"] += 1
-        target = ctx.cfg.target_relevant
-        if target is not None and ctx.relevant_pages() >= target:  # the crawl's, not ours
+        if ctx.target_met():  # the crawl's count, not this process's
             ctx.stop("target_relevant")
     if seen.duplicate_of is not None:
         return f"duplicate:{seen.duplicate_of}", seen.next_due

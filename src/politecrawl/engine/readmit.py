@@ -149,8 +149,7 @@ async def resume(ctx: CrawlContext, notify: Callable[[str], None]) -> bool:
     if ctx.frontier.refetches:
         log.info("resuming: %d URLs were in flight at the last stop and will be re-fetched",
                  ctx.frontier.refetches)  # fmt: skip
-    target = ctx.cfg.target_relevant
-    if target is not None and ctx.counters["requests"] and ctx.relevant_pages() >= target:
+    if ctx.counters["requests"] and ctx.target_met():
         return True  # the target met in earlier runs: nothing to fetch
     notes = await readmit(ctx, notify)
     if await revisit(ctx, notify) or notes or ctx.counters["requests"] == 0:

@@ -81,8 +81,7 @@ async def _step(ctx: CrawlContext, key: str, host: politeness.HostState) -> str 
     entry = await next_url(ctx, key, host)
     if isinstance(entry, Held):
         return "" if entry.made_request else None  # robots.txt: its URL not told
-    target = ctx.cfg.target_relevant
-    if target is not None and ctx.relevant_pages() >= target:  # met already: no request
+    if ctx.target_met():  # met already (another process's page, say): no request
         await ctx.frontier.push_back(entry, front=True)
         ctx.stop("target_relevant")
         return None
@@ -265,9 +264,10 @@ def count_failure(ctx: CrawlContext, host: politeness.HostState, why: str, url: 
     """One more failure in a row of the site; enough of them park it (named as lost until it
     answers again). Not one of an origin failing while the server answers on another
     (``politeness.failing_alone``): its URLs go by their own retries, and are named."""
-    if politeness.failing_alone(host, origin_of(url)):
+    origin = origin_of(url)
+    if politeness.failing_alone(host, origin):
         ctx.counters["failures_alone"] += 1
-        ctx.losses.failed_alone(origin_of(url))
+        ctx.losses.failed_alone(origin)
         return
     cfg = ctx.cfg.politeness
     now = ctx.clock()

@@ -147,9 +147,8 @@ def misread(ua: str) -> str | None:
     """
     m = _PRODUCT.match(ua.strip())
     product = m.group() if m else ""
-    reading = _ROBOTS_READING.match(product)
-    read = reading.group() if reading else ""
-    if not read or read == product:
+    read = _reading(product)  # (matched case-insensitively: said in lower case)
+    if not read or read == product.lower():
         return None
     return (
         f"robots.txt reads the bot's name {product!r} as {read!r} (RFC 9309 2.2.1: a product "
